@@ -1,0 +1,1 @@
+"""Benchmarks: each times our kernels, ceilings and baselines in one process and writes JSON."""

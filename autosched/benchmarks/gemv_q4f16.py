@@ -1,0 +1,266 @@
+"""`autosched bench gemv-q4f16`: tuned vs default vs same-bytes floor vs cuBLAS fp16 vs torch int4,
+all timed in one process with one protocol, plus CUDA-graph figures; JSON under bench/results/.
+
+Tuning runs first through the GPU runner (worker process); then this process, alone on the GPU,
+times every kernel of a shape back to back, each checked against the float64 reference first.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from autosched import layouts
+from autosched.measure.protocol import Protocol, Timer, ptr
+
+SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "14336x4096",
+          "4096x14336", "128256x4096"]
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+class _Launchable:
+    """A built kernel with its inputs packed in torch tensors, launchable on a cuda.core stream."""
+
+    def __init__(self, spec, binary, inputs: dict, out, copies: int = 1):
+        import torch
+        from cuda.core import LaunchConfig, ObjectCode
+        if not binary.ok:
+            raise RuntimeError(f"build failed: {binary.error}")
+        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
+        self.kernel = mod.get_kernel(spec.name_expression)
+        self.cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
+        self.out = out
+        self.arg_sets = []
+        packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
+                  if a.role == "input"}
+        dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}
+        for c in range(copies):
+            # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
+            tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
+            self.arg_sets.append([ptr(out) if a.role == "output" else ptr(tensors[a.name]) for a in spec.args])
+            self._keep = getattr(self, "_keep", []) + [tensors]
+
+    def launch(self, stream, copy: int = 0) -> None:
+        from cuda.core import launch
+        launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
+
+
+def _time_graph(enqueue_copy, copies: int, stream_torch, count: int = 200) -> float:
+    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
+    graph (no per-launch event or launch-API cost: what a decode step sees)."""
+    import torch
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        for i in range(count):
+            enqueue_copy(i % copies)
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / count)
+    return float(np.median(times))
+
+
+def _floor(workload, timer, stream, builder, torch_stream) -> dict:
+    """Same-bytes floor: min(device copy moving the same total bytes, read-only stream over them)."""
+    import torch
+    from cuda.core import LaunchConfig, launch
+    from autosched.benchmarks.stream_read import stream_read_spec
+    nbytes = workload.bytes_moved()
+    half = (nbytes // 2 + 15) // 16 * 16
+    src = torch.empty(half, dtype=torch.uint8, device="cuda").random_(0, 255)
+    dst = torch.empty_like(src)
+    copy = timer.summary(lambda: dst.copy_(src))
+    rd = torch.empty((nbytes + 15) // 16 * 16, dtype=torch.uint8, device="cuda").random_(0, 255)
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    best = None
+    from cuda.core import ObjectCode
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for unroll in (1, 4):
+        spec = stream_read_spec(unroll, timer.device_arch)
+        b = builder.build(spec)
+        k = ObjectCode.from_cubin(b.cubin, symbol_mapping={spec.name_expression: b.symbol.encode()}).get_kernel(spec.name_expression)
+        for blocks_per_sm in (2, 4, 8, 16):
+            cfg = LaunchConfig(grid=(sms * blocks_per_sm, 1, 1), block=(256, 1, 1), shmem_size=0)
+            args = (ptr(rd), np.int64(rd.numel() // 16), np.uint32(0x9E3779B9), ptr(sink))
+            s = timer.summary(lambda: launch(stream, cfg, k, *args))
+            if best is None or s["median_us"] < best["median_us"]:
+                best = {**s, "grid": sms * blocks_per_sm, "unroll": unroll}
+    return {"copy_us": copy["median_us"], "read_us": best["median_us"],
+            "floor_us": min(copy["median_us"], best["median_us"]), "read_grid": best["grid"]}
+
+
+def _baselines(workload, inputs, timer, graph_copies) -> dict:
+    import torch
+    N, K = workload.N, workload.K
+    out = {}
+    w = torch.from_numpy(workload.dequantize(inputs["A_q"], inputs["A_scale"]).astype(np.float16)).cuda()
+    x = torch.from_numpy(inputs["V"]).cuda().view(1, K)
+    ws = [w] + [w.clone() for _ in range(graph_copies - 1)]
+    out["cublas_fp16_us"] = timer.summary(lambda: torch.nn.functional.linear(x, w))["median_us"]
+    out["graph_cublas_fp16_us"] = _time_graph(lambda i: torch.nn.functional.linear(x, ws[i]), graph_copies, None)
+    del ws
+    try:
+        # torch's packing wants uint8 (N, K/2) with the even element in the high nibble
+        from autosched.workloads.gemv_q4f16 import unpack_q4
+        vals = torch.from_numpy(unpack_q4(inputs["A_q"]).astype(np.int32))
+        q = ((vals[:, ::2] << 4) | vals[:, 1::2]).to(torch.uint8).cuda()
+        packed = torch._convert_weight_to_int4pack(q, 8)
+        scales = torch.from_numpy(inputs["A_scale"].astype(np.float32)).cuda()      # (N, K/32)
+        # tinygemm dequantizes (q - 8) * scale + zero: zero = scale * (8 - 7) reproduces (q - 7) * scale
+        sz = torch.stack([scales.t(), scales.t()], dim=-1).to(torch.bfloat16).contiguous()
+        xb = x.to(torch.bfloat16)
+        y = torch._weight_int4pack_mm(xb, packed, 32, sz)
+        ref = torch.from_numpy(workload.reference(inputs)).cuda()
+        rel = float((y.double().flatten() - ref).norm() / ref.norm())
+        out["tinygemm_rel_err"] = rel
+        out["tinygemm_us"] = timer.summary(lambda: torch._weight_int4pack_mm(xb, packed, 32, sz))["median_us"]
+        ps = [packed] + [packed.clone() for _ in range(graph_copies - 1)]
+        out["graph_tinygemm_us"] = _time_graph(lambda i: torch._weight_int4pack_mm(xb, ps[i], 32, sz),
+                                               graph_copies, None)
+    except Exception as e:      # an int4 kernel missing from this torch build: say so, go on
+        out["tinygemm_error"] = f"{type(e).__name__}: {e}"[:300]
+    return out
+
+
+def _err(e: Exception) -> str:
+    import traceback
+    return "".join(traceback.format_exception(e))[-1500:]
+
+
+def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies, timer, stream) -> dict:
+    import torch
+    from cuda.core import Stream
+    spec = template.render(w, cfg, device)
+    k = _Launchable(spec, builder.build(spec), inputs, out, copies)
+    out.fill_(float("nan"))
+    k.launch(stream)
+    torch.cuda.synchronize()
+    chk = w.check(out.cpu().numpy(), ref)
+    if not chk.ok:
+        raise RuntimeError(f"{name} kernel for {w.key} failed its check: {chk.message}")
+    s = timer.summary(lambda: k.launch(stream))
+    row = {f"{name}_us": s["median_us"], f"{name}_min_us": s["min_us"], f"{name}_spread_us": s["spread_us"],
+           f"{name}_config": cfg, f"{name}_max_abs_err": chk.max_abs_err}
+    row[f"graph_{name}_us"] = _time_graph(
+        lambda i: k.launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), i), copies, None)
+    return row
+
+
+def _write(rows, device, strategy, trials, out_dir) -> Path:
+    import torch
+    done = [r for r in rows if "time_over_floor" in r and "speedup_vs_default" in r]
+    summary = {
+        "max_time_over_floor": max((r["time_over_floor"] for r in done), default=None),
+        "geomean_speedup_vs_default": float(np.exp(np.mean([np.log(r["speedup_vs_default"]) for r in done])))
+        if done else None,
+        "shapes_within_1.15x_floor": sum(r["time_over_floor"] <= 1.15 for r in done),
+        "shapes": len(rows),
+        "shapes_complete": len(done),
+    }
+    today = datetime.date.today().isoformat()
+    doc = {"benchmark": "gemv-q4f16", "device": device.name, "device_key": device.key, "date": today,
+           "commit": git_commit(), "versions": {"cuda": device.cuda_version, "driver": device.driver_version,
+                                                "torch": torch.__version__},
+           "protocol": Protocol().to_json(), "tuning": {"strategy": strategy, "trials": trials},
+           "rows": rows, "summary": summary}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"gemv-q4f16-{device.name.replace(' ', '_')}-{today}.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_dir="bench/results",
+                  db_path=None, console=None) -> Path:
+    import torch
+    from cuda.core import Device, Stream
+    from autosched.build import Builder
+    from autosched.database import Database
+    from autosched.measure.gpu import GpuRunner
+    from autosched.templates import template_for
+    from autosched.tuner import tune
+    from autosched.workloads import GemvQ4F16
+
+    log = console.print if console else print
+    workloads = [GemvQ4F16.from_shape(s) for s in (shapes or SHAPES)]
+    template = template_for(workloads[0])
+    tuned = {}
+    with Database(db_path) as db, Builder() as builder:
+        with GpuRunner() as runner:
+            device = runner.device_info
+            for w in workloads:
+                res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1)
+                tuned[w.key] = res
+                log(f"tuned {w.shape_str}: {res.best.median_us:.2f} us after {res.trials} trials "
+                    f"in {res.elapsed_s:.0f} s {res.statuses}")
+        # the worker is gone: from here this process has the GPU to itself
+        dev = Device(0)
+        dev.set_current()
+        torch.cuda.init()
+        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+        timer = Timer(dev, stream, Protocol())
+        timer.device_arch = device.arch
+        rows = []
+        for w in workloads:
+            res = tuned[w.key]
+            inputs = w.inputs(seed=1234)
+            ref = w.reference(inputs)
+            copies = max(2, math.ceil(2 * device.l2_bytes / w.bytes_moved()) + 1)
+            row = {"N": w.N, "K": w.K, "bytes": w.bytes_moved(), "tune_s": round(res.elapsed_s, 2),
+                   "trials": res.trials, "space_size": res.space_size}
+            errors = row["errors"] = {}
+            try:
+                row.update(_floor(w, timer, stream, builder, None))
+            except Exception as e:
+                errors["floor"] = _err(e)
+            out = torch.empty(w.N, dtype=torch.float16, device="cuda")
+            for name, cfg in (("tuned", res.best_config), ("default", template.default_config(w, device))):
+                try:
+                    row.update(_time_ours(name, w, template, cfg, device, builder, inputs, ref, out,
+                                          copies, timer, stream))
+                except Exception as e:
+                    errors[name] = _err(e)
+            try:
+                row.update(_baselines(w, inputs, timer, copies))
+            except Exception as e:
+                errors["baselines"] = _err(e)
+            if "tuned_us" in row and "floor_us" in row:
+                row["time_over_floor"] = row["tuned_us"] / row["floor_us"]
+                row["tuned_gbps"] = w.bytes_moved() / (row["tuned_us"] * 1e-6) / 1e9
+            if "tuned_us" in row and "default_us" in row:
+                row["speedup_vs_default"] = row["default_us"] / row["tuned_us"]
+            rows.append(row)
+            log(f"{w.shape_str}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()
+                                               if k.endswith("_us") and isinstance(v, float)))
+            if errors:
+                log(f"  errors: {errors}")
+            path = _write(rows, device, strategy, trials, out_dir)
+            torch.cuda.empty_cache()
+        timer.close()
+    return path

@@ -1,0 +1,326 @@
+"""Command line: autosched devices | tune | record | bench | report | export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+OPS = {"gemv-q4f16": "gemv_q4f16"}     # CLI name -> workload name
+
+
+class CliError(Exception):
+    pass
+
+
+def _workload(op: str, shape: str):
+    from autosched.workloads import GemvQ4F16, WorkloadError
+    if op not in OPS:
+        raise CliError(f"unknown operator {op!r}; available: {', '.join(OPS)}")
+    try:
+        return GemvQ4F16.from_shape(shape)
+    except WorkloadError as e:
+        raise CliError(str(e)) from e
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[best]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                    console=console, transient=False)
+
+
+def _make_runner(kind: str, workload, template):
+    """(runner, note).  auto: the GPU if there is one, else the replay runner."""
+    from autosched.device import gpu_count
+    from autosched.measure.recording import ReplayRunner, find_recording, shipped_recordings
+    if kind == "auto":
+        kind = "gpu" if gpu_count() > 0 else "replay"
+    if kind == "gpu":
+        from autosched.measure.gpu import GpuRunner
+        return GpuRunner(), "measuring on the GPU"
+    rec = find_recording(workload.key, template.family)
+    if rec is None:
+        have = ", ".join(p.name for p in shipped_recordings()) or "none"
+        raise CliError(f"no CUDA GPU here and no recording for {workload.key}: the replay runner "
+                       f"can only answer for recorded shapes (shipped: {have})")
+    return ReplayRunner(rec), (f"[yellow]REPLAY[/]: no GPU used; answers are real measurements recorded on "
+                               f"{rec.device.name} ({rec.date}, {len(rec.entries)} configs, {rec.name})")
+
+
+def _print_space(space, workload) -> None:
+    raw, size = space.raw_size(), space.size()
+    console.print(f"space for {workload!r}: {raw:,} raw points, {size:,} after pruning "
+                  f"({100 * size / raw:.3f}%)")
+    t = Table("rule", "configs removed", title="pruning (each point counted under the first rule it breaks)",
+              title_justify="left", show_lines=False)
+    for name, n in space.prune_report():
+        t.add_row(name, f"{n:,}")
+    console.print(t)
+
+
+def cmd_devices(args) -> int:
+    from autosched.device import gpu_count, query
+    from autosched.measure.recording import Recording, shipped_recordings
+    n = gpu_count()
+    if n == 0:
+        console.print("no CUDA GPU found on this machine: `autosched tune` will use the replay runner")
+    for i in range(n):
+        info = query(i)
+        console.print(f"GPU {i}: {info.name}  {info.arch}  {info.sm_count} SMs  "
+                      f"L2 {info.l2_bytes >> 20} MB  driver {info.driver_version}  NVRTC {info.cuda_version}")
+        console.print(f"        device key: {info.key}")
+    recs = shipped_recordings()
+    if recs:
+        t = Table("recording", "workload", "GPU", "configs", "date", title="recorded data sets (replay runner)",
+                  title_justify="left")
+        for p in recs:
+            r = Recording.load(p)
+            t.add_row(p.name, r.workload_key, r.device.name, f"{len(r.entries):,}", r.date)
+        console.print(t)
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from autosched.build import Builder
+    from autosched.database import Database
+    from autosched.templates import template_for
+    from autosched.tuner import tune
+    workload = _workload(args.op, args.shape)
+    template = template_for(workload)
+    runner, note = _make_runner(args.runner, workload, template)
+    console.print(note)
+    with runner, Database(args.db) as db:
+        device = runner.device_info
+        space = template.space(workload, device)
+        _print_space(space, workload)
+        builder = Builder(args.jobs) if (runner.needs_binary or args.build) else None
+        total = min(args.trials or space.size(), space.size())
+        with _progress() as prog:
+            task = prog.add_task(f"tune {workload.shape_str}", total=total, best="")
+
+            def on_result(cfg, m, res):
+                best = f"best {res.best.median_us:.2f} us" if res.best else ""
+                prog.update(task, advance=1, best=best)
+
+            try:
+                res = tune(workload, template, runner, db, strategy=args.strategy, trials=args.trials,
+                           time_budget_s=args.time, builder=builder, seed=args.seed, on_result=on_result)
+            finally:
+                if builder:
+                    builder.close()
+        _print_tune_result(res, workload, template, runner, device)
+    return 0 if res.best else 1
+
+
+def _print_tune_result(res, workload, template, runner, device) -> None:
+    from autosched.tuner import measure_configs
+    console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from the "
+                  f"database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
+    if not res.best:
+        console.print("[red]no config passed the correctness check[/]")
+        return
+    default_cfg = template.default_config(workload, device)
+    default = measure_configs(workload, template, runner, [default_cfg])[0] if runner.name == "replay" else None
+    gbs = workload.bytes_moved() / (res.best.median_us * 1e-6) / 1e9
+    t = Table("", "median (us)", "min (us)", "GB/s", "config", title=f"{workload.key} on {device.name}",
+              title_justify="left")
+    t.add_row("tuned", f"{res.best.median_us:.2f}", f"{res.best.min_us:.2f}", f"{gbs:.0f}",
+              json.dumps(res.best_config))
+    if default is not None and default.ok:
+        t.add_row("default", f"{default.median_us:.2f}", f"{default.min_us:.2f}",
+                  f"{workload.bytes_moved() / (default.median_us * 1e-6) / 1e9:.0f}", json.dumps(default_cfg))
+    console.print(t)
+    if res.best.source.startswith("replay"):
+        console.print(f"[yellow](replayed from {res.best.source[7:]}: times measured on {device.name}, "
+                      "not on this machine)[/]")
+
+
+def cmd_record(args) -> int:
+    from autosched.build import Builder
+    from autosched.database import Database
+    from autosched.measure.gpu import GpuRunner
+    from autosched.measure.protocol import Protocol
+    from autosched.measure.recording import Recording
+    from autosched.templates import template_for
+    from autosched.tuner import tune, versions
+    import datetime
+    workload = _workload(args.op, args.shape)
+    template = template_for(workload)
+    with GpuRunner() as runner, Database(args.db) as db, Builder(args.jobs) as builder:
+        device = runner.device_info
+        space = template.space(workload, device)
+        _print_space(space, workload)
+        with _progress() as prog:
+            task = prog.add_task(f"record {workload.shape_str}", total=space.size(), best="")
+            res = tune(workload, template, runner, db, strategy=args.strategy, builder=builder,
+                       time_budget_s=args.time,
+                       on_result=lambda c, m, r: prog.update(
+                           task, advance=1, best=f"best {r.best.median_us:.2f} us" if r.best else ""))
+        rec = Recording(workload.key, template.family, device, space.names, Protocol().to_json(),
+                        versions("gpu"), datetime.date.today().isoformat(), space.size())
+        for h, r in db.measured(workload.key, device.key, template.family).items():
+            if space.contains(r.config):
+                rec.add(r.config, r.measurement)
+        out = Path(args.out) if args.out else Path(f"{template.family}-{workload.shape_str}.json.gz")
+        rec.save(out)
+        console.print(f"recorded {len(rec.entries):,} of {space.size():,} configs to {out} "
+                      f"({res.statuses})")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from autosched.benchmarks.gemv_q4f16 import run_benchmark
+    shapes = args.shapes.split(",") if args.shapes else None
+    path = run_benchmark(shapes=shapes, trials=args.trials, strategy=args.strategy, out_dir=args.out,
+                         db_path=args.db, console=console)
+    console.print(f"wrote {path}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from autosched.report import write_report
+    outputs = write_report(Path(args.results), readme=Path(args.readme) if args.readme else None,
+                           plot_dir=Path(args.plots), console=console)
+    for o in outputs:
+        console.print(f"wrote {o}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from autosched.database import Database
+    from autosched.export import export_cuda
+    from autosched.measure.recording import find_recording
+    from autosched.templates import template_for
+    workload = _workload(args.op, args.shape)
+    template = template_for(workload)
+    if args.config:
+        try:
+            config = json.loads(args.config)
+        except json.JSONDecodeError as e:
+            raise CliError(f"--config is not valid JSON: {e}") from e
+        source = "--config"
+    else:
+        config, source = None, ""
+        with Database(args.db) as db:
+            rec = db.best(workload.key, args.device_key, template.family) if args.device_key else None
+            if rec is None:
+                groups = [g for g in db.workloads() if g[0] == workload.key and g[2] == template.family]
+                for g in groups:
+                    r = db.best(workload.key, g[1], template.family)
+                    if r and (rec is None or r.measurement.median_us < rec.measurement.median_us):
+                        rec = r
+            if rec is not None:
+                config, source = rec.config, f"database best on {rec.device_key}"
+        if config is None:
+            recd = find_recording(workload.key, template.family)
+            if recd is None:
+                raise CliError(f"nothing tuned for {workload.key}: run `autosched tune` first or pass --config")
+            best = min((m.median_us, c) for c, m in recd.entries.values() if m.ok)
+            config, source = best[1], f"best of recording {recd.name}"
+    device = _export_device(workload, template, args)
+    out = Path(args.output or f"{template.family}_{workload.shape_str}.cu")
+    export_cuda(workload, template, config, device, out, source=source)
+    console.print(f"wrote {out} ({source})")
+    return 0
+
+
+def _export_device(workload, template, args):
+    from autosched.device import gpu_count, query
+    from autosched.measure.recording import find_recording
+    if gpu_count() > 0:
+        return query(0)
+    rec = find_recording(workload.key, template.family)
+    if rec is None:
+        from autosched.measure.recording import shipped_recordings, Recording
+        recs = shipped_recordings()
+        if not recs:
+            raise CliError("no GPU and no recording to take the target GPU's limits from")
+        rec = Recording.load(recs[0])
+    return rec.device
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="autosched",
+        description="Find the fastest CUDA kernel for an LLM-inference operator on this GPU. "
+                    "Without a GPU, tuning replays measurements recorded on a real GPU (and says so).")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("devices", help="list GPUs (and shipped recordings)")
+    s.set_defaults(fn=cmd_devices)
+
+    def common(s, with_runner=True):
+        s.add_argument("op", choices=list(OPS), help="operator to tune")
+        s.add_argument("--shape", required=True, help="NxK, e.g. 12288x4096")
+        s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
+        s.add_argument("--jobs", type=int, default=None, help="NVRTC build processes (default: all cores)")
+
+    s = sub.add_parser("tune", help="search the schedule space of one operator and shape",
+                       description="Search the schedule space; every measurement goes to the database, "
+                                   "so an interrupted run resumes where it stopped.")
+    common(s)
+    s.add_argument("--runner", choices=("auto", "gpu", "replay"), default="auto",
+                   help="gpu: measure here; replay: answer from a shipped recording; auto: gpu if present")
+    s.add_argument("--strategy", choices=("exhaustive", "random"), default="exhaustive")
+    s.add_argument("--trials", type=int, default=None, help="stop after N configs (default: whole space)")
+    s.add_argument("--time", type=float, default=None, help="stop after S seconds")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--build", action="store_true", help="with --runner replay, also compile every config")
+    s.set_defaults(fn=cmd_tune)
+
+    s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")
+    common(s)
+    s.add_argument("--out", default=None, help="output .json.gz")
+    s.add_argument("--time", type=float, default=None, help="stop after S seconds (resume later)")
+    s.add_argument("--strategy", choices=("exhaustive", "random"), default="exhaustive",
+                   help="order of measurement: random makes a time-limited recording a uniform sample")
+    s.set_defaults(fn=cmd_record)
+
+    s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")
+    s.add_argument("op", nargs="?", default="gemv-q4f16", choices=list(OPS))
+    s.add_argument("--shapes", default=None, help="comma-separated NxK (default: the 8 of BENCHMARKS.md)")
+    s.add_argument("--trials", type=int, default=600, help="tuning trials per shape")
+    s.add_argument("--strategy", choices=("exhaustive", "random"), default="random")
+    s.add_argument("--out", default="bench/results")
+    s.add_argument("--db", default=None)
+    s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("report", help="tables and plots from bench/results (and the README table)")
+    s.add_argument("--results", default="bench/results")
+    s.add_argument("--plots", default="bench/plots")
+    s.add_argument("--readme", default=None, help="README to update between the results markers")
+    s.set_defaults(fn=cmd_report)
+
+    s = sub.add_parser("export", help="write a tuned kernel as a standalone .cu with its launch parameters")
+    s.add_argument("op", choices=list(OPS))
+    s.add_argument("--shape", required=True)
+    s.add_argument("--config", default=None, help="config as JSON (default: best in the database)")
+    s.add_argument("--device-key", default=None)
+    s.add_argument("--db", default=None)
+    s.add_argument("-o", "--output", default=None)
+    s.set_defaults(fn=cmd_export)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (CliError, ValueError) as e:     # ConfigError and WorkloadError are ValueErrors
+        err_console.print(f"[red]error:[/] {e}")
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted: measurements so far are in the database; run again to resume")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

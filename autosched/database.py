@@ -1,0 +1,123 @@
+"""SQLite (WAL) store of measurements: one row per (workload, device, template, config).
+
+A tuning run writes each result as it arrives, so a run that is killed and restarted resumes:
+`measured()` tells the search which configs to skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from autosched.measure.result import Measurement, Status
+from autosched.space import config_hash
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS measurements (
+    workload_key TEXT NOT NULL,
+    device_key   TEXT NOT NULL,
+    template     TEXT NOT NULL,
+    config_hash  TEXT NOT NULL,
+    config       TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    min_us       REAL,
+    median_us    REAL,
+    spread_us    REAL,
+    max_abs_err  REAL,
+    error        TEXT,
+    registers    INTEGER,
+    smem_bytes   INTEGER,
+    spills       INTEGER,
+    source       TEXT,
+    versions     TEXT,
+    timestamp    REAL NOT NULL,
+    PRIMARY KEY (workload_key, device_key, template, config_hash)
+);
+CREATE INDEX IF NOT EXISTS by_median ON measurements (workload_key, device_key, template, median_us);
+"""
+
+
+@dataclass(frozen=True)
+class Record:
+    workload_key: str
+    device_key: str
+    template: str
+    config: dict
+    measurement: Measurement
+    versions: dict
+    timestamp: float
+
+
+def default_db_path() -> Path:
+    root = os.environ.get("AUTOSCHED_HOME") or os.path.join(
+        os.environ.get("XDG_DATA_HOME", os.path.expanduser("~/.local/share")), "autosched")
+    return Path(root) / "autosched.db"
+
+
+class Database:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_db_path()
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(SCHEMA)
+
+    def add(self, workload_key: str, device_key: str, template: str, config: dict,
+            m: Measurement, versions: dict | None = None) -> None:
+        """Insert or replace one measurement, committed at once (a kill loses nothing before it)."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (workload_key, device_key, template, config_hash(config),
+                 json.dumps(config, sort_keys=True), m.status.value, _num(m.min_us), _num(m.median_us),
+                 _num(m.spread_us), _num(m.max_abs_err), m.error, m.registers, m.smem_bytes, m.spills,
+                 m.source, json.dumps(versions or {}, sort_keys=True), time.time()))
+
+    def measured(self, workload_key: str, device_key: str, template: str) -> dict[str, Record]:
+        """config_hash -> Record of everything already measured for this workload and device."""
+        rows = self.conn.execute(
+            "SELECT * FROM measurements WHERE workload_key=? AND device_key=? AND template=?",
+            (workload_key, device_key, template)).fetchall()
+        return {r[3]: _record(r) for r in rows}
+
+    def best(self, workload_key: str, device_key: str, template: str | None = None) -> Record | None:
+        q = ("SELECT * FROM measurements WHERE workload_key=? AND device_key=? AND status='ok'"
+             + (" AND template=?" if template else "") + " ORDER BY median_us LIMIT 1")
+        args = (workload_key, device_key) + ((template,) if template else ())
+        row = self.conn.execute(q, args).fetchone()
+        return _record(row) if row else None
+
+    def workloads(self, device_key: str | None = None) -> list[tuple[str, str, str, int]]:
+        """(workload_key, device_key, template, rows) for every group in the database."""
+        q = "SELECT workload_key, device_key, template, COUNT(*) FROM measurements"
+        args: tuple = ()
+        if device_key:
+            q += " WHERE device_key=?"
+            args = (device_key,)
+        return self.conn.execute(q + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", args).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _num(x: float):
+    return None if x is None or x != x else float(x)
+
+
+def _record(r) -> Record:
+    m = Measurement(Status(r[5]), *(float("nan") if v is None else v for v in r[6:10]),
+                    error=r[10] or "", registers=r[11] or 0, smem_bytes=r[12] or 0, spills=r[13] or 0,
+                    source=r[14] or "")
+    return Record(r[0], r[1], r[2], json.loads(r[4]), m, json.loads(r[15] or "{}"), r[16])

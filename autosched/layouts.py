@@ -1,0 +1,68 @@
+"""Host-side weight layouts: the data transforms a kernel's config asks for, in plain numpy.
+
+A template names a layout in its KernelSpec (``ArgSpec.layout``); the runner applies it to the
+workload's inputs before upload.  Each transform is a bijection on the data, so the kernel computes
+the same function the workload's reference defines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# nibble position p of a packed word takes natural element NIBBLE_ORDER_K[p]: pairs (2p, 2p+1)
+# then come out of one LOP3 as a half2 that lines up with V's natural half2 pairs
+NIBBLE_ORDER_K = (0, 2, 4, 6, 1, 3, 5, 7)
+
+
+def _nibbles(words: np.ndarray) -> np.ndarray:
+    shifts = np.arange(8, dtype=np.uint32) * 4
+    return (words[..., None] >> shifts) & np.uint32(0xF)
+
+
+def _words(nibbles: np.ndarray) -> np.ndarray:
+    shifts = np.arange(8, dtype=np.uint32) * 4
+    return np.bitwise_or.reduce(nibbles.astype(np.uint32) << shifts, axis=-1).astype(np.uint32)
+
+
+def interleave_k(a_q: np.ndarray) -> np.ndarray:
+    """Reorder the nibbles of every word to NIBBLE_ORDER_K."""
+    return _words(_nibbles(a_q)[..., list(NIBBLE_ORDER_K)])
+
+
+def interleave_rows(a_q: np.ndarray) -> np.ndarray:
+    """Rows (2m, 2m+1) -> words holding both: row 2m's word gets e0..e3 of row a then of row b,
+    row 2m+1's word gets e4..e7 of a then of b.  One LOP3 then yields (a_e, b_e) as a half2."""
+    n = a_q.shape[0]
+    if n % 2:
+        raise ValueError(f"row interleave needs an even number of rows, got {n}")
+    nib = _nibbles(a_q)
+    a, b = nib[0::2], nib[1::2]
+    out = np.empty_like(nib)
+    out[0::2] = np.concatenate([a[..., :4], b[..., :4]], axis=-1)
+    out[1::2] = np.concatenate([a[..., 4:], b[..., 4:]], axis=-1)
+    return _words(out)
+
+
+def tile(a: np.ndarray, n: int, k: int) -> np.ndarray:
+    """(R, C) -> flat (R/n, C/k, n, k): an n x k tile of the matrix is contiguous."""
+    r, c = a.shape
+    if r % n or c % k:
+        raise ValueError(f"tile ({n}, {k}) does not divide a ({r}, {c}) matrix")
+    return np.ascontiguousarray(a.reshape(r // n, n, c // k, k).transpose(0, 2, 1, 3)).reshape(-1)
+
+
+def apply(name: str, params: dict, a: np.ndarray) -> np.ndarray:
+    """Apply layout ``name`` (as named in an ArgSpec) to array ``a``."""
+    if name == "identity":
+        return np.ascontiguousarray(a)
+    if name == "q4_words":
+        if params["nibbles"] == "k":
+            a = interleave_k(a)
+        elif params["nibbles"] == "rows":
+            a = interleave_rows(a)
+        elif params["nibbles"] != "natural":
+            raise ValueError(f"unknown nibble order {params['nibbles']!r}")
+        return tile(a, params["n"], params["k"])
+    if name == "q4_scales":
+        return tile(a, params["n"], 1)
+    raise ValueError(f"unknown layout {name!r}")

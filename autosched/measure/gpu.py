@@ -1,0 +1,193 @@
+"""GpuRunner: one worker process per GPU; a kernel that faults or hangs costs only its worker.
+
+The parent process never touches the CUDA driver: device facts come from worker 0, so the parent
+can fork a build pool or die without leaving a context behind.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import threading
+from typing import Iterable, Iterator
+
+from autosched.device import DeviceInfo
+from autosched.measure.protocol import Protocol
+from autosched.measure.result import Measurement, Status
+from autosched.measure.worker import worker_main
+
+
+class WorkerDied(RuntimeError):
+    pass
+
+
+class _Slot:
+    """One GPU and the worker process that owns it."""
+
+    def __init__(self, device_id: int, protocol: Protocol, start_timeout: float):
+        self.device_id = device_id
+        self.protocol = protocol
+        self.start_timeout = start_timeout
+        self.info: DeviceInfo | None = None
+        self.prepared: str | None = None
+        self.restarts = 0
+        self._start()
+
+    def _start(self) -> None:
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(self.device_id, child, self.protocol),
+                                daemon=True, name=f"autosched-gpu{self.device_id}")
+        self.proc.start()
+        child.close()
+        self.prepared = None
+        kind, payload = self._recv(self.start_timeout, "start")
+        if kind != "ready":
+            self.kill()
+            raise WorkerDied(f"GPU {self.device_id} worker failed to start:\n{payload}")
+        self.info = DeviceInfo.from_json(payload)
+
+    def _recv(self, timeout: float, what: str):
+        if not self.conn.poll(timeout):
+            raise TimeoutError(f"GPU {self.device_id} worker gave no answer to {what} in {timeout:.0f} s")
+        try:
+            return self.conn.recv()
+        except (EOFError, ConnectionResetError) as e:
+            raise WorkerDied(f"GPU {self.device_id} worker died during {what} "
+                             f"(exit code {self.proc.exitcode})") from e
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+        self.conn.close()
+
+    def restart(self) -> None:
+        self.kill()
+        self.restarts += 1
+        self._start()
+
+    def measure(self, spec, binary, timeout: float, prepare_timeout: float) -> Measurement:
+        try:
+            if self.prepared != spec.workload_key:
+                self.conn.send(("prepare", spec.workload_key))
+                self._recv(prepare_timeout, "input preparation")
+                self.prepared = spec.workload_key
+            self.conn.send(("measure", spec, binary))
+            kind, result = self._recv(timeout, "measure")
+        except TimeoutError as e:
+            self.restart()
+            return Measurement(Status.TIMEOUT, error=str(e))
+        except (WorkerDied, BrokenPipeError, OSError) as e:
+            self.restart()
+            return Measurement(Status.CRASH, error=str(e))
+        if kind == "fatal":
+            # the worker ends itself after a CUDA error (its context may be poisoned)
+            self.proc.join(timeout=10)
+            self.restart()
+        return result
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=10)
+        self.kill()
+
+
+class GpuRunner:
+    """Measures (spec, binary) pairs on every GPU at once, one config per GPU at a time."""
+
+    name = "gpu"
+    needs_binary = True
+
+    def __init__(self, device_ids: Iterable[int] | None = None, protocol: Protocol = Protocol(),
+                 timeout_s: float = 60.0, prepare_timeout_s: float = 600.0, start_timeout_s: float = 120.0):
+        from autosched.device import gpu_count
+        ids = list(device_ids) if device_ids is not None else list(range(gpu_count()))
+        if not ids:
+            raise RuntimeError("no CUDA GPU found: use the replay runner (--runner replay)")
+        self.protocol = protocol
+        self.timeout_s = timeout_s
+        self.prepare_timeout_s = prepare_timeout_s
+        self.slots = [_Slot(i, protocol, start_timeout_s) for i in ids]
+        names = {s.info.key for s in self.slots}
+        if len(names) > 1:
+            raise RuntimeError(f"GPUs of different kinds in one runner: {sorted(names)}; "
+                               "pass --devices to pick one kind")
+
+    @property
+    def device_info(self) -> DeviceInfo:
+        return self.slots[0].info
+
+    def measure(self, spec, binary) -> Measurement:
+        return self._measure_on(self.slots[0], spec, binary)
+
+    def _measure_on(self, slot: _Slot, spec, binary) -> Measurement:
+        if not binary.ok:
+            return Measurement(Status.COMPILE_ERROR, error=binary.error or "")
+        return slot.measure(spec, binary, self.timeout_s, self.prepare_timeout_s)
+
+    def measure_stream(self, items: Iterable[tuple]) -> Iterator[tuple]:
+        """items: (tag, spec, binary_or_future).  Yields (tag, Measurement) as each finishes, with
+        every GPU busy while work remains.  A future is waited on by the GPU thread that takes
+        it, so builds still in the pool do not hold back finished ones on other GPUs."""
+        work: queue.Queue = queue.Queue(maxsize=4 * len(self.slots))
+        done: queue.Queue = queue.Queue()
+        stop = object()
+
+        def gpu_thread(slot):
+            while True:
+                item = work.get()
+                if item is stop:
+                    return
+                tag, spec, binary = item
+                if hasattr(binary, "result"):
+                    binary = binary.result()
+                try:
+                    done.put((tag, self._measure_on(slot, spec, binary)))
+                except Exception as e:   # a worker that cannot even restart: report, go on
+                    done.put((tag, Measurement(Status.CRASH, error=f"{type(e).__name__}: {e}")))
+
+        threads = [threading.Thread(target=gpu_thread, args=(s,), daemon=True) for s in self.slots]
+        for t in threads:
+            t.start()
+
+        def feeder():
+            for item in items:
+                work.put(item)
+            for _ in threads:
+                work.put(stop)
+
+        n_items = [0]
+
+        def counting(it):
+            for x in it:
+                n_items[0] += 1
+                yield x
+
+        items = counting(items)
+        feed = threading.Thread(target=feeder, daemon=True)
+        feed.start()
+        received = 0
+        while True:
+            try:
+                tag_res = done.get(timeout=0.2)
+            except queue.Empty:
+                if not feed.is_alive() and received == n_items[0] and all(not t.is_alive() for t in threads):
+                    break
+                continue
+            received += 1
+            yield tag_res
+        feed.join()
+
+    def close(self) -> None:
+        for s in self.slots:
+            s.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

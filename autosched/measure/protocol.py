@@ -1,0 +1,88 @@
+"""The timing protocol (the q4f16_1 seed's, see BENCHMARKS.md) on a cuda.core stream.
+
+L2 flushed before every timed run by writing a buffer of >= 2x the L2 (256 MB by default), one
+launch per timed run between two events, median of 100 after 10 warm-ups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from autosched.measure.result import summarize
+
+
+@dataclass(frozen=True)
+class Protocol:
+    flush_bytes: int = 256 * 10**6
+    warmup: int = 10
+    repeat: int = 100
+
+    def to_json(self) -> dict:
+        return {"flush_bytes": self.flush_bytes, "warmup": self.warmup, "repeat": self.repeat}
+
+
+def check(result):
+    """cuda.bindings calls return (err, *values): raise on err, return the values."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        from cuda.bindings import driver
+        _, name = driver.cuGetErrorName(err)
+        raise RuntimeError(f"CUDA error {int(err)} ({name.decode() if name else '?'})")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def ptr(x) -> np.uint64:
+    """A kernel pointer argument from a cuda.core Buffer, a torch tensor or an int (cuda.core
+    packs a numpy uint64 as 8 bytes, which is what a pointer parameter takes)."""
+    if hasattr(x, "data_ptr"):
+        return np.uint64(x.data_ptr())
+    if hasattr(x, "handle"):
+        return np.uint64(int(x.handle))
+    return np.uint64(int(x))
+
+
+class Timer:
+    """Times work enqueued on `stream` (a cuda.core Stream) under the protocol."""
+
+    def __init__(self, device, stream, protocol: Protocol = Protocol()):
+        from cuda.core import EventOptions
+        self.stream = stream
+        self.protocol = protocol
+        self.flush_buf = device.allocate(protocol.flush_bytes, stream=stream)
+        self._evopt = EventOptions(timing_enabled=True)
+        self._flush_value = 0
+
+    def flush(self) -> None:
+        from cuda.bindings import driver
+        # a different value each time, so no layer can skip the write as redundant
+        self._flush_value = (self._flush_value + 1) & 0xFFFFFFFF
+        check(driver.cuMemsetD32Async(int(self.flush_buf.handle), self._flush_value,
+                                      self.protocol.flush_bytes // 4, int(self.stream.handle)))
+
+    def time(self, enqueue: Callable[[], None], repeat: int | None = None,
+             warmup: int | None = None, flush: bool = True) -> list[float]:
+        """Microseconds of each timed run of `enqueue()` (which must only enqueue on the stream)."""
+        repeat = self.protocol.repeat if repeat is None else repeat
+        warmup = self.protocol.warmup if warmup is None else warmup
+        for _ in range(warmup):
+            enqueue()
+        pairs = []
+        for _ in range(repeat):
+            if flush:
+                self.flush()
+            start = self.stream.record(options=self._evopt)
+            enqueue()
+            end = self.stream.record(options=self._evopt)
+            pairs.append((start, end))
+        self.stream.sync()
+        return [float(e - s) * 1000.0 for s, e in pairs]
+
+    def summary(self, enqueue: Callable[[], None], **kw) -> dict:
+        times = self.time(enqueue, **kw)
+        return {**summarize(times), "times_us": times}
+
+    def close(self) -> None:
+        self.flush_buf.close()

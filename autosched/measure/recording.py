@@ -1,0 +1,155 @@
+"""Recorded data sets of real GPU measurements, and the replay runner that answers from them.
+
+A recording holds, for one workload on one GPU, every config measured (by `autosched record`) with
+its status, times and ptxas resources, plus the DeviceInfo of that GPU, so that on a machine with
+no GPU the space is pruned against the GPU the numbers came from.  Format (gzip JSON):
+
+    {"format": "autosched-recording/1", "workload": key, "template": family,
+     "device": DeviceInfo, "protocol": {...}, "versions": {...}, "date": ..., "space_size": n,
+     "knobs": [names], "columns": [...], "rows": [[knob values..., columns...], ...],
+     "errors": {row index: message}}
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from autosched.device import DeviceInfo
+from autosched.measure.result import Measurement, Status
+from autosched.space import config_hash
+
+FORMAT = "autosched-recording/1"
+COLUMNS = ("status", "min_us", "median_us", "spread_us", "max_abs_err", "registers", "smem_bytes", "spills")
+
+
+@dataclass
+class Recording:
+    workload_key: str
+    template: str
+    device: DeviceInfo
+    knobs: list[str]
+    protocol: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    date: str = ""
+    space_size: int = 0
+    entries: dict[str, tuple[dict, Measurement]] = field(default_factory=dict)   # config hash ->
+    path: str = ""
+
+    def add(self, config: dict, m: Measurement) -> None:
+        self.entries[config_hash(config)] = (dict(config), m)
+
+    def lookup(self, config: dict) -> Measurement | None:
+        hit = self.entries.get(config_hash(config))
+        return hit[1] if hit else None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name if self.path else f"{self.workload_key}@{self.device.name}"
+
+    def save(self, path: str | Path) -> None:
+        rows, errors = [], {}
+        for i, (cfg, m) in enumerate(self.entries.values()):
+            rows.append([cfg[k] for k in self.knobs] +
+                        [m.status.value, *(_r(x) for x in (m.min_us, m.median_us, m.spread_us)),
+                         _r(m.max_abs_err, 6), m.registers, m.smem_bytes, m.spills])
+            if m.error:
+                errors[str(i)] = m.error[:500]
+        doc = {"format": FORMAT, "workload": self.workload_key, "template": self.template,
+               "device": self.device.to_json(), "device_key": self.device.key,
+               "protocol": self.protocol, "versions": self.versions, "date": self.date,
+               "space_size": self.space_size, "knobs": self.knobs, "columns": list(COLUMNS),
+               "rows": rows, "errors": errors}
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(path, "wt") as f:
+            json.dump(doc, f, separators=(",", ":"))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Recording":
+        with gzip.open(path, "rt") as f:
+            doc = json.load(f)
+        if doc.get("format") != FORMAT:
+            raise ValueError(f"{path}: not an autosched recording (format {doc.get('format')!r})")
+        rec = cls(doc["workload"], doc["template"], DeviceInfo.from_json(doc["device"]), doc["knobs"],
+                  doc.get("protocol", {}), doc.get("versions", {}), doc.get("date", ""),
+                  doc.get("space_size", 0), path=str(path))
+        nk = len(rec.knobs)
+        errors = doc.get("errors", {})
+        for i, row in enumerate(doc["rows"]):
+            cfg = dict(zip(rec.knobs, row[:nk]))
+            st, mn, med, spr, err, regs, smem, spills = row[nk:]
+            m = Measurement(Status(st), _f(mn), _f(med), _f(spr), _f(err), errors.get(str(i), ""),
+                            regs, smem, spills, source=f"replay:{rec.name}")
+            rec.add(cfg, m)
+        return rec
+
+
+def _r(x, digits: int = 4):
+    return None if x is None or x != x else round(float(x), digits)
+
+
+def _f(x):
+    return float("nan") if x is None else float(x)
+
+
+def shipped_recordings() -> list[Path]:
+    """Recordings that ship inside the package (autosched/data/recordings/*.json.gz)."""
+    root = resources.files("autosched.data").joinpath("recordings")
+    if not root.is_dir():
+        return []
+    return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".json.gz"))
+
+
+def find_recording(workload_key: str, template: str, paths=None) -> Recording | None:
+    for p in (paths or shipped_recordings()):
+        rec = Recording.load(p)
+        if rec.workload_key == workload_key and rec.template == template:
+            return rec
+    return None
+
+
+class ReplayRunner:
+    """Answers measurements from a recording: the real search runs against real GPU numbers on a
+    machine with no GPU.  Configs the recording lacks come back as NOT_RECORDED."""
+
+    name = "replay"
+    needs_binary = False
+
+    def __init__(self, recording: Recording):
+        self.recording = recording
+
+    @property
+    def device_info(self) -> DeviceInfo:
+        return self.recording.device
+
+    def measure(self, spec, binary=None) -> Measurement:
+        if spec.workload_key != self.recording.workload_key:
+            return Measurement(Status.NOT_RECORDED, error=f"recording {self.recording.name} is for "
+                               f"{self.recording.workload_key}, not {spec.workload_key}",
+                               source=f"replay:{self.recording.name}")
+        if binary is not None and hasattr(binary, "result"):
+            binary = binary.result()
+        if binary is not None and not binary.ok:
+            return Measurement(Status.COMPILE_ERROR, error=binary.error or "", source=f"replay:{self.recording.name}")
+        m = self.recording.lookup(dict(spec.config))
+        if m is None:
+            return Measurement(Status.NOT_RECORDED, error="config not in the recording",
+                               source=f"replay:{self.recording.name}")
+        return m
+
+    def measure_stream(self, items):
+        for tag, spec, binary in items:
+            yield tag, self.measure(spec, binary)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

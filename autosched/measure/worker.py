@@ -1,0 +1,153 @@
+"""The process that owns one GPU: loads binaries, checks them, times them.
+
+It is started (spawn) and fed by GpuRunner over a pipe.  Anything that can poison a CUDA context
+(a faulting kernel) makes it answer with the error and exit; GpuRunner starts a fresh one.  A
+kernel that hangs is killed from outside.
+
+Inputs are drawn with a fresh random seed for each workload a worker sees (recorded with every
+measurement); the float64 reference is computed once per workload on the host.  Before each
+config runs its output is poisoned with NaN, and it is checked both before and after timing.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import traceback
+
+import numpy as np
+
+from autosched import layouts
+from autosched.measure.protocol import Protocol, Timer, check, ptr
+from autosched.measure.result import Measurement, Status, summarize
+from autosched.workloads import workload_from_key
+
+
+class _WorkloadState:
+    def __init__(self, device, stream, workload):
+        self.workload = workload
+        self.seed = secrets.randbits(31)
+        self.inputs = workload.inputs(self.seed)
+        self.reference = workload.reference(self.inputs)
+        shape, dtype = workload.output_spec()
+        self.out_host = np.empty(shape, dtype=dtype)
+        self.out = device.allocate(max(1, self.out_host.nbytes), stream=stream)
+        self.stream = stream
+        self.packed: dict = {}          # (arg, layout, params) -> device Buffer
+        self.device = device
+
+    def arg_buffer(self, arg):
+        key = (arg.name, arg.layout, arg.layout_params)
+        buf = self.packed.get(key)
+        if buf is None:
+            from cuda.bindings import driver
+            host = np.ascontiguousarray(layouts.apply(arg.layout, arg.params(), self.inputs[arg.name]))
+            buf = self.device.allocate(max(1, host.nbytes), stream=self.stream)
+            self.stream.sync()
+            check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
+            self.packed[key] = buf
+        return buf
+
+
+class Worker:
+    def __init__(self, device_id: int, protocol: Protocol):
+        from cuda.core import Device
+        self.device = Device(device_id)
+        self.device.set_current()
+        self.stream = self.device.create_stream()
+        self.timer = Timer(self.device, self.stream, protocol)
+        self.states: dict[str, _WorkloadState] = {}
+        from autosched.device import query
+        self.info = query(device_id)
+
+    def state(self, workload_key: str) -> _WorkloadState:
+        st = self.states.get(workload_key)
+        if st is None:
+            # one workload's buffers at a time: a record or tune run moves through shapes in order
+            for old in self.states.values():
+                for b in old.packed.values():
+                    b.close()
+                old.out.close()
+            self.states.clear()
+            st = self.states[workload_key] = _WorkloadState(self.device, self.stream,
+                                                                   workload_from_key(workload_key))
+        return st
+
+    def _read_output(self, st: _WorkloadState) -> np.ndarray:
+        from cuda.bindings import driver
+        self.stream.sync()
+        check(driver.cuMemcpyDtoH(st.out_host.ctypes.data, int(st.out.handle), st.out_host.nbytes))
+        return st.out_host
+
+    def measure(self, spec, binary) -> Measurement:
+        from cuda.bindings import driver
+        from cuda.core import LaunchConfig, ObjectCode, launch
+        st = self.state(spec.workload_key)
+        res = binary.resources
+        base = dict(registers=res.registers, smem_bytes=res.smem_static + spec.smem_bytes,
+                    spills=res.spills, extra={"seed": st.seed})
+        if res.registers * spec.threads > self.info.regs_per_block:
+            return Measurement(Status.LAUNCH_ERROR, error=f"{res.registers} registers x "
+                               f"{spec.threads} threads > {self.info.regs_per_block} per block", **base)
+        if res.smem_static + spec.smem_bytes > self.info.smem_per_block:
+            return Measurement(Status.LAUNCH_ERROR, error=f"{res.smem_static + spec.smem_bytes} B of "
+                               f"shared memory > {self.info.smem_per_block} per block", **base)
+        module = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
+        kernel = module.get_kernel(spec.name_expression)
+        args = [ptr(st.out if a.role == "output" else st.arg_buffer(a)) for a in spec.args]
+        cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
+
+        def run():
+            launch(self.stream, cfg, kernel, *args)
+
+        def poisoned_run_and_check():
+            # 0xFF bytes are NaN in fp16/fp32: an output element the kernel never writes fails
+            check(driver.cuMemsetD8Async(int(st.out.handle), 0xFF, st.out_host.nbytes,
+                                         int(self.stream.handle)))
+            run()
+            return st.workload.check(self._read_output(st), st.reference)
+
+        first = poisoned_run_and_check()
+        if not first.ok:
+            return Measurement(Status.WRONG, max_abs_err=first.max_abs_err, error=first.message, **base)
+        times = self.timer.time(run)
+        again = poisoned_run_and_check()   # a race can hide in one run and show in the next
+        if not again.ok:
+            return Measurement(Status.WRONG, max_abs_err=again.max_abs_err,
+                               error="after timing: " + again.message, **base)
+        s = summarize(times)
+        return Measurement(Status.OK, s["min_us"], s["median_us"], s["spread_us"],
+                           max(first.max_abs_err, again.max_abs_err), **base)
+
+
+def worker_main(device_id: int, conn, protocol: Protocol) -> None:
+    """Serve requests until told to stop: ("info",), ("prepare", key), ("measure", spec, binary)."""
+    try:
+        w = Worker(device_id, protocol)
+    except Exception:
+        conn.send(("failed", traceback.format_exc()))
+        return
+    conn.send(("ready", w.info.to_json()))
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        kind = msg[0]
+        try:
+            if kind == "prepare":
+                t0 = time.perf_counter()
+                w.state(msg[1])
+                conn.send(("prepared", time.perf_counter() - t0))
+            elif kind == "measure":
+                conn.send(("result", w.measure(msg[1], msg[2])))
+            else:
+                conn.send(("error", f"unknown request {kind!r}"))
+        except Exception as e:
+            # a CUDA error may leave the context unusable: answer, then end this process
+            conn.send(("fatal", Measurement(Status.LAUNCH_ERROR, error=f"{type(e).__name__}: {e}"[:2000])))
+            conn.close()
+            os._exit(3)

@@ -1,0 +1,198 @@
+"""Schedule spaces: knobs with declared values, and named constraints over them.
+
+A config is a flat dict knob -> value.  Constraints name the knobs they read, so enumeration is a
+depth-first walk that applies each constraint as soon as its knobs are set: the spaces here have
+millions of raw points and thousands of valid ones, and the walk never visits most of the rest.
+Nothing here knows about CUDA; a template builds its Space from the workload and the device limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+
+class ConfigError(ValueError):
+    """A config that is not a point of the space: unknown knob, undeclared value, broken rule."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    values: tuple
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Constraint:
+    name: str          # shown when a config is refused, so say the rule in words
+    knobs: tuple[str, ...]
+    check: Callable[..., bool]   # called with the knob values in `knobs` order
+
+    def holds(self, cfg: dict) -> bool:
+        return bool(self.check(*(cfg[k] for k in self.knobs)))
+
+
+def config_hash(config: dict) -> str:
+    """Stable hash of a config: keys the build cache and the database."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Space:
+    knobs: list[Knob]
+    constraints: list[Constraint] = field(default_factory=list)
+
+    def __post_init__(self):
+        names = [k.name for k in self.knobs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate knob names in {names}")
+        self._index = {k.name: i for i, k in enumerate(self.knobs)}
+        for c in self.constraints:
+            missing = [k for k in c.knobs if k not in self._index]
+            if missing:
+                raise ValueError(f"constraint {c.name!r} reads unknown knobs {missing}")
+        # constraints checked at the depth where their last knob is assigned
+        self._at_depth: list[list[Constraint]] = [[] for _ in self.knobs]
+        for c in self.constraints:
+            depth = max(self._index[k] for k in c.knobs) if c.knobs else 0
+            self._at_depth[depth].append(c)
+
+    @property
+    def names(self) -> list[str]:
+        return [k.name for k in self.knobs]
+
+    def knob(self, name: str) -> Knob:
+        return self.knobs[self._index[name]]
+
+    def raw_size(self) -> int:
+        size = 1
+        for k in self.knobs:
+            size *= len(k.values)
+        return size
+
+    # -- validation ---------------------------------------------------------------------------
+    def violations(self, config: dict) -> list[str]:
+        """Every reason the config is not in the space (empty list: it is)."""
+        problems = []
+        unknown = sorted(set(config) - set(self._index))
+        if unknown:
+            problems.append(f"unknown knobs {unknown}; the space has {self.names}")
+        for k in self.knobs:
+            if k.name not in config:
+                problems.append(f"missing knob {k.name!r}")
+            elif not any(_same(config[k.name], v) for v in k.values):
+                problems.append(f"{k.name}={config[k.name]!r} is not one of {list(k.values)}")
+        if problems:
+            return problems
+        return [f"rule broken: {c.name}" for c in self.constraints if not c.holds(config)]
+
+    def validate(self, config: dict) -> dict:
+        """The config with values normalised to the declared ones, or ConfigError naming every
+        problem.  Only values that pass here ever reach a template's render."""
+        problems = self.violations(config)
+        if problems:
+            raise ConfigError("invalid config " + json.dumps(config, sort_keys=True) + ": " +
+                              "; ".join(problems))
+        out = {}
+        for k in self.knobs:
+            out[k.name] = next(v for v in k.values if _same(config[k.name], v))
+        return out
+
+    def contains(self, config: dict) -> bool:
+        return not self.violations(config)
+
+    # -- enumeration ---------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[dict]:
+        cfg: dict[str, Any] = {}
+
+        def walk(depth: int):
+            if depth == len(self.knobs):
+                yield dict(cfg)
+                return
+            knob = self.knobs[depth]
+            for v in knob.values:
+                cfg[knob.name] = v
+                if all(c.holds(cfg) for c in self._at_depth[depth]):
+                    yield from walk(depth + 1)
+            cfg.pop(knob.name, None)
+
+        yield from walk(0)
+
+    def enumerate(self) -> list[dict]:
+        return list(self)
+
+    def size(self) -> int:
+        return sum(1 for _ in self)
+
+    def prune_report(self) -> list[tuple[str, int]]:
+        """(constraint, configs it alone removes first) in walk order, for `tune`'s space printout."""
+        removed: dict[str, int] = {c.name: 0 for c in self.constraints}
+        cfg: dict[str, Any] = {}
+
+        def subtree(depth: int) -> int:
+            size = 1
+            for k in self.knobs[depth:]:
+                size *= len(k.values)
+            return size
+
+        def walk(depth: int):
+            if depth == len(self.knobs):
+                return
+            knob = self.knobs[depth]
+            for v in knob.values:
+                cfg[knob.name] = v
+                failed = next((c for c in self._at_depth[depth] if not c.holds(cfg)), None)
+                if failed is not None:
+                    removed[failed.name] += subtree(depth + 1)
+                else:
+                    walk(depth + 1)
+            cfg.pop(knob.name, None)
+
+        walk(0)
+        return [(name, n) for name, n in removed.items() if n]
+
+    # -- sampling and mutation ------------------------------------------------------------------
+    def sample(self, rng: random.Random, max_tries: int = 10000) -> dict:
+        """A uniformly drawn knob assignment that satisfies the constraints (rejection per depth,
+        with restarts): cheap even when the valid fraction is tiny."""
+        for _ in range(max_tries):
+            cfg: dict[str, Any] = {}
+            for depth, knob in enumerate(self.knobs):
+                choices = list(knob.values)
+                rng.shuffle(choices)
+                for v in choices:
+                    cfg[knob.name] = v
+                    if all(c.holds(cfg) for c in self._at_depth[depth]):
+                        break
+                else:
+                    break
+            else:
+                return cfg
+        raise ConfigError("could not draw a valid config: the space may be empty")
+
+    def neighbours(self, config: dict) -> list[dict]:
+        """Valid configs that differ from `config` in exactly one knob."""
+        out = []
+        for knob in self.knobs:
+            for v in knob.values:
+                if _same(v, config[knob.name]):
+                    continue
+                cand = dict(config)
+                cand[knob.name] = v
+                if all(c.holds(cand) for c in self.constraints):
+                    out.append(cand)
+        return out
+
+    def mutate(self, config: dict, rng: random.Random) -> dict | None:
+        options = self.neighbours(config)
+        return rng.choice(options) if options else None
+
+
+def _same(a, b) -> bool:
+    """Declared values are ints or strings; 1 must not match "1" or True."""
+    return type(a) is type(b) and a == b

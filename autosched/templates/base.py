@@ -1,0 +1,68 @@
+"""What a template hands to the builder: a KernelSpec (source, entry, launch shape, arguments)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One kernel argument, in launch order.
+
+    role "input": the workload input `name`, transformed by `layout` (see autosched.layouts) and
+    uploaded; role "output": the workload output, poisoned with NaN before the launch.
+    """
+    name: str
+    role: str
+    layout: str = "identity"
+    layout_params: tuple = ()     # sorted (key, value) pairs: hashable and picklable
+
+    def params(self) -> dict:
+        return dict(self.layout_params)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    family: str
+    workload_key: str
+    config: tuple                 # sorted (knob, value) pairs of the validated config
+    source: str                   # complete CUDA C++ translation unit
+    name_expression: str          # the template instantiation NVRTC compiles and exports
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem_bytes: int               # dynamic shared memory per block
+    args: tuple[ArgSpec, ...]
+    arch: str
+    options: tuple[str, ...] = field(default=())
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def source_hash(self) -> str:
+        blob = "\0".join([self.source, self.name_expression, self.arch, *self.options])
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def kernel_source(filename: str) -> str:
+    """Text of a .cuh file shipped in autosched/kernels."""
+    return resources.files("autosched.kernels").joinpath(filename).read_text()
+
+
+class Template:
+    """A kernel family: its space for a workload and device, a rule-based default, and render."""
+
+    family: str = ""
+    workload_name: str = ""
+
+    def space(self, workload, device):
+        raise NotImplementedError
+
+    def default_config(self, workload, device) -> dict:
+        raise NotImplementedError
+
+    def render(self, workload, config: dict, device) -> KernelSpec:
+        raise NotImplementedError

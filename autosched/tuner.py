@@ -1,0 +1,102 @@
+"""The tuning loop: strategy -> render -> build (ahead, in a pool) -> runner -> database.
+
+Every result is written to the database as it arrives; configs already there are not measured
+again, so a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from autosched import __version__
+from autosched.database import Database
+from autosched.measure.result import Measurement, Status
+from autosched.search import make_strategy
+from autosched.space import config_hash
+
+
+@dataclass
+class TuneResult:
+    workload_key: str
+    device_key: str
+    template: str
+    runner: str
+    space_size: int
+    best_config: dict | None = None
+    best: Measurement | None = None
+    trials: int = 0            # configs evaluated in this run's budget, resumed ones included
+    measured_now: int = 0      # configs this run sent to the runner
+    resumed: int = 0           # configs found already in the database
+    statuses: dict = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+
+def versions(runner_name: str) -> dict:
+    from autosched.build import nvrtc_version
+    return {"autosched": __version__, "nvrtc": nvrtc_version(), "runner": runner_name}
+
+
+def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustive",
+         trials: int | None = None, time_budget_s: float | None = None, builder=None,
+         seed: int = 0, batch: int = 64,
+         on_result: Callable[[dict, Measurement, TuneResult], None] | None = None) -> TuneResult:
+    device = runner.device_info
+    space = template.space(workload, device)
+    n_space = space.size()
+    res = TuneResult(workload.key, device.key, template.family, runner.name, n_space)
+    done = db.measured(workload.key, device.key, template.family)
+    strat = make_strategy(strategy, space, seed)
+    limit = min(trials, n_space) if trials else n_space
+    vers = versions(runner.name)
+    t0 = time.perf_counter()
+
+    def account(cfg, m):
+        res.trials += 1
+        res.statuses[m.status.value] = res.statuses.get(m.status.value, 0) + 1
+        strat.observe(cfg, m)
+        if m.ok and (res.best is None or m.median_us < res.best.median_us):
+            res.best, res.best_config = m, cfg
+        if on_result:
+            on_result(cfg, m, res)
+
+    while res.trials < limit:
+        if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
+            break
+        proposal = strat.propose(min(batch, limit - res.trials))
+        if not proposal:
+            break
+        fresh = []
+        for cfg in proposal:
+            rec = done.get(config_hash(cfg))
+            if rec is not None:
+                res.resumed += 1
+                account(cfg, rec.measurement)
+            else:
+                fresh.append(cfg)
+        specs = [template.render(workload, c, device) for c in fresh]
+        items = []
+        for i, spec in enumerate(specs):
+            binary = builder.submit(spec) if (builder is not None and runner.needs_binary) else None
+            items.append((i, spec, binary))
+        for i, m in runner.measure_stream(items):
+            db.add(workload.key, device.key, template.family, fresh[i], m, vers)
+            res.measured_now += 1
+            account(fresh[i], m)
+    res.elapsed_s = time.perf_counter() - t0
+    return res
+
+
+def measure_configs(workload, template, runner, configs: list[dict], builder=None) -> list[Measurement]:
+    """Measure given configs (no search, no database): for benchmarks and verification."""
+    device = runner.device_info
+    specs = [template.render(workload, c, device) for c in configs]
+    items = [(i, s, builder.submit(s) if (builder is not None and runner.needs_binary) else None)
+             for i, s in enumerate(specs)]
+    out: list[Measurement | None] = [None] * len(specs)
+    for i, m in runner.measure_stream(items):
+        out[i] = m
+    return out  # type: ignore[return-value]
+
+

@@ -1,0 +1,24 @@
+"""Operator definitions: shapes, input generators, float64 references, bytes moved.
+
+Nothing here knows about kernels or GPUs.
+"""
+
+from autosched.workloads.base import Workload, WorkloadError
+from autosched.workloads.gemv_q4f16 import GemvQ4F16
+
+WORKLOADS = {GemvQ4F16.name: GemvQ4F16}
+
+
+def workload_from_key(key: str) -> Workload:
+    """Inverse of ``Workload.key``: ``"gemv_q4f16:N=12288,K=4096"`` -> the workload."""
+    name, _, params = key.partition(":")
+    if name not in WORKLOADS:
+        raise WorkloadError(f"unknown workload {name!r} in key {key!r}; known: {sorted(WORKLOADS)}")
+    kw = {}
+    for item in filter(None, params.split(",")):
+        k, _, v = item.partition("=")
+        kw[k] = int(v)
+    return WORKLOADS[name](**kw)
+
+
+__all__ = ["Workload", "WorkloadError", "GemvQ4F16", "WORKLOADS", "workload_from_key"]

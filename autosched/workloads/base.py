@@ -1,0 +1,60 @@
+"""The Workload interface every operator implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class WorkloadError(ValueError):
+    """A shape or buffer that the operator's format cannot accept."""
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    max_abs_err: float
+    rel_l2_err: float
+    message: str
+
+
+class Workload:
+    """One operator at concrete shapes.  Subclasses define name, params, inputs, reference."""
+
+    name: str = ""
+
+    @property
+    def params(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    @property
+    def key(self) -> str:
+        return self.name + ":" + ",".join(f"{k}={v}" for k, v in self.params.items())
+
+    def inputs(self, seed: int) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        raise NotImplementedError
+
+    def output_spec(self) -> tuple[tuple[int, ...], np.dtype]:
+        raise NotImplementedError
+
+    def bytes_moved(self) -> int:
+        raise NotImplementedError
+
+    def flops(self) -> int:
+        raise NotImplementedError
+
+    def check(self, out: np.ndarray, ref: np.ndarray) -> Check:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Workload) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
