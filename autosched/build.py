@@ -89,13 +89,22 @@ def cache_key(spec: KernelSpec, nvrtc: str) -> str:
     return hashlib.sha256(f"{spec.source_hash}|nvrtc {nvrtc}".encode()).hexdigest()[:32]
 
 
+def _macros(options: tuple[str, ...]) -> list[str] | None:
+    """KernelSpec.options may only define macros: anything else would change the cache key
+    without reaching NVRTC, so it is refused."""
+    bad = [o for o in options if not o.startswith("-D")]
+    if bad:
+        raise ValueError(f"unsupported NVRTC options {bad}: a KernelSpec may only pass -D macros")
+    return [o[2:] for o in options] or None
+
+
 def compile_spec(spec: KernelSpec) -> Binary:
     """Compile one spec in this process (no cache).  Never raises for a compile error."""
     from cuda.core import Program, ProgramOptions
     key = cache_key(spec, nvrtc_version())
     opts = ProgramOptions(name=spec.family, arch=spec.arch, std="c++17",
                           include_path=[cuda_include_dir()], ptxas_options=["-v"],
-                          define_macro=[o[2:] for o in spec.options if o.startswith("-D")] or None)
+                          define_macro=_macros(spec.options))
     log = io.StringIO()
     t0 = time.perf_counter()
     try:
@@ -154,8 +163,11 @@ class BuildCache:
         os.replace(tmp, meta)
 
 
-def _pool_compile(spec: KernelSpec) -> Binary:
-    return compile_spec(spec)
+def _pool_compile(spec: KernelSpec, cache_root: str) -> Binary:
+    # the cache is written here, before the result goes back, so a build that returns is on disk
+    b = compile_spec(spec)
+    BuildCache(Path(cache_root)).put(b)
+    return b
 
 
 class Builder:
@@ -184,9 +196,7 @@ class Builder:
             fut: Future = Future()
             fut.set_result(hit)
             return fut
-        fut = self._executor().submit(_pool_compile, spec)
-        fut.add_done_callback(lambda f: f.exception() is None and self.cache.put(f.result()))
-        return fut
+        return self._executor().submit(_pool_compile, spec, str(self.cache.root))
 
     def build(self, spec: KernelSpec) -> Binary:
         return self.submit(spec).result()

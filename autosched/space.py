@@ -158,8 +158,10 @@ class Space:
 
     # -- sampling and mutation ------------------------------------------------------------------
     def sample(self, rng: random.Random, max_tries: int = 10000) -> dict:
-        """A uniformly drawn knob assignment that satisfies the constraints (rejection per depth,
-        with restarts): cheap even when the valid fraction is tiny."""
+        """A random valid config: each knob drawn among the values valid given the knobs before it
+        (restarting on a dead end).  Cheap even when the valid fraction is tiny, but NOT uniform
+        over the valid set: sparse branches are drawn more often.  RandomSearch shuffles the
+        enumeration instead, which is exactly uniform."""
         for _ in range(max_tries):
             cfg: dict[str, Any] = {}
             for depth, knob in enumerate(self.knobs):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -97,11 +98,15 @@ def _f(x):
 
 
 def shipped_recordings() -> list[Path]:
-    """Recordings that ship inside the package (autosched/data/recordings/*.json.gz)."""
-    root = resources.files("autosched.data").joinpath("recordings")
-    if not root.is_dir():
-        return []
-    return sorted(Path(str(p)) for p in root.iterdir() if p.name.endswith(".json.gz"))
+    """Recordings in the folders of $AUTOSCHED_RECORDINGS (':'-separated), then those that ship
+    inside the package (autosched/data/recordings/*.json.gz)."""
+    dirs = [Path(d) for d in os.environ.get("AUTOSCHED_RECORDINGS", "").split(os.pathsep) if d]
+    dirs.append(Path(str(resources.files("autosched.data").joinpath("recordings"))))
+    out = []
+    for d in dirs:
+        if d.is_dir():
+            out += sorted(p for p in d.iterdir() if p.name.endswith(".json.gz"))
+    return out
 
 
 def find_recording(workload_key: str, template: str, paths=None) -> Recording | None:

@@ -149,17 +149,24 @@ class GemvQ4F16Template(Template):
     def default_config(self, workload, device) -> dict:
         """The rule a user gets without tuning (in the spirit of TVM dlight's GEMV rule): a warp
         per row along K with 16-byte loads, half2 compute, 4 rows per block."""
-        K = workload.K
+        N, K = workload.N, workload.K
+        space = self.space(workload, device)
         vec = 4 if (K // 8) % 4 == 0 else 1
         tr = 32
         while tr > 1 and tr * 8 * vec > K:
             tr //= 2
         ts = max(1, 128 // tr)
+        while ts > 1 and ts > N:
+            ts //= 2
+        steps = k_steps(K, tr, 8 * vec)
         cfg = {"tx": "r", "load": "k", "compute": "k", "vec_c": 2, "vec_load": vec, "tile_s": 1,
-               "tile_r": 8 * vec, "ts": ts, "tr": tr, "layout_n": 1, "layout_k": 1,
-               "v_shared": 0, "unroll": 1, "hint": 0}
-        cfg["unroll"] = max(u for u in (1, 2, 4) if u <= k_steps(K, tr, 8 * vec))
-        return self.space(workload, device).validate(cfg)
+               "tile_r": 8 * vec, "ts": ts, "tr": tr, "layout_n": 1, "layout_k": 1, "v_shared": 0,
+               "unroll": max(u for u in space.knob("unroll").values if u <= max(1, min(steps, 4))),
+               "hint": 0}
+        if space.contains(cfg):
+            return space.validate(cfg)
+        # tiny shapes can break the rule's block size: take the valid config closest to it
+        return min(space, key=lambda c: sum(c[k] != v for k, v in cfg.items()))
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)
@@ -193,3 +200,33 @@ class GemvQ4F16Template(Template):
             ),
             arch=device.arch,
         )
+
+
+def family_of(cfg: dict) -> tuple:
+    """The seed's template (load axis, compute axis) with the compute width and tx binding."""
+    return (cfg["tx"], cfg["load"], cfg["compute"], cfg["vec_c"])
+
+
+def extreme_configs(configs: list[dict]) -> list[dict]:
+    """Corner configs of every template family: fewest and most threads, largest thread tile,
+    largest layout tile, deepest unroll, with V in shared memory and the load hint on where
+    possible.  These are the configs a sanitizer run should see."""
+    fams: dict[tuple, list[dict]] = {}
+    for c in configs:
+        fams.setdefault(family_of(c), []).append(c)
+    keys = [
+        lambda c: c["ts"] * c["tr"],
+        lambda c: -c["ts"] * c["tr"],
+        lambda c: (c["tile_s"] * c["tile_r"], c["unroll"], c["v_shared"], c["hint"]),
+        lambda c: (c["layout_n"] * c["layout_k"], c["vec_load"], c["v_shared"]),
+        lambda c: (c["unroll"], c["tr"], c["hint"], -c["v_shared"]),
+    ]
+    out, seen = [], set()
+    for fam in sorted(fams):
+        for key in keys:
+            c = max(fams[fam], key=key)
+            h = tuple(sorted(c.items()))
+            if h not in seen:
+                seen.add(h)
+                out.append(c)
+    return out

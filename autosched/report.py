@@ -1,0 +1,108 @@
+"""Tables and plots generated from bench/results/*.json (never typed in by hand).
+
+`autosched report --readme README.md` rewrites the block between
+`<!-- results:gemv-q4f16 -->` and `<!-- /results:gemv-q4f16 -->` in the README.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+START = "<!-- results:{name} -->"
+END = "<!-- /results:{name} -->"
+
+
+def latest_results(results_dir: Path, benchmark: str) -> dict | None:
+    """The newest results file of a benchmark (by date, then name)."""
+    docs = []
+    for p in sorted(Path(results_dir).glob(f"{benchmark}-*.json")):
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if doc.get("benchmark") == benchmark:
+            doc["_path"] = str(p)
+            docs.append(doc)
+    return max(docs, key=lambda d: (d.get("date", ""), d["_path"])) if docs else None
+
+
+def _f(x, fmt="{:.2f}") -> str:
+    return "–" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
+
+
+def gemv_table(doc: dict) -> str:
+    head = ("| N x K | MB | floor (us) | tuned (us) | tuned / floor | default (us) | tuned vs default "
+            "| cuBLAS fp16 (us) | torch int4 (us) | graph: tuned / default / cuBLAS (us) | tuning (s, trials) |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in doc["rows"]:
+        lines.append(
+            f"| {r['N']} x {r['K']} | {r['bytes'] / 1e6:.1f} | {_f(r.get('floor_us'))} | {_f(r.get('tuned_us'))} "
+            f"| {_f(r.get('time_over_floor'), '{:.3f}x')} | {_f(r.get('default_us'))} "
+            f"| {_f(r.get('speedup_vs_default'), '{:.2f}x')} | {_f(r.get('cublas_fp16_us'))} "
+            f"| {_f(r.get('tinygemm_us'))} | {_f(r.get('graph_tuned_us'))} / {_f(r.get('graph_default_us'))} / "
+            f"{_f(r.get('graph_cublas_fp16_us'))} | {_f(r.get('tune_s'), '{:.0f}')}, {r.get('trials', '–')} |")
+    s = doc.get("summary", {})
+    lines.append("")
+    lines.append(f"{doc['device']}, {doc['date']}, commit `{doc.get('commit', '?')[:10]}`, "
+                 f"file `{Path(doc['_path']).name}`. Worst tuned / floor: "
+                 f"**{_f(s.get('max_time_over_floor'), '{:.3f}x')}** (bar: 1.15x); geomean speedup over the "
+                 f"default config: **{_f(s.get('geomean_speedup_vs_default'), '{:.2f}x')}**.")
+    return "\n".join(lines)
+
+
+def gemv_plot(doc: dict, out: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    rows = doc["rows"]
+    labels = [f"{r['N']}x{r['K']}" for r in rows]
+    series = [("same-bytes floor", "floor_us"), ("tuned", "tuned_us"), ("default", "default_us"),
+              ("cuBLAS fp16 (4x bytes)", "cublas_fp16_us"), ("torch int4", "tinygemm_us"),
+              ("tuned in CUDA graph", "graph_tuned_us")]
+    x = np.arange(len(rows))
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(12, 5))
+    for i, (name, key) in enumerate(series):
+        # effective bandwidth of the q4 bytes: what the GEMV would need to move, over the time
+        gbs = [r["bytes"] / (r[key] * 1e-6) / 1e9 if r.get(key) else 0 for r in rows]
+        ax.bar(x + (i - len(series) / 2 + 0.5) * width, gbs, width, label=name)
+    ax.set_xticks(x, labels, rotation=20)
+    ax.set_ylabel("q4f16 bytes / time (GB/s)")
+    ax.set_title(f"q4f16_1 dequantize-GEMV on {doc['device']} ({doc['date']}): effective bandwidth")
+    ax.legend(fontsize=8, ncols=3)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    start, end = START.format(name=name), END.format(name=name)
+    if start not in text or end not in text:
+        raise ValueError(f"README has no {start} ... {end} block")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body}\n{end}{tail}"
+
+
+def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path = Path("bench/plots"),
+                 console=None) -> list[Path]:
+    written = []
+    doc = latest_results(results_dir, "gemv-q4f16")
+    if doc is None:
+        raise FileNotFoundError(f"no gemv-q4f16 results under {results_dir}")
+    table = gemv_table(doc)
+    if console:
+        console.print(table)
+    plot = gemv_plot(doc, Path(plot_dir) / "gemv-q4f16-bandwidth.png")
+    written.append(plot)
+    if readme:
+        rel = Path(plot).as_posix()
+        body = table + f"\n\n![q4f16_1 GEMV bandwidth]({rel})"
+        readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
+        written.append(readme)
+    return written
