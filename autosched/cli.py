@@ -180,7 +180,7 @@ def cmd_bench(args) -> int:
     from autosched.benchmarks.gemv_q4f16 import run_benchmark
     shapes = args.shapes.split(",") if args.shapes else None
     path = run_benchmark(shapes=shapes, trials=args.trials, strategy=args.strategy, out_dir=args.out,
-                         db_path=args.db, console=console)
+                         db_path=args.db, console=console, time_per_shape_s=args.time_per_shape)
     console.print(f"wrote {path}")
     return 0
 
@@ -289,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shapes", default=None, help="comma-separated NxK (default: the 8 of BENCHMARKS.md)")
     s.add_argument("--trials", type=int, default=600, help="tuning trials per shape")
     s.add_argument("--strategy", choices=("exhaustive", "random"), default="random")
+    s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_bench)

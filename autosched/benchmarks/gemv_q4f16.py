@@ -197,7 +197,7 @@ def _write(rows, device, strategy, trials, out_dir) -> Path:
 
 
 def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_dir="bench/results",
-                  db_path=None, console=None) -> Path:
+                  db_path=None, console=None, time_per_shape_s: float | None = None) -> Path:
     import torch
     from cuda.core import Device, Stream
     from autosched.build import Builder
@@ -215,7 +215,8 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
         with GpuRunner() as runner:
             device = runner.device_info
             for w in workloads:
-                res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1)
+                res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
+                           time_budget_s=time_per_shape_s)
                 tuned[w.key] = res
                 log(f"tuned {w.shape_str}: {res.best.median_us:.2f} us after {res.trials} trials "
                     f"in {res.elapsed_s:.0f} s {res.statuses}")

@@ -1,0 +1,353 @@
+"""autosched.cli in-process (main([...]) with output captured), on this GPU-less machine: tune and
+export replay the synthetic recording, bad input exits 2 with a message, report rewrites a README."""
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import autosched.device
+from autosched.cli import main
+from autosched.database import Database
+from autosched.search import make_strategy
+from autosched.space import config_hash
+from synthetic_recording import synthetic  # noqa: F401  (fixture)
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys, synthetic):
+    """Run the CLI in-process; returns (rc, stdout, stderr) with whitespace runs collapsed in
+    `flat` forms too, since rich wraps long lines."""
+    monkeypatch.setenv("AUTOSCHED_RECORDINGS", str(synthetic.dir))
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setattr(autosched.device, "gpu_count", lambda: 0)   # even where a GPU exists
+
+    def run(*argv):
+        capsys.readouterr()
+        rc = main(list(argv))
+        out, err = capsys.readouterr()
+        return rc, ANSI.sub("", out), ANSI.sub("", err)
+    return run
+
+
+def flat(s: str) -> str:
+    return " ".join(s.split())
+
+
+@pytest.fixture(scope="module")
+def loaded(synthetic):
+    return synthetic.load()
+
+
+def tuned_row(out: str) -> list[str]:
+    """Cells of the result table's "tuned" row."""
+    for line in out.splitlines():
+        cells = [c.strip() for c in re.split(r"[│┃|]", line)]
+        cells = [c for c in cells if c]
+        if cells and cells[0] == "tuned":
+            return cells
+    raise AssertionError(f"no 'tuned' row in:\n{out}")
+
+
+# -- tune ---------------------------------------------------------------------------------------
+
+def test_tune_replay_random(cli, synthetic, loaded, tmp_path):
+    db = tmp_path / "db"
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--runner", "replay", "--db", str(db),
+                       "--trials", "200", "--strategy", "random")
+    assert rc == 0, err
+    assert "REPLAY" in out
+    assert "x.json.gz" in out
+    space = synthetic.template.space(synthetic.workload, synthetic.device)
+    f = flat(out)
+    assert f"{space.raw_size():,} raw points" in f
+    assert f"{space.size():,} after pruning" in f
+    assert "39,191,040 raw points, 34,520 after pruning" in f
+    assert "200 trials (200 measured now, 0 resumed" in f
+    # the best shown is the best ok config among the 200 the seed-0 random search measures
+    measured = make_strategy("random", space, seed=0).propose(200)
+    want_cfg, want_m = synthetic.best_ok(loaded, measured)
+    row = tuned_row(out)
+    assert row[0] == "tuned"
+    assert row[1] == f"{want_m.median_us:.2f}"
+    assert row[2] == f"{want_m.min_us:.2f}"
+    assert f"best {want_m.median_us:.2f} us" in out          # the progress bar's last word
+    with Database(db) as d:
+        best = d.best(synthetic.workload.key, synthetic.device.key, "gemv_q4f16")
+        assert best.config == want_cfg
+        assert best.measurement.median_us == want_m.median_us
+        assert set(d.measured(synthetic.workload.key, synthetic.device.key, "gemv_q4f16")) == \
+            {config_hash(c) for c in measured}
+    # the default config is reported beside the tuned one, from the same recording
+    default_cfg = synthetic.template.default_config(synthetic.workload, synthetic.device)
+    dm = loaded.lookup(default_cfg)
+    if dm.ok:
+        assert f"{dm.median_us:.2f}" in out
+
+    # again with a larger budget: the 200 are resumed from the database, not measured again
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--runner", "replay", "--db", str(db),
+                       "--trials", "250", "--strategy", "random")
+    assert rc == 0, err
+    assert "250 trials (50 measured now, 200 resumed" in flat(out)
+    conn = sqlite3.connect(str(db))
+    assert conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 250
+    conn.close()
+
+
+def test_tune_auto_runner_without_gpu_replays(cli, tmp_path):
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--runner", "auto", "--db",
+                       str(tmp_path / "db"), "--trials", "20", "--strategy", "exhaustive")
+    assert rc == 0, err
+    assert "REPLAY" in out
+    assert "20 trials (20 measured now" in flat(out)
+    assert "replayed from x.json.gz" in flat(out)
+
+
+def test_tune_default_runner_is_auto(cli, tmp_path):
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db"),
+                       "--trials", "5")
+    assert rc == 0, err
+    assert "REPLAY" in out
+
+
+@pytest.mark.parametrize("runner", ["auto", "replay"])
+def test_tune_unrecorded_shape(cli, tmp_path, runner):
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", "4096x8192", "--runner", runner, "--db",
+                       str(tmp_path / "db"), "--trials", "5")
+    assert rc == 2
+    e = flat(err)
+    assert "error" in e
+    assert "N=4096,K=8192" in e
+    assert "x.json.gz" in e                     # lists the recordings there are
+    assert "REPLAY" not in out
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("4096x100", ["K must be a positive multiple of 32", "K=100"]),
+    ("abc", ["shape must be NxK", "'abc'"]),
+    ("4096x4096x2", ["shape must be NxK"]),
+    ("0x4096", ["N must be >= 1"]),
+])
+def test_tune_bad_shape(cli, tmp_path, shape, words):
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", shape, "--db", str(tmp_path / "db"))
+    assert rc == 2
+    e = flat(err)
+    assert e.startswith("error:")
+    for w in words:
+        assert w in e
+    assert not (tmp_path / "db").exists()       # refused before anything was opened
+
+
+def test_unknown_op_is_argparse_error(cli):
+    with pytest.raises(SystemExit) as e:
+        cli("tune", "gemm-fp8", "--shape", "4096x4096")
+    assert e.value.code == 2
+
+
+# -- export -------------------------------------------------------------------------------------
+
+def test_export_with_config(cli, synthetic, tmp_path):
+    cfg = synthetic.configs[777]
+    out_path = tmp_path / "k.cu"
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x4096", "--config", json.dumps(cfg),
+                       "-o", str(out_path))
+    assert rc == 0, err
+    text = out_path.read_text()
+    spec = synthetic.template.render(synthetic.workload, cfg, synthetic.device)
+    assert spec.name_expression in text
+    assert f"template __global__ void {spec.name_expression}(" in text
+    assert 'extern "C"' in text
+    assert f"autosched_gemv_q4f16_{config_hash(cfg)}(" in text
+    assert json.dumps(cfg, sort_keys=True) in text
+    assert f"grid {spec.grid}, block {spec.block}" in text
+    assert "sm_90" in text                                  # target from the recording's DeviceInfo
+    assert "wrote" in out and "k.cu" in flat(out)
+
+
+def test_export_invalid_config(cli, synthetic, tmp_path):
+    cfg = dict(synthetic.configs[0], ts=3)
+    out_path = tmp_path / "k.cu"
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x4096", "--config", json.dumps(cfg),
+                       "-o", str(out_path))
+    assert rc == 2
+    assert "ts=3" in flat(err)
+    assert not out_path.exists()
+
+
+def test_export_config_not_json(cli, tmp_path):
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x4096", "--config", "{ts: 3",
+                       "-o", str(tmp_path / "k.cu"))
+    assert rc == 2
+    assert "--config is not valid JSON" in flat(err)
+
+
+def test_export_best_of_recording_when_database_empty(cli, synthetic, loaded, tmp_path):
+    out_path = tmp_path / "k.cu"
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db"),
+                       "-o", str(out_path))
+    assert rc == 0, err
+    best_cfg, _ = synthetic.best_ok(loaded)
+    text = out_path.read_text()
+    assert "best of recording x.json.gz" in text
+    assert json.dumps(best_cfg, sort_keys=True) in text
+
+
+def test_export_best_of_database(cli, synthetic, loaded, tmp_path):
+    db = tmp_path / "db"
+    rc, _, err = cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--db", str(db), "--trials", "64",
+                     "--strategy", "random", "--seed", "9")
+    assert rc == 0, err
+    with Database(db) as d:
+        best = d.best(synthetic.workload.key, synthetic.device.key, "gemv_q4f16")
+    out_path = tmp_path / "k.cu"
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x4096", "--db", str(db), "-o", str(out_path))
+    assert rc == 0, err
+    text = out_path.read_text()
+    assert "database best on" in text
+    assert json.dumps(best.config, sort_keys=True) in text
+
+
+def test_export_nothing_tuned_unrecorded_shape(cli, tmp_path):
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x8192", "--db", str(tmp_path / "db"),
+                       "-o", str(tmp_path / "k.cu"))
+    assert rc == 2
+    assert "nothing tuned for gemv_q4f16:N=4096,K=8192" in flat(err)
+
+
+# -- devices ------------------------------------------------------------------------------------
+
+def test_devices_lists_recording(cli, synthetic):
+    rc, out, err = cli("devices")
+    assert rc == 0, err
+    f = flat(out)
+    assert "no CUDA GPU found" in f
+    assert "x.json.gz" in f
+    assert "gemv_q4f16:N=4096,K=4096" in f
+    assert "NVIDIA H100 80GB HBM3" in f
+    assert f"{len(synthetic.configs):,}" in f
+    assert "2025-06-01" in f
+
+
+# -- report -------------------------------------------------------------------------------------
+
+def _row(N, K, tuned, **kw):
+    floor = N * K / 2 / 3.0e6
+    r = {"N": N, "K": K, "bytes": N * K // 2 + N * K // 16, "floor_us": floor, "tuned_us": tuned,
+         "default_us": tuned * 1.5, "time_over_floor": tuned / floor, "speedup_vs_default": 1.5,
+         "cublas_fp16_us": tuned * 3.2, "tinygemm_us": tuned * 1.8, "graph_tuned_us": tuned * 0.9,
+         "graph_default_us": tuned * 1.4, "graph_cublas_fp16_us": tuned * 3.0, "tune_s": 42.4, "trials": 600}
+    r.update(kw)
+    return r
+
+
+def _results(tmp_path) -> Path:
+    res = tmp_path / "results"
+    res.mkdir()
+    new = {"benchmark": "gemv-q4f16", "device": "NVIDIA H100 80GB HBM3", "date": "2025-06-02",
+           "commit": "0123456789abcdef0123", "rows": [_row(4096, 4096, 8.25), _row(12288, 4096, 19.5, tinygemm_us=None)],
+           "summary": {"max_time_over_floor": 1.087, "geomean_speedup_vs_default": 1.5}}
+    old = dict(new, date="2025-05-01", commit="fedcba9876543210", rows=[_row(1024, 1024, 99.0)])
+    (res / "gemv-q4f16-H100-2025-06-02.json").write_text(json.dumps(new))
+    (res / "gemv-q4f16-H100-2025-05-01.json").write_text(json.dumps(old))
+    (res / "gemv-q4f16-broken.json").write_text("{not json")
+    (res / "gemv-q4f16-other.json").write_text(json.dumps(dict(new, benchmark="stream-read", date="2099-01-01")))
+    return res
+
+
+HEAD = "# Project\n\nSome text before.\n\n## Results\n\n"
+TAIL = "\n\nText after the block.\n<!-- results:other -->\nkeep\n<!-- /results:other -->\n"
+
+
+def test_report_updates_readme_between_markers(cli, tmp_path):
+    res = _results(tmp_path)
+    plots = tmp_path / "plots"
+    readme = tmp_path / "README_COPY.md"
+    readme.write_text(HEAD + "<!-- results:gemv-q4f16 -->\nOLD TABLE\n<!-- /results:gemv-q4f16 -->" + TAIL)
+    rc, out, err = cli("report", "--results", str(res), "--plots", str(plots), "--readme", str(readme))
+    assert rc == 0, err
+    text = readme.read_text()
+    assert text.startswith(HEAD + "<!-- results:gemv-q4f16 -->\n")
+    assert text.endswith("<!-- /results:gemv-q4f16 -->" + TAIL)
+    block = text[len(HEAD + "<!-- results:gemv-q4f16 -->\n"): -len("<!-- /results:gemv-q4f16 -->" + TAIL)]
+    assert "OLD TABLE" not in text
+    assert block.startswith("| N x K | MB | floor (us) | tuned (us) |")
+    assert "| 4096 x 4096 |" in block and "| 12288 x 4096 |" in block
+    assert "| 8.25 |" in block and "| 19.50 |" in block
+    assert "1024 x 1024" not in block                  # the newer results file wins
+    assert "2025-06-02" in block and "`0123456789`" in block
+    assert "**1.087x**" in block and "**1.50x**" in block
+    assert "| – |" in block                            # a missing measurement shows as a dash
+    assert "42, 600" in block
+    assert "![q4f16_1 GEMV bandwidth](" in block and "gemv-q4f16-bandwidth.png" in block
+    png = plots / "gemv-q4f16-bandwidth.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| 4096 x 4096 |" in out                    # the table is printed too
+    assert "README_COPY.md" in flat(out)
+
+    # running again replaces the block instead of nesting a second one
+    rc, _, err = cli("report", "--results", str(res), "--plots", str(plots), "--readme", str(readme))
+    assert rc == 0, err
+    assert readme.read_text() == text
+
+
+def test_report_without_readme_writes_plot(cli, tmp_path):
+    res = _results(tmp_path)
+    rc, out, err = cli("report", "--results", str(res), "--plots", str(tmp_path / "p"))
+    assert rc == 0, err
+    assert (tmp_path / "p" / "gemv-q4f16-bandwidth.png").is_file()
+
+
+def test_report_readme_without_markers(cli, tmp_path):
+    res = _results(tmp_path)
+    readme = tmp_path / "README_COPY.md"
+    original = "# Project\n\nno markers here\n<!-- results:gemv-q4f16 -->\nonly a start marker\n"
+    readme.write_text(original)
+    rc, out, err = cli("report", "--results", str(res), "--plots", str(tmp_path / "plots"),
+                       "--readme", str(readme))
+    assert rc == 2
+    assert "<!-- results:gemv-q4f16 -->" in flat(err) and "<!-- /results:gemv-q4f16 -->" in flat(err)
+    assert readme.read_text() == original
+
+
+# -- entry points -------------------------------------------------------------------------------
+
+def _autosched_script() -> str:
+    script = Path(sys.executable).parent / "autosched"
+    if not script.exists():
+        import shutil
+        found = shutil.which("autosched")
+        assert found, "the autosched console script is not installed"
+        return found
+    return str(script)
+
+
+@pytest.mark.parametrize("argv", [
+    [sys.executable, "-m", "autosched", "--help"],
+    ["<script>", "tune", "--help"],
+    [sys.executable, "-m", "autosched", "export", "--help"],
+])
+def test_help_via_subprocess(argv):
+    argv = [(_autosched_script() if a == "<script>" else a) for a in argv]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "usage: autosched" in p.stdout
+    if "tune" in argv:
+        for opt in ("--shape", "--runner", "--trials", "--strategy", "--db"):
+            assert opt in p.stdout
+    elif "export" in argv:
+        assert "--config" in p.stdout
+    else:
+        for cmd in ("devices", "tune", "record", "bench", "report", "export"):
+            assert cmd in p.stdout
+
+
+def test_no_command_is_usage_error():
+    p = subprocess.run([sys.executable, "-m", "autosched"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "usage" in p.stderr

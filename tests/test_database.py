@@ -1,0 +1,210 @@
+"""autosched.database: the SQLite (WAL) store of measurements that makes tuning resumable."""
+
+import json
+import math
+import sqlite3
+
+import pytest
+
+from autosched.database import Database, default_db_path
+from autosched.measure.result import Measurement, Status
+from autosched.space import config_hash
+
+WK = "gemv_q4f16:N=4096,K=4096"
+DEV = "NVIDIA H100 80GB HBM3|sm_90|driver 580.159.04|cuda 13.0"
+TPL = "gemv_q4f16"
+CFG_A = {"tx": "r", "load": "k", "compute": "k", "vec_c": 2, "vec_load": 4, "tile_s": 1, "tile_r": 32,
+         "ts": 4, "tr": 32, "layout_n": 1, "layout_k": 1, "v_shared": 0, "unroll": 4, "hint": 0}
+CFG_B = dict(CFG_A, ts=8)
+CFG_C = dict(CFG_A, ts=2, hint=1)
+
+
+def ok(med, **kw):
+    return Measurement(Status.OK, 0.98 * med, med, 0.1, 1e-3, **kw)
+
+
+@pytest.fixture
+def db(tmp_path):
+    with Database(tmp_path / "sub" / "m.db") as d:
+        yield d
+
+
+def rows(path) -> int:
+    conn = sqlite3.connect(str(path))
+    try:
+        return conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_creates_parent_folder_and_wal_mode(tmp_path):
+    path = tmp_path / "a" / "b" / "m.db"
+    with Database(path) as d:
+        assert path.exists()
+        assert d.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+    # WAL is persistent: a plain connection opened later sees it too
+    conn = sqlite3.connect(str(path))
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal"
+    conn.close()
+
+
+def test_round_trip_ok_measurement(db):
+    m = ok(12.5, registers=40, smem_bytes=512, spills=2, source="replay:x.json.gz")
+    db.add(WK, DEV, TPL, CFG_A, m, {"autosched": "0.1.0", "runner": "replay"})
+    got = db.measured(WK, DEV, TPL)
+    assert list(got) == [config_hash(CFG_A)]
+    r = got[config_hash(CFG_A)]
+    assert (r.workload_key, r.device_key, r.template) == (WK, DEV, TPL)
+    assert r.config == CFG_A
+    # types survive JSON: ints stay ints, strings stay strings
+    assert all(type(r.config[k]) is type(v) for k, v in CFG_A.items())
+    assert r.measurement.status is Status.OK
+    assert r.measurement.min_us == pytest.approx(0.98 * 12.5)
+    assert r.measurement.median_us == 12.5
+    assert r.measurement.spread_us == 0.1
+    assert r.measurement.max_abs_err == 1e-3
+    assert (r.measurement.registers, r.measurement.smem_bytes, r.measurement.spills) == (40, 512, 2)
+    assert r.measurement.source == "replay:x.json.gz"
+    assert r.versions == {"autosched": "0.1.0", "runner": "replay"}
+    assert r.timestamp > 0
+
+
+def test_nan_times_are_null_and_read_back_nan(db):
+    m = Measurement(Status.COMPILE_ERROR, error="nvrtc: error: boom")
+    db.add(WK, DEV, TPL, CFG_A, m)
+    raw = db.conn.execute("SELECT status, min_us, median_us, spread_us, max_abs_err, error "
+                          "FROM measurements").fetchall()
+    assert raw == [("compile_error", None, None, None, None, "nvrtc: error: boom")]
+    r = db.measured(WK, DEV, TPL)[config_hash(CFG_A)]
+    assert r.measurement.status is Status.COMPILE_ERROR
+    assert all(math.isnan(x) for x in (r.measurement.min_us, r.measurement.median_us,
+                                       r.measurement.spread_us, r.measurement.max_abs_err))
+    assert r.measurement.error == "nvrtc: error: boom"
+    assert r.versions == {}
+
+
+@pytest.mark.parametrize("status", list(Status))
+def test_every_status_round_trips(db, status):
+    db.add(WK, DEV, TPL, CFG_A, Measurement(status, 1.0, 2.0, 0.5))
+    r = db.measured(WK, DEV, TPL)[config_hash(CFG_A)]
+    assert r.measurement.status is status
+
+
+def test_insert_or_replace_same_config(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(30.0))
+    db.add(WK, DEV, TPL, CFG_A, Measurement(Status.WRONG, 9.0, 10.0, 0.2, 5.0, error="bad"))
+    assert db.conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 1
+    r = db.measured(WK, DEV, TPL)[config_hash(CFG_A)]
+    assert r.measurement.status is Status.WRONG
+    assert r.measurement.median_us == 10.0
+    assert r.measurement.error == "bad"
+    # key order of the config dict does not make a different row
+    db.add(WK, DEV, TPL, dict(reversed(list(CFG_A.items()))), ok(31.0))
+    assert db.conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 1
+    assert db.measured(WK, DEV, TPL)[config_hash(CFG_A)].measurement.median_us == 31.0
+
+
+def test_same_config_other_device_or_workload_is_another_row(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(30.0))
+    db.add(WK, "other-gpu", TPL, CFG_A, ok(20.0))
+    db.add("gemv_q4f16:N=1,K=32", DEV, TPL, CFG_A, ok(10.0))
+    assert db.conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 3
+    assert db.measured(WK, DEV, TPL)[config_hash(CFG_A)].measurement.median_us == 30.0
+    assert db.measured(WK, "other-gpu", TPL)[config_hash(CFG_A)].measurement.median_us == 20.0
+    assert db.measured(WK, DEV, "another_template") == {}
+
+
+def test_best_ignores_non_ok_rows(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(30.0))
+    db.add(WK, DEV, TPL, CFG_B, ok(25.0))
+    # faster but failed: must never be "best"
+    db.add(WK, DEV, TPL, CFG_C, Measurement(Status.WRONG, 1.0, 1.1, 0.1, 9.0))
+    db.add(WK, DEV, TPL, dict(CFG_A, unroll=1), Measurement(Status.COMPILE_ERROR))     # NULL times
+    db.add(WK, DEV, TPL, dict(CFG_A, unroll=16), Measurement(Status.LAUNCH_ERROR, 0.5, 0.5, 0.0))
+    db.add(WK, DEV, TPL, dict(CFG_A, hint=1), Measurement(Status.NOT_RECORDED))
+    b = db.best(WK, DEV, TPL)
+    assert b is not None
+    assert b.config == CFG_B
+    assert b.measurement.median_us == 25.0
+    assert b.measurement.status is Status.OK
+    assert db.best(WK, DEV).config == CFG_B          # template optional
+
+
+def test_best_none_when_nothing_ok(db):
+    assert db.best(WK, DEV, TPL) is None
+    db.add(WK, DEV, TPL, CFG_A, Measurement(Status.WRONG, 1.0, 1.0, 0.0))
+    assert db.best(WK, DEV, TPL) is None
+    assert db.best(WK, "other-gpu", TPL) is None
+
+
+def test_best_is_per_device(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(30.0))
+    db.add(WK, "other-gpu", TPL, CFG_B, ok(5.0))
+    assert db.best(WK, DEV, TPL).config == CFG_A
+    assert db.best(WK, "other-gpu", TPL).config == CFG_B
+
+
+def test_survives_close_and_reopen(tmp_path):
+    path = tmp_path / "m.db"
+    d = Database(path)
+    d.add(WK, DEV, TPL, CFG_A, ok(30.0), {"v": 1})
+    d.add(WK, DEV, TPL, CFG_B, Measurement(Status.WRONG, 1.0, 2.0, 0.1, 3.0, error="e"))
+    d.close()
+    assert rows(path) == 2
+    with Database(path) as d2:
+        got = d2.measured(WK, DEV, TPL)
+        assert set(got) == {config_hash(CFG_A), config_hash(CFG_B)}
+        assert got[config_hash(CFG_A)].measurement.median_us == 30.0
+        assert got[config_hash(CFG_A)].versions == {"v": 1}
+        assert got[config_hash(CFG_B)].measurement.status is Status.WRONG
+        assert d2.best(WK, DEV, TPL).config == CFG_A
+        # and keeps accepting writes
+        d2.add(WK, DEV, TPL, CFG_C, ok(1.0))
+    assert rows(path) == 3
+
+
+def test_two_connections_see_each_others_commits(tmp_path):
+    """Each add is committed at once: a second process (here a second connection) sees it."""
+    path = tmp_path / "m.db"
+    with Database(path) as a, Database(path) as b:
+        a.add(WK, DEV, TPL, CFG_A, ok(30.0))
+        assert config_hash(CFG_A) in b.measured(WK, DEV, TPL)
+
+
+def test_workloads_groups(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(30.0))
+    db.add(WK, DEV, TPL, CFG_B, ok(31.0))
+    db.add(WK, DEV, TPL, CFG_C, Measurement(Status.WRONG))
+    db.add(WK, "gpu-b", TPL, CFG_A, ok(3.0))
+    db.add("gemv_q4f16:N=8,K=64", DEV, TPL, CFG_A, ok(1.0))
+    assert [tuple(g) for g in db.workloads()] == [
+        ("gemv_q4f16:N=4096,K=4096", DEV, TPL, 3),
+        ("gemv_q4f16:N=4096,K=4096", "gpu-b", TPL, 1),
+        ("gemv_q4f16:N=8,K=64", DEV, TPL, 1),
+    ]
+    assert [tuple(g) for g in db.workloads(DEV)] == [
+        ("gemv_q4f16:N=4096,K=4096", DEV, TPL, 3),
+        ("gemv_q4f16:N=8,K=64", DEV, TPL, 1),
+    ]
+    assert db.workloads("no-such-gpu") == []
+
+
+def test_config_stored_as_sorted_json(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(30.0))
+    stored, h = db.conn.execute("SELECT config, config_hash FROM measurements").fetchone()
+    assert stored == json.dumps(CFG_A, sort_keys=True)
+    assert h == config_hash(CFG_A)
+
+
+def test_memory_database():
+    with Database(":memory:") as d:
+        d.add(WK, DEV, TPL, CFG_A, ok(30.0))
+        assert d.best(WK, DEV, TPL).config == CFG_A
+
+
+def test_default_path_honours_autosched_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_HOME", str(tmp_path / "home"))
+    assert default_db_path() == tmp_path / "home" / "autosched.db"
+    monkeypatch.delenv("AUTOSCHED_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "autosched" / "autosched.db"
