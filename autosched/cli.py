@@ -101,8 +101,12 @@ def cmd_tune(args) -> int:
         device = runner.device_info
         space = template.space(workload, device)
         _print_space(space, workload)
+        total = space.size()
+        if hasattr(runner, "coverage_note"):
+            console.print("[yellow]REPLAY[/]: " + runner.coverage_note(space.size()))
+            total = len(runner.recording.entries)
         builder = Builder(args.jobs) if (runner.needs_binary or args.build) else None
-        total = min(args.trials or space.size(), space.size())
+        total = min(args.trials or total, total)
         with _progress() as prog:
             task = prog.add_task(f"tune {workload.shape_str}", total=total, best="")
 
@@ -148,7 +152,7 @@ def cmd_record(args) -> int:
     from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
     from autosched.measure.protocol import Protocol
-    from autosched.measure.recording import Recording
+    from autosched.measure.recording import recording_from_db
     from autosched.templates import template_for
     from autosched.tuner import tune, versions
     import datetime
@@ -164,11 +168,8 @@ def cmd_record(args) -> int:
                        time_budget_s=args.time,
                        on_result=lambda c, m, r: prog.update(
                            task, advance=1, best=f"best {r.best.median_us:.2f} us" if r.best else ""))
-        rec = Recording(workload.key, template.family, device, space.names, Protocol().to_json(),
-                        versions("gpu"), datetime.date.today().isoformat(), space.size())
-        for h, r in db.measured(workload.key, device.key, template.family).items():
-            if space.contains(r.config):
-                rec.add(r.config, r.measurement)
+        rec = recording_from_db(db, workload, template, device, Protocol().to_json(), versions("gpu"),
+                                datetime.date.today().isoformat())
         out = Path(args.out) if args.out else Path(f"{template.family}-{workload.shape_str}.json.gz")
         rec.save(out)
         console.print(f"recorded {len(rec.entries):,} of {space.size():,} configs to {out} "
@@ -269,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     s.add_argument("--runner", choices=("auto", "gpu", "replay"), default="auto",
                    help="gpu: measure here; replay: answer from a shipped recording; auto: gpu if present")
-    s.add_argument("--strategy", choices=("exhaustive", "random"), default="exhaustive")
+    s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="exhaustive",
+                   help="model: a gradient-boosted cost model, trained on everything measured (other "
+                        "shapes too), picks what to measure next")
     s.add_argument("--trials", type=int, default=None, help="stop after N configs (default: whole space)")
     s.add_argument("--time", type=float, default=None, help="stop after S seconds")
     s.add_argument("--seed", type=int, default=0)
@@ -288,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("op", nargs="?", default="gemv-q4f16", choices=list(OPS))
     s.add_argument("--shapes", default=None, help="comma-separated NxK (default: the 8 of BENCHMARKS.md)")
     s.add_argument("--trials", type=int, default=600, help="tuning trials per shape")
-    s.add_argument("--strategy", choices=("exhaustive", "random"), default="random")
+    s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="model")
     s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results")
     s.add_argument("--db", default=None)

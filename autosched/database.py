@@ -33,12 +33,20 @@ CREATE TABLE IF NOT EXISTS measurements (
     smem_bytes   INTEGER,
     spills       INTEGER,
     source       TEXT,
+    cost_s       REAL,
     versions     TEXT,
     timestamp    REAL NOT NULL,
     PRIMARY KEY (workload_key, device_key, template, config_hash)
 );
 CREATE INDEX IF NOT EXISTS by_median ON measurements (workload_key, device_key, template, median_us);
 """
+
+# column order of every SELECT and INSERT (named, so a database from before a column was added
+# still reads: the column is appended by _migrate)
+COLUMNS = ("workload_key", "device_key", "template", "config_hash", "config", "status", "min_us",
+           "median_us", "spread_us", "max_abs_err", "error", "registers", "smem_bytes", "spills",
+           "source", "cost_s", "versions", "timestamp")
+_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM measurements"
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Record:
     measurement: Measurement
     versions: dict
     timestamp: float
+    cost_s: float | None = None     # tuning wall time this measurement took (build + measure share)
 
 
 def default_db_path() -> Path:
@@ -67,31 +76,58 @@ class Database:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
+        if "cost_s" not in have:
+            with self.conn:
+                self.conn.execute("ALTER TABLE measurements ADD COLUMN cost_s REAL")
 
     def add(self, workload_key: str, device_key: str, template: str, config: dict,
-            m: Measurement, versions: dict | None = None) -> None:
+            m: Measurement, versions: dict | None = None, cost_s: float | None = None) -> None:
         """Insert or replace one measurement, committed at once (a kill loses nothing before it)."""
         with self.conn:
             self.conn.execute(
-                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO measurements ({', '.join(COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(COLUMNS))})",
                 (workload_key, device_key, template, config_hash(config),
                  json.dumps(config, sort_keys=True), m.status.value, _num(m.min_us), _num(m.median_us),
                  _num(m.spread_us), _num(m.max_abs_err), m.error, m.registers, m.smem_bytes, m.spills,
-                 m.source, json.dumps(versions or {}, sort_keys=True), time.time()))
+                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time()))
 
     def measured(self, workload_key: str, device_key: str, template: str) -> dict[str, Record]:
         """config_hash -> Record of everything already measured for this workload and device."""
         rows = self.conn.execute(
-            "SELECT * FROM measurements WHERE workload_key=? AND device_key=? AND template=?",
+            _SELECT + " WHERE workload_key=? AND device_key=? AND template=?",
             (workload_key, device_key, template)).fetchall()
         return {r[3]: _record(r) for r in rows}
 
+    def samples(self, device_key: str, template: str) -> list[tuple[dict, dict, float]]:
+        """(config, workload params, median us or inf if failed) of every workload measured with
+        this template on this device: training data for a cost model."""
+        from autosched.workloads import workload_from_key
+        out, params = [], {}
+        for wk, cfg, st, med in self.conn.execute(
+                "SELECT workload_key, config, status, median_us FROM measurements "
+                "WHERE device_key=? AND template=?", (device_key, template)):
+            if wk not in params:
+                params[wk] = workload_from_key(wk).params
+            out.append((json.loads(cfg), params[wk], med if st == "ok" and med is not None else float("inf")))
+        return out
+
     def best(self, workload_key: str, device_key: str, template: str | None = None) -> Record | None:
-        q = ("SELECT * FROM measurements WHERE workload_key=? AND device_key=? AND status='ok'"
+        q = (_SELECT + " WHERE workload_key=? AND device_key=? AND status='ok'"
              + (" AND template=?" if template else "") + " ORDER BY median_us LIMIT 1")
         args = (workload_key, device_key) + ((template,) if template else ())
         row = self.conn.execute(q, args).fetchone()
         return _record(row) if row else None
+
+    def tuning_seconds(self, workload_key: str, device_key: str, template: str) -> float:
+        """Wall time all tuning runs spent on this workload (sum of the per-measurement costs)."""
+        row = self.conn.execute("SELECT SUM(cost_s) FROM measurements WHERE workload_key=? AND "
+                                "device_key=? AND template=?", (workload_key, device_key, template)).fetchone()
+        return float(row[0] or 0.0)
 
     def workloads(self, device_key: str | None = None) -> list[tuple[str, str, str, int]]:
         """(workload_key, device_key, template, rows) for every group in the database."""
@@ -120,4 +156,4 @@ def _record(r) -> Record:
     m = Measurement(Status(r[5]), *(float("nan") if v is None else v for v in r[6:10]),
                     error=r[10] or "", registers=r[11] or 0, smem_bytes=r[12] or 0, spills=r[13] or 0,
                     source=r[14] or "")
-    return Record(r[0], r[1], r[2], json.loads(r[4]), m, json.loads(r[15] or "{}"), r[16])
+    return Record(r[0], r[1], r[2], json.loads(r[4]), m, json.loads(r[16] or "{}"), r[17], r[15])

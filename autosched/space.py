@@ -75,6 +75,12 @@ class Space:
             size *= len(k.values)
         return size
 
+    def restricted(self, name: str, keep: Callable[[dict], bool]) -> "Space":
+        """This space with one more rule over whole configs (e.g. "measured in the recording")."""
+        names = tuple(self.names)
+        rule = Constraint(name, names, lambda *vals: keep(dict(zip(names, vals))))
+        return Space(list(self.knobs), list(self.constraints) + [rule])
+
     # -- validation ---------------------------------------------------------------------------
     def violations(self, config: dict) -> list[str]:
         """Every reason the config is not in the space (empty list: it is)."""

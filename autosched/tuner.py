@@ -31,6 +31,8 @@ class TuneResult:
     resumed: int = 0           # configs found already in the database
     statuses: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
+    total_tuning_s: float = 0.0   # all runs on this workload, from the database (set by callers)
+    total_trials: int = 0
 
 
 def versions(runner_name: str) -> dict:
@@ -44,10 +46,18 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
          on_result: Callable[[dict, Measurement, TuneResult], None] | None = None) -> TuneResult:
     device = runner.device_info
     space = template.space(workload, device)
+    if hasattr(runner, "covers"):      # replay: search only what the recording can answer
+        space = space.restricted("measured in the recording", runner.covers)
     n_space = space.size()
     res = TuneResult(workload.key, device.key, template.family, runner.name, n_space)
     done = db.measured(workload.key, device.key, template.family)
-    strat = make_strategy(strategy, space, seed)
+    context = {}
+    if strategy == "model":
+        # everything this template has measured on this GPU trains the model; what this workload
+        # already has is not proposed again
+        context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),
+                   "exclude": set(done)}
+    strat = make_strategy(strategy, space, seed, **context)
     limit = min(trials, n_space) if trials else n_space
     vers = versions(runner.name)
     t0 = time.perf_counter()
@@ -80,8 +90,11 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         for i, spec in enumerate(specs):
             binary = builder.submit(spec) if (builder is not None and runner.needs_binary) else None
             items.append((i, spec, binary))
+        last = time.perf_counter()
         for i, m in runner.measure_stream(items):
-            db.add(workload.key, device.key, template.family, fresh[i], m, vers)
+            now = time.perf_counter()
+            db.add(workload.key, device.key, template.family, fresh[i], m, vers, cost_s=now - last)
+            last = now
             res.measured_now += 1
             account(fresh[i], m)
     res.elapsed_s = time.perf_counter() - t0

@@ -42,14 +42,18 @@ class Synthetic:
     path: Path                          # the saved recording: <dir>/x.json.gz
     wrong: set[str] = field(default_factory=set)          # config hashes
     compile_error: set[str] = field(default_factory=set)
+    _loaded: Recording | None = None
 
     @property
     def dir(self) -> Path:
         return self.path.parent
 
     def load(self) -> Recording:
-        """A fresh Recording read from disk (what the replay runner and the CLI see)."""
-        return Recording.load(self.path)
+        """The Recording read back from disk (what the replay runner and the CLI see); read once
+        per session and shared, so tests must not modify it."""
+        if self._loaded is None:
+            self._loaded = Recording.load(self.path)
+        return self._loaded
 
     def best_ok(self, recording: Recording, configs=None) -> tuple[dict, Measurement]:
         """(config, measurement) of the fastest ok config among `configs` (default: all)."""

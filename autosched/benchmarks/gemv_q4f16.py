@@ -24,11 +24,17 @@ SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "
 
 
 def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
+    """The commit measured: $AUTOSCHED_COMMIT (set where the tree is a copy without .git), else git."""
+    import os
+    import re
+    sha = os.environ.get("AUTOSCHED_COMMIT", "")
+    if not sha:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+        except OSError:
+            sha = ""
+    return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
 
 
 class _Launchable:
@@ -187,6 +193,7 @@ def _write(rows, device, strategy, trials, out_dir) -> Path:
     doc = {"benchmark": "gemv-q4f16", "device": device.name, "device_key": device.key, "date": today,
            "commit": git_commit(), "versions": {"cuda": device.cuda_version, "driver": device.driver_version,
                                                 "torch": torch.__version__},
+           "device_info": device.to_json(),
            "protocol": Protocol().to_json(), "tuning": {"strategy": strategy, "trials": trials},
            "rows": rows, "summary": summary}
     out = Path(out_dir)
@@ -204,7 +211,8 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
     from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
     from autosched.templates import template_for
-    from autosched.tuner import tune
+    from autosched.space import config_hash
+    from autosched.tuner import measure_configs, tune, versions
     from autosched.workloads import GemvQ4F16
 
     log = console.print if console else print
@@ -217,6 +225,14 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
             for w in workloads:
                 res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
                            time_budget_s=time_per_shape_s)
+                # the default config goes through the same runner, so the database and any recording
+                # made from it hold it too
+                dflt = template.default_config(w, device)
+                if config_hash(dflt) not in db.measured(w.key, device.key, template.family):
+                    m = measure_configs(w, template, runner, [dflt], builder)[0]
+                    db.add(w.key, device.key, template.family, dflt, m, versions(runner.name))
+                res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family)
+                res.total_trials = len(db.measured(w.key, device.key, template.family))
                 tuned[w.key] = res
                 log(f"tuned {w.shape_str}: {res.best.median_us:.2f} us after {res.trials} trials "
                     f"in {res.elapsed_s:.0f} s {res.statuses}")
@@ -233,8 +249,11 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
             inputs = w.inputs(seed=1234)
             ref = w.reference(inputs)
             copies = max(2, math.ceil(2 * device.l2_bytes / w.bytes_moved()) + 1)
-            row = {"N": w.N, "K": w.K, "bytes": w.bytes_moved(), "tune_s": round(res.elapsed_s, 2),
-                   "trials": res.trials, "space_size": res.space_size}
+            # tune_s / trials: all tuning of this shape in the database (runs before this one included:
+            # a resumed run costs nothing now); run_* are this run's share
+            row = {"N": w.N, "K": w.K, "bytes": w.bytes_moved(), "tune_s": round(res.total_tuning_s, 2),
+                   "trials": res.total_trials, "run_tune_s": round(res.elapsed_s, 2),
+                   "run_trials": res.measured_now, "space_size": res.space_size}
             errors = row["errors"] = {}
             try:
                 row.update(_floor(w, timer, stream, builder, None))

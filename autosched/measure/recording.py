@@ -97,6 +97,18 @@ def _f(x):
     return float("nan") if x is None else float(x)
 
 
+def recording_from_db(db, workload, template, device: DeviceInfo, protocol: dict, versions: dict,
+                      date: str) -> Recording:
+    """The database's measurements of one workload on one GPU, as a recording (configs no longer
+    in the template's space are left out)."""
+    space = template.space(workload, device)
+    rec = Recording(workload.key, template.family, device, space.names, protocol, versions, date, space.size())
+    for r in db.measured(workload.key, device.key, template.family).values():
+        if space.contains(r.config):
+            rec.add(r.config, r.measurement)
+    return rec
+
+
 def shipped_recordings() -> list[Path]:
     """Recordings in the folders of $AUTOSCHED_RECORDINGS (':'-separated), then those that ship
     inside the package (autosched/data/recordings/*.json.gz)."""
@@ -130,6 +142,16 @@ class ReplayRunner:
     @property
     def device_info(self) -> DeviceInfo:
         return self.recording.device
+
+    def covers(self, config: dict) -> bool:
+        return self.recording.lookup(config) is not None
+
+    def coverage_note(self, space_size: int) -> str:
+        n = len(self.recording.entries)
+        if n >= space_size:
+            return f"the recording covers the whole pruned space ({space_size:,} configs)"
+        return (f"the recording covers {n:,} of the {space_size:,} configs of the pruned space (a uniform "
+                f"random sample measured on the GPU); the replay searches those")
 
     def measure(self, spec, binary=None) -> Measurement:
         if spec.workload_key != self.recording.workload_key:

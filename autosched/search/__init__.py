@@ -3,6 +3,7 @@
 A strategy never sees CUDA or a GPU: it gets configs' measurements back through `observe`.
 """
 
-from autosched.search.strategies import STRATEGIES, Exhaustive, RandomSearch, Strategy, make_strategy
+from autosched.search.strategies import (STRATEGIES, Exhaustive, ModelGuided, RandomSearch, Strategy,
+                                         make_strategy)
 
-__all__ = ["STRATEGIES", "Exhaustive", "RandomSearch", "Strategy", "make_strategy"]
+__all__ = ["STRATEGIES", "Exhaustive", "ModelGuided", "RandomSearch", "Strategy", "make_strategy"]

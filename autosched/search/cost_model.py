@@ -1,0 +1,65 @@
+"""A learned cost model: gradient-boosted trees on config features, predicting log(time).
+
+Features are the knobs (log2 of numeric values, one column per categorical value) plus the
+workload's parameters, so measurements of other shapes of the same template train it too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class Featurizer:
+    def __init__(self, space, workload_params: dict):
+        self.space = space
+        self.params = dict(workload_params)
+        self.columns: list[tuple[str, object]] = []
+        for k in space.knobs:
+            if all(isinstance(v, int) for v in k.values):
+                self.columns.append((k.name, None))
+            else:
+                self.columns += [(k.name, v) for v in k.values]
+        self.param_names = sorted(self.params)
+
+    def row(self, config: dict, params: dict | None = None) -> list[float]:
+        p = self.params if params is None else params
+        out = []
+        for name, value in self.columns:
+            v = config[name]
+            out.append(math.log2(v + 1) if value is None else float(v == value))
+        out += [math.log2(p[n]) for n in self.param_names]
+        return out
+
+    def matrix(self, configs, params: dict | None = None) -> np.ndarray:
+        return np.asarray([self.row(c, params) for c in configs], dtype=np.float64)
+
+
+class CostModel:
+    """Fit on (config, params, time) triples; predict time for configs of one workload."""
+
+    def __init__(self, featurizer: Featurizer, seed: int = 0):
+        self.f = featurizer
+        self.seed = seed
+        self.model = None
+
+    def fit(self, samples: list[tuple[dict, dict, float]]) -> bool:
+        """samples: (config, workload params, time in us; inf for a failed config)."""
+        from sklearn.ensemble import HistGradientBoostingRegressor
+        ok = [s for s in samples if math.isfinite(s[2])]
+        if len(ok) < 8:
+            return False
+        worst = max(s[2] for s in ok)
+        X = np.asarray([self.f.row(c, p) for c, p, _ in samples])
+        # a failed config is modelled as twice the slowest working one: avoided, not infinite
+        y = np.log([t if math.isfinite(t) else 2 * worst for _, _, t in samples])
+        self.model = HistGradientBoostingRegressor(max_iter=200, learning_rate=0.1, max_leaf_nodes=31,
+                                                   random_state=self.seed)
+        self.model.fit(X, y)
+        return True
+
+    def predict(self, configs: list[dict]) -> np.ndarray:
+        if self.model is None:
+            raise RuntimeError("predict before a successful fit")
+        return np.exp(self.model.predict(self.f.matrix(configs)))

@@ -1,0 +1,37 @@
+"""Turn the measurements of a tuning database into recordings for the replay runner.
+
+    python scripts/recordings_from_db.py DB DEVICE_JSON OUT_DIR [DATE]
+
+DEVICE_JSON is the DeviceInfo the GPU reported (autosched.device.query().to_json()); only rows
+with that device key are taken.
+"""
+import datetime
+import json
+import sys
+from pathlib import Path
+
+from autosched.database import Database
+from autosched.device import DeviceInfo
+from autosched.measure.protocol import Protocol
+from autosched.measure.recording import recording_from_db
+from autosched.templates import template_for
+from autosched.workloads import workload_from_key
+
+
+def main(db_path, device_json, out_dir, date=None):
+    device = DeviceInfo.from_json(json.loads(Path(device_json).read_text()))
+    date = date or datetime.date.today().isoformat()
+    with Database(db_path) as db:
+        for wkey, dkey, family, n in db.workloads(device.key):
+            w = workload_from_key(wkey)
+            t = template_for(w)
+            rec = recording_from_db(db, w, t, device, Protocol().to_json(),
+                                    {"runner": "gpu", "source": "autosched bench (random search)"}, date)
+            out = Path(out_dir) / f"{family}-{w.shape_str}-{device.name.replace(' ', '_')}.json.gz"
+            rec.save(out)
+            ok = sum(m.ok for _, m in rec.entries.values())
+            print(f"{out}: {len(rec.entries)} configs ({ok} ok) of {rec.space_size}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
