@@ -31,6 +31,16 @@ def _workload(op: str, shape: str):
         raise CliError(str(e)) from e
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[best]}"), TimeElapsedColumn(), TimeRemainingColumn(),
@@ -273,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="exhaustive",
                    help="model: a gradient-boosted cost model, trained on everything measured (other "
                         "shapes too), picks what to measure next")
-    s.add_argument("--trials", type=int, default=None, help="stop after N configs (default: whole space)")
+    s.add_argument("--trials", type=_positive, default=None, help="stop after N configs (default: whole space)")
     s.add_argument("--time", type=float, default=None, help="stop after S seconds")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--build", action="store_true", help="with --runner replay, also compile every config")
@@ -290,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")
     s.add_argument("op", nargs="?", default="gemv-q4f16", choices=list(OPS))
     s.add_argument("--shapes", default=None, help="comma-separated NxK (default: the 8 of BENCHMARKS.md)")
-    s.add_argument("--trials", type=int, default=600, help="tuning trials per shape")
+    s.add_argument("--trials", type=_positive, default=600, help="tuning trials per shape")
     s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="model")
     s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results")
@@ -318,7 +328,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (CliError, ValueError) as e:     # ConfigError and WorkloadError are ValueErrors
+    except (CliError, ValueError, FileNotFoundError) as e:   # ConfigError, WorkloadError: ValueErrors
         err_console.print(f"[red]error:[/] {e}")
         return 2
     except KeyboardInterrupt:

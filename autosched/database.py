@@ -138,6 +138,22 @@ class Database:
             args = (device_key,)
         return self.conn.execute(q + " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", args).fetchall()
 
+    def add_knob(self, template: str, knob: str, value) -> int:
+        """A knob added to a template: rows measured before it existed ran the code path that
+        `value` selects now, so they gain knob=value (and a new config hash).  Returns rows changed."""
+        rows = self.conn.execute("SELECT rowid, config FROM measurements WHERE template=?", (template,)).fetchall()
+        changed = 0
+        with self.conn:
+            for rowid, text in rows:
+                cfg = json.loads(text)
+                if knob in cfg:
+                    continue
+                cfg[knob] = value
+                self.conn.execute("UPDATE OR REPLACE measurements SET config=?, config_hash=? WHERE rowid=?",
+                                  (json.dumps(cfg, sort_keys=True), config_hash(cfg), rowid))
+                changed += 1
+        return changed
+
     def close(self) -> None:
         self.conn.close()
 

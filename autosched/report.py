@@ -101,7 +101,8 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
     plot = gemv_plot(doc, Path(plot_dir) / "gemv-q4f16-bandwidth.png")
     written.append(plot)
     if readme:
-        rel = Path(plot).as_posix()
+        import os
+        rel = Path(os.path.relpath(Path(plot).resolve(), readme.resolve().parent)).as_posix()
         body = table + f"\n\n![q4f16_1 GEMV bandwidth]({rel})"
         readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
         written.append(readme)

@@ -58,7 +58,9 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),
                    "exclude": set(done)}
     strat = make_strategy(strategy, space, seed, **context)
-    limit = min(trials, n_space) if trials else n_space
+    if trials is not None and trials < 0:
+        raise ValueError(f"trials must be >= 0, got {trials}")
+    limit = n_space if trials is None else min(trials, n_space)
     vers = versions(runner.name)
     t0 = time.perf_counter()
 

@@ -66,7 +66,6 @@ def test_tune_replay_random(cli, synthetic, loaded, tmp_path):
     f = flat(out)
     assert f"{space.raw_size():,} raw points" in f
     assert f"{len(synthetic.configs):,} after pruning" in f
-    assert "39,191,040 raw points, 34,520 after pruning" in f
     assert "200 trials (200 measured now, 0 resumed" in f
     # the best shown is the best ok config among the 200 the run measured (all in the database)
     with Database(db) as d:

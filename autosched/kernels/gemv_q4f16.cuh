@@ -57,7 +57,7 @@ __device__ __forceinline__ __half2 nibble_pair(u32 w) {
 __device__ __forceinline__ __half2 bias2() { return __half2half2(__ushort_as_half(0x6407)); }
 
 template <int N, int K, int LOAD_K, int COMPUTE_K, int VEC_C, int TX_S, int TS, int TR, int TILE_S,
-          int TILE_R, int VEC_LOAD, int LN, int LK, int V_SHARED, int UNROLL, int HINT>
+          int TILE_R, int VEC_LOAD, int LN, int LK, int V_SHARED, int UNROLL, int HINT, int PREFETCH>
 struct Gemv {
   static constexpr int KW = K / 8;    // words per row
   static constexpr int G = K / 32;    // scale groups per row
@@ -86,6 +86,7 @@ struct Gemv {
                 "vector load over N needs k == 1 and whole vectors inside an n tile");
   static_assert(VEC_C == 1 || VEC_C == 2, "compute vector: fp32 scalar or half2");
   static_assert(HINT == 0 || HINT == 1, "load hint: 0 plain, 1 no-L1 + L2 256B prefetch");
+  static_assert(PREFETCH == 0 || PREFETCH == 1, "prefetch depth: 0 or 1 step");
   static_assert(!(VEC_C == 2 && !COMPUTE_K) || TILE_S % 2 == 0, "half2 over N pairs rows");
   static_assert(THREADS <= 1024 && THREADS % 32 == 0, "block size");
   static_assert(TR % R_IN_WARP == 0, "r-values must fill whole warps");
@@ -226,6 +227,11 @@ struct Gemv {
     const int tid = threadIdx.x + threadIdx.y * blockDim.x;
     const int row0 = blockIdx.x * ROWS + s * TILE_S;
 
+    // PREFETCH: the next step's weights are in flight while this step computes (a register double
+    // buffer), and the first step's are requested before V is staged and the block waits on it
+    u32 q[TILE_S][WPT];
+    if constexpr (PREFETCH) load_tile(wq, row0, r * WPT, q);
+
     if constexpr (V_SHARED) {
       for (int w = tid; w < KW; w += THREADS) smem[w] = __ldg(reinterpret_cast<const uint4*>(v) + w);
       __syncthreads();
@@ -238,12 +244,20 @@ struct Gemv {
 #pragma unroll UNROLL
     for (int step = 0; step < STEPS; ++step) {
       const int w0 = step * STEP_W + r * WPT;
-      u32 q[TILE_S][WPT];
-      load_tile(wq, row0, w0, q);
+      u32 cur[TILE_S][WPT];
+      if constexpr (PREFETCH) {
+#pragma unroll
+        for (int i = 0; i < TILE_S; ++i)
+#pragma unroll
+          for (int j = 0; j < WPT; ++j) cur[i][j] = q[i][j];
+        if (step + 1 < STEPS) load_tile(wq, row0, w0 + STEP_W, q);
+      } else {
+        load_tile(wq, row0, w0, cur);
+      }
       uint4 vv[WPT];
 #pragma unroll
       for (int j = 0; j < WPT; ++j) vv[j] = load_v(v, smem, w0 + j);
-      compute(q, vv, sc, row0, w0, acc);
+      compute(cur, vv, sc, row0, w0, acc);
     }
 
     // Reduce over r: first among the lanes of a warp, then across warps through shared memory.
@@ -279,10 +293,10 @@ struct Gemv {
 }  // namespace autosched_gemv
 
 template <int N, int K, int LOAD_K, int COMPUTE_K, int VEC_C, int TX_S, int TS, int TR, int TILE_S,
-          int TILE_R, int VEC_LOAD, int LN, int LK, int V_SHARED, int UNROLL, int HINT>
+          int TILE_R, int VEC_LOAD, int LN, int LK, int V_SHARED, int UNROLL, int HINT, int PREFETCH>
 __global__ void __launch_bounds__(TS * TR)
 gemv_q4f16(const u32* __restrict__ wq, const half* __restrict__ scales, const half* __restrict__ v,
            half* __restrict__ out) {
   autosched_gemv::Gemv<N, K, LOAD_K, COMPUTE_K, VEC_C, TX_S, TS, TR, TILE_S, TILE_R, VEC_LOAD, LN, LK,
-                       V_SHARED, UNROLL, HINT>::run(wq, scales, v, out);
+                       V_SHARED, UNROLL, HINT, PREFETCH>::run(wq, scales, v, out);
 }

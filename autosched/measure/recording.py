@@ -71,10 +71,14 @@ class Recording:
 
     @classmethod
     def load(cls, path: str | Path) -> "Recording":
-        with gzip.open(path, "rt") as f:
-            doc = json.load(f)
-        if doc.get("format") != FORMAT:
-            raise ValueError(f"{path}: not an autosched recording (format {doc.get('format')!r})")
+        try:
+            with gzip.open(path, "rt") as f:
+                doc = json.load(f)
+        except (OSError, EOFError, UnicodeDecodeError) as e:    # not gzip, or truncated
+            raise ValueError(f"{path}: not a readable autosched recording ({e})") from e
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            fmt = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+            raise ValueError(f"{path}: not an autosched recording (format {fmt!r})")
         rec = cls(doc["workload"], doc["template"], DeviceInfo.from_json(doc["device"]), doc["knobs"],
                   doc.get("protocol", {}), doc.get("versions", {}), doc.get("date", ""),
                   doc.get("space_size", 0), path=str(path))

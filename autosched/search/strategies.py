@@ -36,6 +36,8 @@ class Exhaustive(Strategy):
 
     def propose(self, n):
         out = []
+        if n <= 0:
+            return out
         for cfg in self._it:
             out.append(cfg)
             if len(out) == n:

@@ -13,6 +13,7 @@ Knobs (seed names in brackets):
   v_shared    stage V in shared memory
   unroll      unroll factor of the K loop
   hint        weight-load cache policy (not in the seed; a Hopper habit for streams read once)
+  prefetch    register double buffer of the weight tile (not in the seed)
 
 The seed's four templates are (load, compute) in {n, k}^2.  Its pruning rules are constraints
 below, each named as the rule it enforces; the GPU's limits come from the DeviceInfo.
@@ -28,7 +29,8 @@ MAX_TILE_WORDS = 32      # words of the weight tile a thread holds per step (reg
 
 # C++ template-argument order of gemv_q4f16<...> in kernels/gemv_q4f16.cuh
 _ARG_ORDER = ("N", "K", "LOAD_K", "COMPUTE_K", "VEC_C", "TX_S", "TS", "TR", "TILE_S", "TILE_R",
-              "VEC_LOAD", "LN", "LK", "V_SHARED", "UNROLL", "HINT")
+              "VEC_LOAD", "LN", "LK", "V_SHARED", "UNROLL", "HINT",
+              "PREFETCH")
 
 
 def _r_in_warp(tx: str, ts: int, tr: int) -> int:
@@ -96,6 +98,7 @@ class GemvQ4F16Template(Template):
             Knob("v_shared", (0, 1), "V staged in shared memory"),
             Knob("unroll", (1, 4, 16), "unroll factor of the K loop"),
             Knob("hint", (0, 1), "weight loads: 0 plain read-only, 1 skip L1 + L2 256-byte prefetch"),
+            Knob("prefetch", (0, 1), "1: next step's weights loaded before this step computes"),
         ]
         C = Constraint
         rules = [
@@ -114,6 +117,8 @@ class GemvQ4F16Template(Template):
               lambda c, vc, s: not (c == "n" and vc == 2) or s % 2 == 0),
             C(f"weight tile of a thread <= {MAX_TILE_WORDS} words (registers)", ("tile_s", "tile_r"),
               lambda s, r: s * r // 8 <= MAX_TILE_WORDS),
+            C(f"prefetch holds two tiles: 2 x tile <= {MAX_TILE_WORDS} words", ("tile_s", "tile_r", "prefetch"),
+              lambda s, r, p: s * r // 8 * (1 + p) <= MAX_TILE_WORDS),
             C(f"block size a multiple of {device.warp_size}, at most {device.max_threads_per_block}",
               ("ts", "tr"), lambda ts, tr: ts * tr % device.warp_size == 0
               and ts * tr <= device.max_threads_per_block),
@@ -162,7 +167,7 @@ class GemvQ4F16Template(Template):
         cfg = {"tx": "r", "load": "k", "compute": "k", "vec_c": 2, "vec_load": vec, "tile_s": 1,
                "tile_r": 8 * vec, "ts": ts, "tr": tr, "layout_n": 1, "layout_k": 1, "v_shared": 0,
                "unroll": max(u for u in space.knob("unroll").values if u <= max(1, min(steps, 4))),
-               "hint": 0}
+               "hint": 0, "prefetch": 0}
         if space.contains(cfg):
             return space.validate(cfg)
         # tiny shapes can break the rule's block size: take the valid config closest to it
@@ -176,7 +181,7 @@ class GemvQ4F16Template(Template):
             "VEC_C": cfg["vec_c"], "TX_S": int(cfg["tx"] == "s"), "TS": cfg["ts"], "TR": cfg["tr"],
             "TILE_S": cfg["tile_s"], "TILE_R": cfg["tile_r"], "VEC_LOAD": cfg["vec_load"],
             "LN": cfg["layout_n"], "LK": cfg["layout_k"], "V_SHARED": cfg["v_shared"],
-            "UNROLL": cfg["unroll"], "HINT": cfg["hint"],
+            "UNROLL": cfg["unroll"], "HINT": cfg["hint"], "PREFETCH": cfg["prefetch"],
         }
         expr = "gemv_q4f16<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
         rows = cfg["ts"] * cfg["tile_s"]
@@ -220,6 +225,7 @@ def extreme_configs(configs: list[dict]) -> list[dict]:
         lambda c: (c["tile_s"] * c["tile_r"], c["unroll"], c["v_shared"], c["hint"]),
         lambda c: (c["layout_n"] * c["layout_k"], c["vec_load"], c["v_shared"]),
         lambda c: (c["unroll"], c["tr"], c["hint"], -c["v_shared"]),
+        lambda c: (c["prefetch"], c["v_shared"], c["tile_s"] * c["tile_r"], -c["ts"] * c["tr"]),
     ]
     out, seen = [], set()
     for fam in sorted(fams):

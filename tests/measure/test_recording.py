@@ -149,11 +149,6 @@ def test_non_recording_file_raises_value_error(tmp_path):
         Recording.load(p3)
 
 
-@pytest.mark.xfail(strict=True, raises=OSError,
-                   reason="BUG: Recording.load on a file that is not gzip (e.g. a plain-JSON "
-                          "*.json.gz) raises gzip.BadGzipFile (an OSError), not ValueError "
-                          "(autosched/measure/recording.py:74), so `autosched devices/tune` crash "
-                          "with a traceback instead of the CLI's error exit 2")
 def test_non_gzip_file_raises_value_error(tmp_path):
     p = tmp_path / "plain.json.gz"
     p.write_text(json.dumps({"format": FORMAT}))

@@ -62,10 +62,6 @@ def test_exhaustive_small_space():
     assert s.propose(1) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Exhaustive.propose(0) returns the whole remaining space "
-                                       "instead of [] (autosched/search/strategies.py, Exhaustive.propose: "
-                                       "the `len(out) == n` check runs after the append, so n=0 never "
-                                       "breaks the loop)")
 def test_exhaustive_propose_zero_returns_nothing():
     sp = small_space()
     s = make_strategy("exhaustive", sp)

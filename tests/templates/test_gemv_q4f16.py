@@ -185,14 +185,14 @@ def expected_args(cfg: dict, N: int, K: int) -> list[int]:
                "TX_S": int(cfg["tx"] == "s"), "TS": cfg["ts"], "TR": cfg["tr"],
                "TILE_S": cfg["tile_s"], "TILE_R": cfg["tile_r"], "VEC_LOAD": cfg["vec_load"],
                "LN": cfg["layout_n"], "LK": cfg["layout_k"], "V_SHARED": cfg["v_shared"],
-               "UNROLL": cfg["unroll"], "HINT": cfg["hint"]}
+               "UNROLL": cfg["unroll"], "HINT": cfg["hint"], "PREFETCH": cfg["prefetch"]}
     names = cuh_template_params()
     assert sorted(names) == sorted(by_name)
     return [by_name[n] for n in names]
 
 
-def test_cuh_declares_sixteen_parameters():
-    assert len(cuh_template_params()) == 16
+def test_cuh_declares_seventeen_parameters():
+    assert len(cuh_template_params()) == 17
 
 
 def test_name_expression_follows_the_cuh_parameter_order(render_sample, w12288):
