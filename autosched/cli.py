@@ -15,6 +15,7 @@ console = Console()
 err_console = Console(stderr=True)
 
 OPS = {"gemv-q4f16": "gemv_q4f16"}     # CLI name -> workload name
+GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
 
 
 class CliError(Exception):
@@ -116,6 +117,8 @@ def cmd_tune(args) -> int:
             console.print("[yellow]REPLAY[/]: " + runner.coverage_note(space.size()))
             total = len(runner.recording.entries)
         builder = Builder(args.jobs) if (runner.needs_binary or args.build) else None
+        if args.trials is None and runner.needs_binary and args.strategy != "exhaustive":
+            args.trials = GPU_DEFAULT_TRIALS
         total = min(args.trials or total, total)
         with _progress() as prog:
             task = prog.add_task(f"tune {workload.shape_str}", total=total, best="")
@@ -280,10 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     s.add_argument("--runner", choices=("auto", "gpu", "replay"), default="auto",
                    help="gpu: measure here; replay: answer from a shipped recording; auto: gpu if present")
-    s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="exhaustive",
-                   help="model: a gradient-boosted cost model, trained on everything measured (other "
-                        "shapes too), picks what to measure next")
-    s.add_argument("--trials", type=_positive, default=None, help="stop after N configs (default: whole space)")
+    s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="model",
+                   help="model (default): a gradient-boosted cost model, trained on everything measured "
+                        "(other shapes too), picks what to measure next")
+    s.add_argument("--trials", type=_positive, default=None,
+                   help=f"stop after N configs (default: {GPU_DEFAULT_TRIALS} on a GPU, every recorded config "
+                        "in a replay)")
     s.add_argument("--time", type=float, default=None, help="stop after S seconds")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--build", action="store_true", help="with --runner replay, also compile every config")

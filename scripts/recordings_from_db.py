@@ -26,7 +26,8 @@ def main(db_path, device_json, out_dir, date=None):
             w = workload_from_key(wkey)
             t = template_for(w)
             rec = recording_from_db(db, w, t, device, Protocol().to_json(),
-                                    {"runner": "gpu", "source": "autosched bench (random search)"}, date)
+                                    {"runner": "gpu", "source": "the configs earlier GPU tuning runs measured: random, "
+                                     "then model-guided search"}, date)
             out = Path(out_dir) / f"{family}-{w.shape_str}-{device.name.replace(' ', '_')}.json.gz"
             rec.save(out)
             ok = sum(m.ok for _, m in rec.entries.values())

@@ -154,8 +154,9 @@ class ReplayRunner:
         n = len(self.recording.entries)
         if n >= space_size:
             return f"the recording covers the whole pruned space ({space_size:,} configs)"
-        return (f"the recording covers {n:,} of the {space_size:,} configs of the pruned space (a uniform "
-                f"random sample measured on the GPU); the replay searches those")
+        how = self.recording.versions.get("source", "measured on the GPU")
+        return (f"the recording covers {n:,} of the {space_size:,} configs of the pruned space ({how}); "
+                f"the replay searches those")
 
     def measure(self, spec, binary=None) -> Measurement:
         if spec.workload_key != self.recording.workload_key:
