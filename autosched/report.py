@@ -15,6 +15,12 @@ END = "<!-- /results:{name} -->"
 
 def latest_results(results_dir: Path, benchmark: str) -> dict | None:
     """The newest results file of a benchmark (by date, then name)."""
+    docs = all_results(results_dir, benchmark)
+    return docs[0] if docs else None
+
+
+def all_results(results_dir: Path, benchmark: str) -> list[dict]:
+    """Every results file of a benchmark, newest first (by date, then name)."""
     docs = []
     for p in sorted(Path(results_dir).glob(f"{benchmark}-*.json")):
         try:
@@ -24,14 +30,14 @@ def latest_results(results_dir: Path, benchmark: str) -> dict | None:
         if doc.get("benchmark") == benchmark:
             doc["_path"] = str(p)
             docs.append(doc)
-    return max(docs, key=lambda d: (d.get("date", ""), d["_path"])) if docs else None
+    return sorted(docs, key=lambda d: (d.get("date", ""), d["_path"]), reverse=True)
 
 
 def _f(x, fmt="{:.2f}") -> str:
     return "–" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
 
 
-def gemv_table(doc: dict) -> str:
+def gemv_table(doc: dict, expected: set | None = None) -> str:
     head = ("| N x K | MB | floor (us) | tuned (us) | tuned / floor | default (us) | tuned vs default "
             "| cuBLAS fp16 (us) | torch int4 (us) | graph: tuned / default / cuBLAS (us) | tuning (s, trials) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -44,8 +50,16 @@ def gemv_table(doc: dict) -> str:
             f"{_f(r.get('graph_cublas_fp16_us'))} | {_f(r.get('tune_s'), '{:.0f}')}, {r.get('trials', '–')} |")
     s = doc.get("summary", {})
     lines.append("")
+    tuning = doc.get("tuning", {})
+    missing = s.get("shapes", len(doc["rows"])) - s.get("shapes_complete", len(doc["rows"]))
+    have = {(r["N"], r["K"]) for r in doc["rows"]}
+    planned = {tuple(x) for x in doc.get("shapes_planned", [])} | (expected or set())
+    absent = sorted(planned - have)
     lines.append(f"{doc['device']}, {doc['date']}, commit `{doc.get('commit', '?')[:10]}`, "
-                 f"file `{Path(doc['_path']).name}`. Worst tuned / floor: "
+                 f"file `{Path(doc['_path']).name}`, search `{tuning.get('strategy', '?')}`"
+                 + (f", {missing} shape(s) without every figure" if missing else "")
+                 + (f", no row for {', '.join(f'{n}x{k}' for n, k in absent)} (the run was cut short)"
+                    if absent else "") + ". Worst tuned / floor: "
                  f"**{_f(s.get('max_time_over_floor'), '{:.3f}x')}** (bar: 1.15x); geomean speedup over the "
                  f"default config: **{_f(s.get('geomean_speedup_vs_default'), '{:.2f}x')}**.")
     return "\n".join(lines)
@@ -90,20 +104,28 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 
 def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path = Path("bench/plots"),
-                 console=None) -> list[Path]:
+                 console=None, runs: int = 2) -> list[Path]:
+    """Tables of the `runs` newest results files (newest first) and a plot of the newest that has
+    every shape (a run cut short by a time limit shows in the table, not in the plot)."""
     written = []
-    doc = latest_results(results_dir, "gemv-q4f16")
-    if doc is None:
+    docs = all_results(results_dir, "gemv-q4f16")
+    if not docs:
         raise FileNotFoundError(f"no gemv-q4f16 results under {results_dir}")
-    table = gemv_table(doc)
+    expected = {(r["N"], r["K"]) for d in docs for r in d["rows"]}
+    table = "\n\n".join(gemv_table(d, expected) for d in docs[:runs])
     if console:
         console.print(table)
+    def complete(d):
+        s = d.get("summary", {})
+        return s.get("shapes_complete", len(d["rows"])) == s.get("shapes", len(d["rows"]))
+    widest = max(len(d["rows"]) for d in docs)
+    doc = next((d for d in docs if complete(d) and len(d["rows"]) == widest), docs[0])
     plot = gemv_plot(doc, Path(plot_dir) / "gemv-q4f16-bandwidth.png")
     written.append(plot)
     if readme:
         import os
         rel = Path(os.path.relpath(Path(plot).resolve(), readme.resolve().parent)).as_posix()
-        body = table + f"\n\n![q4f16_1 GEMV bandwidth]({rel})"
+        body = table + f"\n\nPlot (from `{Path(doc['_path']).name}`):\n\n![q4f16_1 GEMV bandwidth]({rel})"
         readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
         written.append(readme)
     return written

@@ -125,7 +125,11 @@ def _baselines(workload, inputs, timer, graph_copies) -> dict:
     import torch
     N, K = workload.N, workload.K
     out = {}
-    w = torch.from_numpy(workload.dequantize(inputs["A_q"], inputs["A_scale"]).astype(np.float16)).cuda()
+    w = torch.empty((N, K), dtype=torch.float16, device="cuda")
+    step = max(1, (1 << 22) // K)         # float64 rows at a time: 32 MB, not the whole matrix
+    for r0 in range(0, N, step):
+        rows = slice(r0, min(N, r0 + step))
+        w[rows] = torch.from_numpy(workload.dequantize(inputs["A_q"], inputs["A_scale"], rows).astype(np.float16))
     x = torch.from_numpy(inputs["V"]).cuda().view(1, K)
     ws = [w] + [w.clone() for _ in range(graph_copies - 1)]
     out["cublas_fp16_us"] = timer.summary(lambda: torch.nn.functional.linear(x, w))["median_us"]
@@ -178,7 +182,7 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
     return row
 
 
-def _write(rows, device, strategy, trials, out_dir) -> Path:
+def _write(rows, device, strategy, trials, out_dir, planned=()) -> Path:
     import torch
     done = [r for r in rows if "time_over_floor" in r and "speedup_vs_default" in r]
     summary = {
@@ -195,7 +199,7 @@ def _write(rows, device, strategy, trials, out_dir) -> Path:
                                                 "torch": torch.__version__},
            "device_info": device.to_json(),
            "protocol": Protocol().to_json(), "tuning": {"strategy": strategy, "trials": trials},
-           "rows": rows, "summary": summary}
+           "shapes_planned": [list(p) for p in planned], "rows": rows, "summary": summary}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"gemv-q4f16-{device.name.replace(' ', '_')}-{today}.json"
@@ -280,7 +284,7 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
                                                if k.endswith("_us") and isinstance(v, float)))
             if errors:
                 log(f"  errors: {errors}")
-            path = _write(rows, device, strategy, trials, out_dir)
+            path = _write(rows, device, strategy, trials, out_dir, [(x.N, x.K) for x in workloads])
             torch.cuda.empty_cache()
         timer.close()
     return path
