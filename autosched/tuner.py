@@ -73,25 +73,42 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         if on_result:
             on_result(cfg, m, res)
 
-    while res.trials < limit:
-        if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
-            break
-        proposal = strat.propose(min(batch, limit - res.trials))
-        if not proposal:
-            break
-        fresh = []
-        for cfg in proposal:
-            rec = done.get(config_hash(cfg))
-            if rec is not None:
-                res.resumed += 1
-                account(cfg, rec.measurement)
-            else:
-                fresh.append(cfg)
-        specs = [template.render(workload, c, device) for c in fresh]
-        items = []
-        for i, spec in enumerate(specs):
-            binary = builder.submit(spec) if (builder is not None and runner.needs_binary) else None
-            items.append((i, spec, binary))
+    proposed = 0        # configs handed out by the strategy: in flight ones count against the limit
+
+    def next_batch():
+        """Propose a batch, answer resumed configs from the database, and start the builds of the
+        rest at once, so they compile while the batch before them is measured."""
+        nonlocal proposed
+        while proposed < limit:
+            if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
+                return None
+            proposal = strat.propose(min(batch, limit - proposed))
+            if not proposal:
+                return None
+            proposed += len(proposal)
+            fresh = []
+            for cfg in proposal:
+                rec = done.get(config_hash(cfg))
+                if rec is not None:
+                    res.resumed += 1
+                    account(cfg, rec.measurement)
+                else:
+                    fresh.append(cfg)
+            if fresh:
+                items = []
+                for i, c in enumerate(fresh):
+                    spec = template.render(workload, c, device)
+                    binary = builder.submit(spec) if (builder is not None and runner.needs_binary) else None
+                    items.append((i, spec, binary))
+                return fresh, items
+        return None
+
+    batch_now = next_batch()
+    while batch_now is not None:
+        fresh, items = batch_now
+        # the next batch is proposed before this one's results are in (its model is one batch
+        # behind), which keeps NVRTC and the GPU busy at the same time
+        batch_next = next_batch()
         last = time.perf_counter()
         for i, m in runner.measure_stream(items):
             now = time.perf_counter()
@@ -99,6 +116,7 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
             last = now
             res.measured_now += 1
             account(fresh[i], m)
+        batch_now = batch_next
     res.elapsed_s = time.perf_counter() - t0
     return res
 

@@ -199,3 +199,40 @@ def test_measure_configs(synthetic, loaded):
     cfgs = synthetic.configs[10:15]
     out = measure_configs(synthetic.workload, synthetic.template, ReplayRunner(loaded), cfgs)
     assert out == [loaded.lookup(c) for c in cfgs]
+
+
+def test_next_batch_builds_while_this_batch_is_measured(h100, gemv_template, tmp_path):
+    """Builds of batch k+1 are submitted before batch k is measured, so NVRTC and the GPU overlap."""
+    from concurrent.futures import Future
+
+    from autosched.build import Binary
+    from autosched.measure.result import Measurement, Status
+    from autosched.workloads import GemvQ4F16
+
+    events = []
+
+    class FakeBuilder:
+        def submit(self, spec):
+            events.append(("build", spec.name_expression))
+            f = Future()
+            f.set_result(Binary("k", spec.name_expression, "sym", b"\x7fELF"))
+            return f
+
+    class FakeRunner:
+        name, needs_binary, device_info = "fake", True, h100
+
+        def measure_stream(self, items):
+            for tag, spec, binary in items:
+                events.append(("measure", spec.name_expression))
+                yield tag, Measurement(Status.OK, 1.0, 1.0 + len(events) % 7, 0.1, 0.0)
+
+    w = GemvQ4F16(4096, 4096)
+    with Database(tmp_path / "db") as db:
+        res = tune(w, gemv_template, FakeRunner(), db, strategy="random", trials=30, batch=10,
+                   builder=FakeBuilder())
+    assert res.measured_now == 30
+    kinds = [k for k, _ in events]
+    assert kinds.count("build") == 30 and kinds.count("measure") == 30
+    # batch 2's 10 builds come before batch 1's first measurement
+    assert kinds[:20] == ["build"] * 20
+    assert kinds.index("measure") == 20
