@@ -14,7 +14,8 @@ from rich.table import Table
 console = Console()
 err_console = Console(stderr=True)
 
-OPS = {"gemv-q4f16": "gemv_q4f16"}     # CLI name -> workload name
+OPS = {"gemv-q4f16": "gemv_q4f16", "sgemm": "sgemm"}     # CLI name -> workload name
+STRATEGY_NAMES = ("exhaustive", "random", "model", "evolutionary", "evolutionary-model")
 GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
 
 
@@ -23,11 +24,11 @@ class CliError(Exception):
 
 
 def _workload(op: str, shape: str):
-    from autosched.workloads import GemvQ4F16, WorkloadError
+    from autosched.workloads import GemvQ4F16, Sgemm, WorkloadError
     if op not in OPS:
         raise CliError(f"unknown operator {op!r}; available: {', '.join(OPS)}")
     try:
-        return GemvQ4F16.from_shape(shape)
+        return (GemvQ4F16 if op == "gemv-q4f16" else Sgemm).from_shape(shape)
     except WorkloadError as e:
         raise CliError(str(e)) from e
 
@@ -191,6 +192,8 @@ def cmd_record(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.op != "gemv-q4f16":
+        raise CliError(f"`autosched bench {args.op}` is not built yet; `autosched tune {args.op}` is")
     from autosched.benchmarks.gemv_q4f16 import run_benchmark
     shapes = args.shapes.split(",") if args.shapes else None
     path = run_benchmark(shapes=shapes, trials=args.trials, strategy=args.strategy, out_dir=args.out,
@@ -273,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(s, with_runner=True):
         s.add_argument("op", choices=list(OPS), help="operator to tune")
-        s.add_argument("--shape", required=True, help="NxK, e.g. 12288x4096")
+        s.add_argument("--shape", required=True, help="gemv-q4f16: NxK (e.g. 12288x4096); sgemm: MxNxK")
         s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
         s.add_argument("--jobs", type=int, default=None, help="NVRTC build processes (default: all cores)")
 
@@ -283,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(s)
     s.add_argument("--runner", choices=("auto", "gpu", "replay"), default="auto",
                    help="gpu: measure here; replay: answer from a shipped recording; auto: gpu if present")
-    s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="model",
+    s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model",
                    help="model (default): a gradient-boosted cost model, trained on everything measured "
                         "(other shapes too), picks what to measure next")
     s.add_argument("--trials", type=_positive, default=None,
@@ -306,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("op", nargs="?", default="gemv-q4f16", choices=list(OPS))
     s.add_argument("--shapes", default=None, help="comma-separated NxK (default: the 8 of BENCHMARKS.md)")
     s.add_argument("--trials", type=_positive, default=600, help="tuning trials per shape")
-    s.add_argument("--strategy", choices=("exhaustive", "random", "model"), default="model")
+    s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
     s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results")
     s.add_argument("--db", default=None)

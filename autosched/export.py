@@ -12,26 +12,34 @@ from autosched.space import config_hash
 def export_cuda(workload, template, config: dict, device, out: Path, source: str = "") -> Path:
     spec = template.render(workload, config, device)     # validates the config first
     tag = config_hash(dict(spec.config))
-    layouts = "\n".join(f"//   {a.name}: {a.role}, layout {a.layout} {json.dumps(a.params())}" for a in spec.args)
+    layouts = "\n".join(f"//   {a.name}: {a.role}, layout {a.layout} {json.dumps(a.params())}"
+                        + (f" (= {a.value})" if a.role == "scalar" else "") for a in spec.args)
+    params = ", ".join(f"{a.ctype} {a.name}" for a in spec.args)
+    kernel_params = ", ".join(a.ctype for a in spec.args)
+    names = ", ".join(a.name for a in spec.args)
+    zero = ""
+    if spec.output_init == "zero":
+        outs = [a for a in spec.args if a.role == "output"]
+        shape, dtype = workload.output_spec()
+        nbytes = dtype.itemsize
+        for d in shape:
+            nbytes *= d
+        zero = (f"  // this config accumulates into its output (split-K): it must start from zeros\n"
+                f"  cudaMemsetAsync({outs[0].name}, 0, {nbytes}, stream);\n")
     text = f"""// Exported by autosched: {workload.key}, template {template.family}
 // config ({source}): {json.dumps(dict(spec.config), sort_keys=True)}
 // target: {device.name} ({device.arch})
 // launch: grid {spec.grid}, block {spec.block}, dynamic shared memory {spec.smem_bytes} B
-// arguments, in order (inputs must be packed as the layout says; see autosched/layouts.py):
+// arguments, in order (inputs must be laid out as named; see autosched/layouts.py):
 {layouts}
 //
-// Build: nvcc -arch={device.arch} -c {out.name}
-{spec.source}
+// Build: nvcc -arch={device.arch} -c {Path(out).name}
+{spec.source.replace("#pragma once", "// (was: #pragma once)")}
 
-template __global__ void {spec.name_expression}(const u32* __restrict__, const half* __restrict__,
-                                                 const half* __restrict__, half* __restrict__);
+template __global__ void {spec.name_expression}({kernel_params});
 
-extern "C" cudaError_t autosched_{template.family}_{tag}(const void* {spec.args[0].name}, const void* {spec.args[1].name},
-                                                     const void* {spec.args[2].name}, void* {spec.args[3].name},
-                                                     cudaStream_t stream) {{
-  {spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>(
-      static_cast<const u32*>({spec.args[0].name}), static_cast<const half*>({spec.args[1].name}),
-      static_cast<const half*>({spec.args[2].name}), static_cast<half*>({spec.args[3].name}));
+extern "C" cudaError_t autosched_{template.family}_{tag}({params}, cudaStream_t stream) {{
+{zero}  {spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>({names});
   return cudaGetLastError();
 }}
 """

@@ -52,7 +52,7 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
     res = TuneResult(workload.key, device.key, template.family, runner.name, n_space)
     done = db.measured(workload.key, device.key, template.family)
     context = {}
-    if strategy == "model":
+    if strategy in ("model", "evolutionary", "evolutionary-model"):
         # everything this template has measured on this GPU trains the model; what this workload
         # already has is not proposed again
         context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),

@@ -107,7 +107,91 @@ class ModelGuided(Strategy):
         return chosen
 
 
-STRATEGIES = {s.name: s for s in (Exhaustive, RandomSearch, ModelGuided)}
+class Evolutionary(Strategy):
+    """Evolutionary search: a random first generation, then children of the fastest configs so
+    far (a one-knob mutation, or a uniform crossover of two parents that satisfies the rules).
+    With a cost model (`evolutionary-model`, as TVM's auto-schedulers do), many children are bred
+    and the model ranks them; without one, children are measured as bred."""
+
+    name = "evolutionary"
+    use_model = False
+    POPULATION = 64
+    PARENTS = 16
+    BREED = 8          # children bred per config proposed when a model ranks them
+
+    def __init__(self, space, rng, workload_params: dict | None = None, prior=(), exclude=(), **context):
+        super().__init__(space, rng)
+        self.params = dict(workload_params or {})
+        self.seen = set(exclude)
+        self.prior = list(prior)
+        # (time or inf, config) of this workload, earlier runs included: the first parents
+        self.scored: list[tuple[float, dict]] = [(t, c) for c, p, t in self.prior if p == self.params]
+        self.model = None
+        if self.use_model:
+            from autosched.search.cost_model import CostModel, Featurizer
+            self.model = CostModel(Featurizer(space, self.params), seed=rng.randrange(1 << 30))
+
+    def observe(self, config, measurement):
+        super().observe(config, measurement)
+        t = measurement.median_us if measurement.ok else float("inf")
+        self.scored.append((t, config))
+        self.prior.append((config, self.params, t))
+
+    def _random(self, n):
+        out = []
+        for _ in range(50 * n):
+            if len(out) == n:
+                break
+            c = self.space.sample(self.rng)
+            h = config_hash(c)
+            if h not in self.seen:
+                self.seen.add(h)
+                out.append(c)
+        return out
+
+    def _child(self, parents):
+        if len(parents) > 1 and self.rng.random() < 0.5:
+            a, b = self.rng.sample(parents, 2)
+            c = {k: (a if self.rng.random() < 0.5 else b)[k] for k in a}
+            if self.space.contains(c):
+                return c
+        return self.space.mutate(self.rng.choice(parents), self.rng)
+
+    def propose(self, n):
+        if n <= 0:
+            return []
+        ok = sorted(((t, c) for t, c in self.scored if t != float("inf")), key=lambda tc: tc[0])
+        if len(ok) < min(self.PARENTS, self.POPULATION // 4) or len(self.scored) < self.POPULATION:
+            return self._random(n)
+        parents = [c for _, c in ok[:self.PARENTS]]
+        want = n * (self.BREED if self.model is not None else 1)
+        children, hashes = [], set()
+        for _ in range(20 * want):
+            if len(children) == want:
+                break
+            c = self._child(parents)
+            if c is None:
+                continue
+            h = config_hash(c)
+            if h in self.seen or h in hashes:
+                continue
+            hashes.add(h)
+            children.append(c)
+        if self.model is not None and children and self.model.fit(self.prior):
+            order = np.argsort(self.model.predict(children))
+            children = [children[i] for i in order]
+        chosen = children[:n]
+        for c in chosen:
+            self.seen.add(config_hash(c))
+        return chosen + self._random(n - len(chosen))     # top up when the neighbourhood is spent
+
+
+class EvolutionaryModel(Evolutionary):
+    name = "evolutionary-model"
+    use_model = True
+
+
+STRATEGIES = {s.name: s for s in (Exhaustive, RandomSearch, ModelGuided, Evolutionary, EvolutionaryModel)}
 
 
 def make_strategy(name: str, space: Space, seed: int = 0, **context) -> Strategy:

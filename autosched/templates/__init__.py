@@ -2,8 +2,9 @@
 
 from autosched.templates.base import ArgSpec, KernelSpec, Template
 from autosched.templates.gemv_q4f16 import GemvQ4F16Template
+from autosched.templates.sgemm import SgemmTemplate
 
-TEMPLATES = {t.family: t for t in (GemvQ4F16Template(),)}
+TEMPLATES = {t.family: t for t in (GemvQ4F16Template(), SgemmTemplate())}
 
 
 def template_for(workload) -> Template:
@@ -14,4 +15,5 @@ def template_for(workload) -> Template:
     raise KeyError(f"no template for workload {workload.name!r}")
 
 
-__all__ = ["ArgSpec", "KernelSpec", "Template", "TEMPLATES", "template_for", "GemvQ4F16Template"]
+__all__ = ["ArgSpec", "KernelSpec", "Template", "TEMPLATES", "template_for", "GemvQ4F16Template",
+           "SgemmTemplate"]

@@ -12,12 +12,16 @@ class ArgSpec:
     """One kernel argument, in launch order.
 
     role "input": the workload input `name`, transformed by `layout` (see autosched.layouts) and
-    uploaded; role "output": the workload output, poisoned with NaN before the launch.
+    uploaded; role "output": the workload output, poisoned with NaN before the launch; role
+    "scalar": the integer `value`, passed as `dtype` (i32, i64, u32).
     """
     name: str
     role: str
     layout: str = "identity"
     layout_params: tuple = ()     # sorted (key, value) pairs: hashable and picklable
+    value: int = 0
+    dtype: str = "i32"
+    ctype: str = ""               # the kernel parameter's C++ type, for exported launchers
 
     def params(self) -> dict:
         return dict(self.layout_params)
@@ -36,6 +40,7 @@ class KernelSpec:
     args: tuple[ArgSpec, ...]
     arch: str
     options: tuple[str, ...] = field(default=())
+    output_init: str = "nan"      # "zero" for kernels that accumulate into the output (split-K)
 
     @property
     def threads(self) -> int:

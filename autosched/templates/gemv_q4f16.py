@@ -198,10 +198,11 @@ class GemvQ4F16Template(Template):
             block=block,
             smem_bytes=smem_bytes(K, cfg["tx"], cfg["ts"], cfg["tr"], cfg["tile_s"], cfg["v_shared"]),
             args=(
-                ArgSpec("A_q", "input", "q4_words", (("k", k), ("n", n), ("nibbles", nibbles))),
-                ArgSpec("A_scale", "input", "q4_scales", (("n", n),)),
-                ArgSpec("V", "input"),
-                ArgSpec("C", "output"),
+                ArgSpec("A_q", "input", "q4_words", (("k", k), ("n", n), ("nibbles", nibbles)),
+                        ctype="const u32*"),
+                ArgSpec("A_scale", "input", "q4_scales", (("n", n),), ctype="const half*"),
+                ArgSpec("V", "input", ctype="const half*"),
+                ArgSpec("C", "output", ctype="half*"),
             ),
             arch=device.arch,
         )

@@ -5,8 +5,9 @@ Nothing here knows about kernels or GPUs.
 
 from autosched.workloads.base import Workload, WorkloadError
 from autosched.workloads.gemv_q4f16 import GemvQ4F16
+from autosched.workloads.sgemm import Sgemm
 
-WORKLOADS = {GemvQ4F16.name: GemvQ4F16}
+WORKLOADS = {GemvQ4F16.name: GemvQ4F16, Sgemm.name: Sgemm}
 
 
 def workload_from_key(key: str) -> Workload:
@@ -21,4 +22,4 @@ def workload_from_key(key: str) -> Workload:
     return WORKLOADS[name](**kw)
 
 
-__all__ = ["Workload", "WorkloadError", "GemvQ4F16", "WORKLOADS", "workload_from_key"]
+__all__ = ["Workload", "WorkloadError", "GemvQ4F16", "Sgemm", "WORKLOADS", "workload_from_key"]

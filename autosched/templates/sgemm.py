@@ -1,0 +1,116 @@
+"""The FP32 warptiling SGEMM family over kernels/sgemm.cuh: the transformer-kernels seed's space.
+
+Seed knobs and ranges: BK (8 16 32 64), BM (64 128 256), BN (64 128 256), WM (32 64 128 256),
+WN (32 64 128 256), WNITER (1 2 4 8), TM (4 8 16 32), TN (4 8 16 32); WMITER follows from them.
+The seed's constraints are the rules below (its fixed "32 warps" is relaxed to the GPU's block
+limit).  Its listed improvements are knobs: stages (double buffering), pad (conflict-free shared
+layout), splitk (skinny shapes).
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+
+MAX_ACC = 128          # accumulators per thread (WM*WN/32): beyond it registers spill
+MAX_STAGED = 64        # floats a thread holds in flight for the next slice (stages = 2)
+
+_ARG_ORDER = ("TRANS_A", "BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "STAGES", "PAD", "SPLITK",
+              "VEC_A", "VEC_B")
+
+
+def threads(bm, bn, wm, wn) -> int:
+    return (bm // wm) * (bn // wn) * 32
+
+
+def smem_bytes(bm, bn, bk, stages, pad) -> int:
+    return 4 * stages * bk * (bm + pad + bn + pad)
+
+
+def _wmiter(wm, wn, wniter, tm, tn) -> int:
+    return (wm * wn) // (32 * tm * tn * wniter)
+
+
+def _thread_tiles_fit(wm, wn, wniter, tm, tn) -> bool:
+    if (wm * wn) % (32 * tm * tn * wniter):
+        return False
+    wmiter = _wmiter(wm, wn, wniter, tm, tn)
+    if wmiter < 1 or wm % wmiter or wn % wniter:
+        return False
+    wsubm, wsubn = wm // wmiter, wn // wniter
+    return wsubm % tm == 0 and wsubn % tn == 0 and (wsubm // tm) * (wsubn // tn) == 32
+
+
+class SgemmTemplate(Template):
+    family = "sgemm"
+    workload_name = "sgemm"
+    header = "sgemm.cuh"
+
+    def space(self, workload, device) -> Space:
+        K = workload.K
+        knobs = [
+            Knob("bm", (64, 128, 256), "rows of C a block owns"),
+            Knob("bn", (64, 128, 256), "columns of C a block owns"),
+            Knob("wm", (32, 64, 128, 256), "rows of C a warp owns"),
+            Knob("wn", (32, 64, 128, 256), "columns of C a warp owns"),
+            Knob("wniter", (1, 2, 4, 8), "warp sub-tiles along N"),
+            Knob("tm", (4, 8, 16, 32), "rows of a thread tile"),
+            Knob("tn", (4, 8, 16, 32), "columns of a thread tile"),
+            Knob("bk", (8, 16, 32, 64), "K slice staged in shared memory"),
+            Knob("stages", (1, 2), "shared stages (2: next slice fetched while this one computes)"),
+            Knob("pad", (0, 4), "floats of padding per shared row (bank conflicts)"),
+            Knob("splitk", (1, 2, 4, 8, 16), "K ranges summed atomically into C"),
+        ]
+        C = Constraint
+        rules = [
+            C("BM % WM == 0", ("bm", "wm"), lambda bm, wm: bm % wm == 0),
+            C("BN % WN == 0", ("bn", "wn"), lambda bn, wn: bn % wn == 0),
+            C(f"threads (BM/WM)*(BN/WN)*32 <= {device.max_threads_per_block}", ("bm", "bn", "wm", "wn"),
+              lambda bm, bn, wm, wn: threads(bm, bn, wm, wn) <= device.max_threads_per_block),
+            C(f"accumulators WM*WN/32 <= {MAX_ACC} per thread", ("wm", "wn"),
+              lambda wm, wn: wm * wn // 32 <= MAX_ACC),
+            C("(WM*WN) % (32*TM*TN*WNITER) == 0, WM % WMITER == 0, WN % WNITER == 0, and a warp "
+              "sub-tile is exactly 32 thread tiles", ("wm", "wn", "wniter", "tm", "tn"), _thread_tiles_fit),
+            C("slices split into whole float4s per thread: (BM*BK) and (BN*BK) % (4*threads) == 0",
+              ("bm", "bn", "wm", "wn", "bk"),
+              lambda bm, bn, wm, wn, bk: (bm * bk) % (4 * threads(bm, bn, wm, wn)) == 0
+              and (bn * bk) % (4 * threads(bm, bn, wm, wn)) == 0),
+            C(f"shared memory <= {device.smem_per_block} B (static)", ("bm", "bn", "bk", "stages", "pad"),
+              lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad) <= device.smem_per_block),
+            C(f"double buffering stages <= {MAX_STAGED} floats per thread in registers",
+              ("bm", "bn", "wm", "wn", "bk", "stages"),
+              lambda bm, bn, wm, wn, bk, st: st == 1 or (bm + bn) * bk // threads(bm, bn, wm, wn) <= MAX_STAGED),
+            C("every split gets at least one K slice", ("bk", "splitk"),
+              lambda bk, sk: sk == 1 or -(-K // bk) >= sk),
+        ]
+        return Space(knobs, rules)
+
+    def default_config(self, workload, device) -> dict:
+        """The seed's default (BM=BN=128, BK=8, TM=TN=8) with 64x64 warps: one stage, no padding,
+        no split, as the seed ran it before its listed improvements."""
+        space = self.space(workload, device)
+        cfg = {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "wniter": 2, "tm": 8, "tn": 8, "bk": 8,
+               "stages": 1, "pad": 0, "splitk": 1}
+        if space.contains(cfg):
+            return space.validate(cfg)
+        return min(space, key=lambda c: sum(c[k] != v for k, v in cfg.items()))
+
+    def render(self, workload, config: dict, device) -> KernelSpec:
+        cfg = self.space(workload, device).validate(config)
+        M, N, K = workload.M, workload.N, workload.K
+        rows_a = M if workload.trans_a else K      # length of a stored row of A
+        values = {"TRANS_A": workload.trans_a, "BM": cfg["bm"], "BN": cfg["bn"], "BK": cfg["bk"],
+                  "WM": cfg["wm"], "WN": cfg["wn"], "WNITER": cfg["wniter"], "TM": cfg["tm"],
+                  "TN": cfg["tn"], "STAGES": cfg["stages"], "PAD": cfg["pad"], "SPLITK": cfg["splitk"],
+                  # float4 loads only where every row starts 16-byte aligned
+                  "VEC_A": 4 if rows_a % 4 == 0 else 1, "VEC_B": 4 if N % 4 == 0 else 1}
+        expr = "sgemm<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
+        grid = (-(-N // cfg["bn"]), -(-M // cfg["bm"]), cfg["splitk"])
+        return KernelSpec(
+            family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
+            source=kernel_source(self.header), name_expression=expr, grid=grid,
+            block=(threads(cfg["bm"], cfg["bn"], cfg["wm"], cfg["wn"]), 1, 1), smem_bytes=0,
+            args=(ArgSpec("A", "input", ctype="const float*"), ArgSpec("B", "input", ctype="const float*"),
+                  ArgSpec("C", "output", ctype="float*"), ArgSpec("M", "scalar", value=M, ctype="int"),
+                  ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
+            arch=device.arch, output_init="zero" if cfg["splitk"] > 1 else "nan")

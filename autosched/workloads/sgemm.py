@@ -1,0 +1,90 @@
+"""FP32 GEMM: C (M, N) = A (M, K) . B (K, N), row-major; with trans_a the stored A is (K, M).
+
+Any M, N, K >= 1: a kernel handles the edges that are not multiples of its tiles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autosched.workloads.base import Check, Workload, WorkloadError
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+class Sgemm(Workload):
+    name = "sgemm"
+
+    def __init__(self, M: int, N: int, K: int, trans_a: int = 0):
+        for label, value in (("M", M), ("N", N), ("K", K)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+                raise WorkloadError(f"{label} must be an integer, got {value!r}")
+            if value < 1:
+                raise WorkloadError(f"{label} must be >= 1, got {label}={value}")
+        if trans_a not in (0, 1):
+            raise WorkloadError(f"trans_a must be 0 or 1, got {trans_a!r}")
+        if M * K >= 2**31 or K * N >= 2**31 or M * N >= 2**31:
+            raise WorkloadError(f"{M}x{N}x{K}: every matrix must have fewer than 2^31 elements "
+                                "(the kernels index with 32-bit integers)")
+        self.M, self.N, self.K, self.trans_a = int(M), int(N), int(K), int(trans_a)
+
+    @classmethod
+    def from_shape(cls, text: str, trans_a: int = 0) -> "Sgemm":
+        """'4096x4096x4096' (M x N x K) -> Sgemm."""
+        parts = text.lower().replace("*", "x").split("x")
+        if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+            raise WorkloadError(f"shape must be MxNxK (e.g. 64x11008x4096), got {text!r}")
+        return cls(*(int(p) for p in parts), trans_a=trans_a)
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"M": self.M, "N": self.N, "K": self.K, "trans_a": self.trans_a}
+
+    @property
+    def shape_str(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}" + ("_ta" if self.trans_a else "")
+
+    def inputs(self, seed: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((self.M, self.K), dtype=np.float32)
+        b = rng.standard_normal((self.K, self.N), dtype=np.float32)
+        return {"A": np.ascontiguousarray(a.T) if self.trans_a else a, "B": b}
+
+    def _a(self, inputs) -> np.ndarray:
+        return inputs["A"].T if self.trans_a else inputs["A"]
+
+    def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        return self._a(inputs).astype(np.float64) @ inputs["B"].astype(np.float64)
+
+    def error_bound(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """Per-element bound for an fp32 kernel: a few sqrt(K) * eps of sum |a||b| (the typical
+        rounding of a K-term fp32 sum), far below what a missing or doubled tile would change."""
+        mag = np.abs(self._a(inputs)).astype(np.float64) @ np.abs(inputs["B"]).astype(np.float64)
+        return 8.0 * np.sqrt(self.K) * EPS32 * mag + 1e-30
+
+    def output_spec(self):
+        return (self.M, self.N), np.dtype(np.float32)
+
+    def bytes_moved(self) -> int:
+        return 4 * (self.M * self.K + self.K * self.N + self.M * self.N)
+
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def check(self, out: np.ndarray, ref: np.ndarray, bound: np.ndarray | None = None) -> Check:
+        o = out.astype(np.float64)
+        if o.shape != ref.shape:
+            return Check(False, float("inf"), float("inf"), f"output shape {o.shape} != {ref.shape}")
+        if not np.all(np.isfinite(o)):
+            bad = int(np.sum(~np.isfinite(o)))
+            return Check(False, float("inf"), float("inf"), f"{bad} of {o.size} outputs not finite "
+                         "(unwritten or overflowed)")
+        err = np.abs(o - ref)
+        rel = float(np.linalg.norm(o - ref) / (np.linalg.norm(ref) or 1.0))
+        if bound is None:
+            bound = 8.0 * np.sqrt(self.K) * EPS32 * np.abs(ref).max() + 1e-30
+        bad = err > bound
+        ok = not bad.any()
+        msg = "" if ok else (f"{int(bad.sum())} of {o.size} outputs off by more than the fp32 bound "
+                             f"(max abs err {err.max():.3g}, rel L2 {rel:.3g})")
+        return Check(ok, float(err.max()), rel, msg)
