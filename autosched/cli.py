@@ -192,9 +192,14 @@ def cmd_record(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    if args.op != "gemv-q4f16":
-        raise CliError(f"`autosched bench {args.op}` is not built yet; `autosched tune {args.op}` is")
-    from autosched.benchmarks.gemv_q4f16 import run_benchmark
+    from autosched.device import gpu_count
+    if gpu_count() == 0:
+        raise CliError("`autosched bench` measures on a GPU and there is none here; the committed "
+                       "results are in bench/results/ (`autosched report` renders them)")
+    if args.op == "sgemm":
+        from autosched.benchmarks.sgemm import run_benchmark
+    else:
+        from autosched.benchmarks.gemv_q4f16 import run_benchmark
     shapes = args.shapes.split(",") if args.shapes else None
     path = run_benchmark(shapes=shapes, trials=args.trials, strategy=args.strategy, out_dir=args.out,
                          db_path=args.db, console=console, time_per_shape_s=args.time_per_shape)
@@ -307,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")
     s.add_argument("op", nargs="?", default="gemv-q4f16", choices=list(OPS))
-    s.add_argument("--shapes", default=None, help="comma-separated NxK (default: the 8 of BENCHMARKS.md)")
+    s.add_argument("--shapes", default=None, help="comma-separated shapes (default: those of BENCHMARKS.md "
+                                                   "and the issue for the operator)")
     s.add_argument("--trials", type=_positive, default=600, help="tuning trials per shape")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
     s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")

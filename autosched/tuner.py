@@ -12,7 +12,7 @@ from typing import Callable
 
 from autosched import __version__
 from autosched.database import Database
-from autosched.measure.result import Measurement, Status
+from autosched.measure.result import Measurement
 from autosched.search import make_strategy
 from autosched.space import config_hash
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
 
-from autosched.benchmarks.gemv_q4f16 import _Launchable
+from autosched.benchmarks.common import Launchable
 from autosched.benchmarks.stream_read import stream_read_spec
 from autosched.build import Builder
 from autosched.device import query
@@ -30,7 +30,7 @@ def main(shape, config_json):
     out = torch.empty(w.N, dtype=torch.float16, device="cuda")
     with Builder() as b:
         spec = t.render(w, json.loads(config_json), info)
-        k = _Launchable(spec, b.build(spec), inputs, out)
+        k = Launchable(spec, b.build(spec), inputs, out)
         rs = stream_read_spec(4, info.arch)
         rb = b.build(rs)
     rk = ObjectCode.from_cubin(rb.cubin, symbol_mapping={rs.name_expression: rb.symbol.encode()}).get_kernel(

@@ -10,86 +10,15 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 
-from autosched import layouts
+from autosched.benchmarks.common import Launchable, err_text, git_commit, time_graph
 from autosched.measure.protocol import Protocol, Timer, ptr
 
 SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "14336x4096",
           "4096x14336", "128256x4096"]
-
-
-def git_commit() -> str:
-    """The commit measured: $AUTOSCHED_COMMIT (set where the tree is a copy without .git), else git."""
-    import os
-    import re
-    sha = os.environ.get("AUTOSCHED_COMMIT", "")
-    if not sha:
-        try:
-            sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 timeout=10).stdout.strip()
-        except OSError:
-            sha = ""
-    return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
-
-
-class _Launchable:
-    """A built kernel with its inputs packed in torch tensors, launchable on a cuda.core stream."""
-
-    def __init__(self, spec, binary, inputs: dict, out, copies: int = 1):
-        import torch
-        from cuda.core import LaunchConfig, ObjectCode
-        if not binary.ok:
-            raise RuntimeError(f"build failed: {binary.error}")
-        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
-        self.kernel = mod.get_kernel(spec.name_expression)
-        self.cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
-        self.out = out
-        self.arg_sets = []
-        packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
-                  if a.role == "input"}
-        dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}
-        for c in range(copies):
-            # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
-            tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
-            self.arg_sets.append([ptr(out) if a.role == "output" else ptr(tensors[a.name]) for a in spec.args])
-            self._keep = getattr(self, "_keep", []) + [tensors]
-
-    def launch(self, stream, copy: int = 0) -> None:
-        from cuda.core import launch
-        launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
-
-
-def _time_graph(enqueue_copy, copies: int, stream_torch, count: int = 200) -> float:
-    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
-    graph (no per-launch event or launch-API cost: what a decode step sees)."""
-    import torch
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        for i in range(count):
-            enqueue_copy(i % copies)
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / count)
-    return float(np.median(times))
 
 
 def _floor(workload, timer, stream, builder, torch_stream) -> dict:
@@ -133,8 +62,8 @@ def _baselines(workload, inputs, timer, graph_copies) -> dict:
     x = torch.from_numpy(inputs["V"]).cuda().view(1, K)
     ws = [w] + [w.clone() for _ in range(graph_copies - 1)]
     out["cublas_fp16_us"] = timer.summary(lambda: torch.nn.functional.linear(x, w))["median_us"]
-    out["graph_cublas_fp16_us"] = _time_graph(lambda i: torch.nn.functional.linear(x, ws[i]), graph_copies, None)
-    del ws
+    out["graph_cublas_fp16_us"] = time_graph(lambda i: torch.nn.functional.linear(x, ws[i]), graph_copies, None)
+    ws.clear()           # free the copies before the int4 baseline allocates its own
     try:
         # torch's packing wants uint8 (N, K/2) with the even element in the high nibble
         from autosched.workloads.gemv_q4f16 import unpack_q4
@@ -151,23 +80,18 @@ def _baselines(workload, inputs, timer, graph_copies) -> dict:
         out["tinygemm_rel_err"] = rel
         out["tinygemm_us"] = timer.summary(lambda: torch._weight_int4pack_mm(xb, packed, 32, sz))["median_us"]
         ps = [packed] + [packed.clone() for _ in range(graph_copies - 1)]
-        out["graph_tinygemm_us"] = _time_graph(lambda i: torch._weight_int4pack_mm(xb, ps[i], 32, sz),
+        out["graph_tinygemm_us"] = time_graph(lambda i: torch._weight_int4pack_mm(xb, ps[i], 32, sz),
                                                graph_copies, None)
     except Exception as e:      # an int4 kernel missing from this torch build: say so, go on
         out["tinygemm_error"] = f"{type(e).__name__}: {e}"[:300]
     return out
 
 
-def _err(e: Exception) -> str:
-    import traceback
-    return "".join(traceback.format_exception(e))[-1500:]
-
-
 def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies, timer, stream) -> dict:
     import torch
     from cuda.core import Stream
     spec = template.render(w, cfg, device)
-    k = _Launchable(spec, builder.build(spec), inputs, out, copies)
+    k = Launchable(spec, builder.build(spec), inputs, out, copies)
     out.fill_(float("nan"))
     k.launch(stream)
     torch.cuda.synchronize()
@@ -177,7 +101,7 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
     s = timer.summary(lambda: k.launch(stream))
     row = {f"{name}_us": s["median_us"], f"{name}_min_us": s["min_us"], f"{name}_spread_us": s["spread_us"],
            f"{name}_config": cfg, f"{name}_max_abs_err": chk.max_abs_err}
-    row[f"graph_{name}_us"] = _time_graph(
+    row[f"graph_{name}_us"] = time_graph(
         lambda i: k.launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), i), copies, None)
     return row
 
@@ -262,18 +186,18 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
             try:
                 row.update(_floor(w, timer, stream, builder, None))
             except Exception as e:
-                errors["floor"] = _err(e)
+                errors["floor"] = err_text(e)
             out = torch.empty(w.N, dtype=torch.float16, device="cuda")
             for name, cfg in (("tuned", res.best_config), ("default", template.default_config(w, device))):
                 try:
                     row.update(_time_ours(name, w, template, cfg, device, builder, inputs, ref, out,
                                           copies, timer, stream))
                 except Exception as e:
-                    errors[name] = _err(e)
+                    errors[name] = err_text(e)
             try:
                 row.update(_baselines(w, inputs, timer, copies))
             except Exception as e:
-                errors["baselines"] = _err(e)
+                errors["baselines"] = err_text(e)
             if "tuned_us" in row and "floor_us" in row:
                 row["time_over_floor"] = row["tuned_us"] / row["floor_us"]
                 row["tuned_gbps"] = w.bytes_moved() / (row["tuned_us"] * 1e-6) / 1e9

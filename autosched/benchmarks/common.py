@@ -1,0 +1,109 @@
+"""Pieces every benchmark shares: the commit measured, a built kernel launchable on torch's
+stream, CUDA-graph timing, error text for a results file."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+
+from autosched import layouts
+from autosched.measure.protocol import ptr
+from autosched.measure.worker import SCALAR_TYPES
+
+
+def git_commit() -> str:
+    """The commit measured: $AUTOSCHED_COMMIT (set where the tree is a copy without .git), else git."""
+    import os
+    import re
+    sha = os.environ.get("AUTOSCHED_COMMIT", "")
+    if not sha:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+        except OSError:
+            sha = ""
+    return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
+
+
+class Launchable:
+    """A built kernel with its inputs packed in torch tensors, launchable on a cuda.core stream."""
+
+    def __init__(self, spec, binary, inputs: dict, out, copies: int = 1):
+        import torch
+        from cuda.core import LaunchConfig, ObjectCode
+        if not binary.ok:
+            raise RuntimeError(f"build failed: {binary.error}")
+        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
+        self.kernel = mod.get_kernel(spec.name_expression)
+        self.cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
+        self.out = out
+        self.arg_sets = []
+        packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
+                  if a.role == "input"}
+        dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}
+        for c in range(copies):
+            # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
+            tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
+            self.arg_sets.append([SCALAR_TYPES[a.dtype](a.value) if a.role == "scalar"
+                                  else ptr(out) if a.role == "output" else ptr(tensors[a.name])
+                                  for a in spec.args])
+            self._keep = getattr(self, "_keep", []) + [tensors]
+
+    def launch(self, stream, copy: int = 0) -> None:
+        from cuda.core import launch
+        launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
+
+
+def time_graph(enqueue_copy, copies: int, stream_torch, count: int = 200) -> float:
+    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
+    graph (no per-launch event or launch-API cost: what a decode step sees)."""
+    import torch
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        for i in range(count):
+            enqueue_copy(i % copies)
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(10):
+        start.record()
+        g.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / count)
+    return float(np.median(times))
+
+
+def err_text(e: Exception) -> str:
+    import traceback
+    return "".join(traceback.format_exception(e))[-1500:]
+
+
+def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, extra: dict | None = None):
+    """bench/results/<benchmark>-<device>-<date>.json in the format of BENCHMARKS.md."""
+    import datetime
+    import json
+    from pathlib import Path
+
+    import torch
+    from autosched.measure.protocol import Protocol
+    today = datetime.date.today().isoformat()
+    doc = {"benchmark": benchmark, "device": device.name, "device_key": device.key, "date": today,
+           "commit": git_commit(), "versions": {"cuda": device.cuda_version, "driver": device.driver_version,
+                                                "torch": torch.__version__},
+           "device_info": device.to_json(), "protocol": Protocol().to_json(), **(extra or {}),
+           "rows": rows, "summary": summary}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{benchmark}-{device.name.replace(' ', '_')}-{today}.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return path

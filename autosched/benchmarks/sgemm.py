@@ -1,0 +1,120 @@
+"""`autosched bench sgemm`: tuned warptiling SGEMM vs the default config vs cuBLAS FP32 (TF32 off),
+timed in one process under one protocol; JSON under bench/results/."""
+
+from __future__ import annotations
+
+from autosched.benchmarks.common import Launchable, err_text, write_results
+from autosched.measure.protocol import Protocol, Timer
+
+SHAPES = ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
+          "1x4096x4096", "64x11008x4096", "4096x512x4096"]
+
+
+def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, timer, stream) -> dict:
+    import torch
+    spec = template.render(w, cfg, device)
+    k = Launchable(spec, builder.build(spec), inputs, out)
+    zero = spec.output_init == "zero"
+
+    def run():
+        if zero:                 # split-K accumulates: zeroing C is part of its cost
+            out.zero_()
+        k.launch(stream)
+
+    out.fill_(float("nan"))
+    run()
+    torch.cuda.synchronize()
+    chk = w.check(out.cpu().numpy(), ref, bound)
+    if not chk.ok:
+        raise RuntimeError(f"kernel for {w.key} failed its check: {chk.message}")
+    s = timer.summary(run)
+    return {"us": s["median_us"], "min_us": s["min_us"], "spread_us": s["spread_us"], "config": cfg,
+            "max_abs_err": chk.max_abs_err}
+
+
+def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-model",
+                  out_dir="bench/results", db_path=None, console=None, time_per_shape_s=None):
+    import torch
+    from cuda.core import Device, Stream
+    from autosched.build import Builder
+    from autosched.database import Database
+    from autosched.measure.gpu import GpuRunner
+    from autosched.space import config_hash
+    from autosched.templates import SgemmTemplate
+    from autosched.tuner import measure_configs, tune, versions
+    from autosched.workloads import Sgemm
+
+    log = console.print if console else print
+    workloads = [Sgemm.from_shape(s) for s in (shapes or SHAPES)]
+    template = SgemmTemplate()
+    tuned = {}
+    with Database(db_path) as db, Builder() as builder:
+        with GpuRunner() as runner:
+            device = runner.device_info
+            for w in workloads:
+                res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
+                           time_budget_s=time_per_shape_s)
+                dflt = template.default_config(w, device)
+                if config_hash(dflt) not in db.measured(w.key, device.key, template.family):
+                    m = measure_configs(w, template, runner, [dflt], builder)[0]
+                    db.add(w.key, device.key, template.family, dflt, m, versions(runner.name))
+                res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family)
+                res.total_trials = len(db.measured(w.key, device.key, template.family))
+                tuned[w.key] = res
+                log(f"tuned {w.shape_str}: {res.best.median_us if res.best else float('nan'):.2f} us, "
+                    f"{res.trials} trials in {res.elapsed_s:.0f} s {res.statuses}")
+        dev = Device(0)
+        dev.set_current()
+        torch.backends.cuda.matmul.allow_tf32 = False       # cuBLAS in true FP32, as our kernels
+        torch.backends.cudnn.allow_tf32 = False
+        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+        timer = Timer(dev, stream, Protocol())
+        rows = []
+        for w in workloads:
+            res = tuned[w.key]
+            inputs = w.inputs(seed=1234)
+            ref, bound = w.reference(inputs), w.error_bound(inputs)
+            row = {"M": w.M, "N": w.N, "K": w.K, "flops": w.flops(), "tune_s": round(res.total_tuning_s, 2),
+                   "trials": res.total_trials, "run_tune_s": round(res.elapsed_s, 2), "errors": {}}
+            out = torch.empty((w.M, w.N), dtype=torch.float32, device="cuda")
+            for name, cfg in (("tuned", res.best_config), ("default", template.default_config(w, device))):
+                if cfg is None:
+                    row["errors"][name] = "no config passed its check during tuning"
+                    continue
+                try:
+                    for k, v in _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out,
+                                           timer, stream).items():
+                        row[f"{name}_{k}"] = v
+                except Exception as e:
+                    row["errors"][name] = err_text(e)
+            try:
+                a = torch.from_numpy(inputs["A"]).cuda()
+                a = a.t() if w.trans_a else a
+                b = torch.from_numpy(inputs["B"]).cuda()
+                torch.matmul(a, b, out=out)
+                torch.cuda.synchronize()
+                chk = w.check(out.cpu().numpy(), ref, bound)
+                row["cublas_check"] = chk.ok
+                row["cublas_us"] = timer.summary(lambda: torch.matmul(a, b, out=out))["median_us"]
+            except Exception as e:
+                row["errors"]["cublas"] = err_text(e)
+            for name in ("tuned", "default", "cublas"):
+                key = f"{name}_us"
+                if key in row:
+                    row[f"{name}_tflops"] = w.flops() / (row[key] * 1e-6) / 1e12
+            if "tuned_us" in row and "cublas_us" in row:
+                row["pct_of_cublas"] = 100.0 * row["cublas_us"] / row["tuned_us"]
+            rows.append(row)
+            log(f"{w.shape_str}: tuned {row.get('tuned_us', float('nan')):.2f} us, default "
+                f"{row.get('default_us', float('nan')):.2f}, cuBLAS {row.get('cublas_us', float('nan')):.2f} "
+                f"({row.get('pct_of_cublas', float('nan')):.1f}% of cuBLAS)")
+            big = next((r for r in rows if (r["M"], r["N"], r["K"]) == (4096, 4096, 4096)), None)
+            summary = {"pct_of_cublas_4096": big.get("pct_of_cublas") if big else None,
+                       "shapes_at_or_above_cublas": sum(r.get("pct_of_cublas", 0) >= 100 for r in rows),
+                       "shapes": len(rows)}
+            path = write_results("sgemm", device, rows, summary, out_dir,
+                                 {"tuning": {"strategy": strategy, "trials": trials},
+                                  "shapes_planned": [[x.M, x.N, x.K] for x in workloads]})
+            torch.cuda.empty_cache()
+        timer.close()
+    return path
