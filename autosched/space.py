@@ -33,7 +33,13 @@ class Constraint:
     check: Callable[..., bool]   # called with the knob values in `knobs` order
 
     def holds(self, cfg: dict) -> bool:
-        return bool(self.check(*(cfg[k] for k in self.knobs)))
+        # a rule that cannot even be evaluated on a config (e.g. a tile ratio of zero when an
+        # earlier rule is broken too) does not hold for it: mutation and crossover check whole
+        # configs against every rule, not in the walk's order
+        try:
+            return bool(self.check(*(cfg[k] for k in self.knobs)))
+        except ArithmeticError:
+            return False
 
 
 def config_hash(config: dict) -> str:

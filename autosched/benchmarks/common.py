@@ -94,12 +94,16 @@ def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, ex
     import json
     from pathlib import Path
 
-    import torch
     from autosched.measure.protocol import Protocol
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:         # replay studies run on machines without torch
+        torch_version = None
     today = datetime.date.today().isoformat()
     doc = {"benchmark": benchmark, "device": device.name, "device_key": device.key, "date": today,
            "commit": git_commit(), "versions": {"cuda": device.cuda_version, "driver": device.driver_version,
-                                                "torch": torch.__version__},
+                                                "torch": torch_version},
            "device_info": device.to_json(), "protocol": Protocol().to_json(), **(extra or {}),
            "rows": rows, "summary": summary}
     out = Path(out_dir)

@@ -29,7 +29,7 @@ class Featurizer:
         for name, value in self.columns:
             v = config[name]
             out.append(math.log2(v + 1) if value is None else float(v == value))
-        out += [math.log2(p[n]) for n in self.param_names]
+        out += [math.log2(p[n] + 1) for n in self.param_names]     # +1: flags such as trans_a are 0
         return out
 
     def matrix(self, configs, params: dict | None = None) -> np.ndarray:

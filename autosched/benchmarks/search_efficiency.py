@@ -1,0 +1,113 @@
+"""Tuning-efficiency study: best time found vs trials, per strategy and seed, replayed over a
+recording of a whole space (so every strategy sees the same real measurements, and the optimum of
+the recording is the exhaustive optimum).
+
+    python -m autosched.benchmarks.search_efficiency RECORDING.json.gz [...] --out bench/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+STRATEGIES = ("random", "evolutionary", "evolutionary-model")
+
+
+def curve(recording, strategy: str, seed: int, trials: int) -> list[float]:
+    """Best median (us) after each trial."""
+    from autosched.database import Database
+    from autosched.measure.recording import ReplayRunner
+    from autosched.templates import TEMPLATES
+    from autosched.tuner import tune
+    from autosched.workloads import workload_from_key
+    w = workload_from_key(recording.workload_key)
+    t = TEMPLATES[recording.template]
+    best, out = float("inf"), []
+
+    def on_result(cfg, m, res):
+        nonlocal best
+        if m.ok:
+            best = min(best, m.median_us)
+        out.append(best)
+
+    with tempfile.TemporaryDirectory() as d, Database(Path(d) / "db") as db:
+        # a fresh database per run: no strategy learns from another's measurements
+        tune(w, t, ReplayRunner(recording), db, strategy=strategy, trials=trials, seed=seed, batch=16,
+             on_result=on_result)
+    return out
+
+
+def trials_to_within(c: list[float], optimum: float, tol: float = 0.05) -> int | None:
+    for i, v in enumerate(c):
+        if v <= optimum * (1 + tol):
+            return i + 1
+    return None
+
+
+def study(recording, seeds=(0, 1, 2, 3, 4), strategies=STRATEGIES, trial_fraction: float = 0.25) -> dict:
+    ok = [m.median_us for _, m in recording.entries.values() if m.ok]
+    optimum = min(ok)
+    total = len(recording.entries)
+    trials = max(16, int(total * trial_fraction))
+    result = {"workload": recording.workload_key, "recorded": total, "space_size": recording.space_size,
+              "optimum_us": optimum, "trials": trials, "strategies": {}}
+    for s in strategies:
+        curves = [curve(recording, s, seed, trials) for seed in seeds]
+        reach = [trials_to_within(c, optimum) for c in curves]
+        result["strategies"][s] = {
+            "curves": curves, "trials_within_5pct": reach,
+            "median_fraction_within_5pct": float(np.median([r / total if r else 1.0 for r in reach])),
+        }
+    return result
+
+
+def plot(results: list[dict], out: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), squeeze=False)
+    for ax, r in zip(axes[0], results):
+        for i, (name, s) in enumerate(r["strategies"].items()):
+            for j, c in enumerate(s["curves"]):
+                ax.plot(range(1, len(c) + 1), c, color=f"C{i}", alpha=0.6, label=name if j == 0 else None)
+        ax.axhline(r["optimum_us"], color="k", ls="--", label="exhaustive optimum")
+        ax.axhline(r["optimum_us"] * 1.05, color="k", ls=":", lw=0.8, label="+5%")
+        ax.set_title(r["workload"], fontsize=9)
+        ax.set_xlabel("trials")
+        ax.set_ylabel("best median time (us)")
+        ax.set_xscale("log")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def main(argv=None) -> int:
+    from autosched.measure.recording import Recording
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("recordings", nargs="+", help="recordings of whole spaces (.json.gz)")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--out", default="bench/results")
+    p.add_argument("--plots", default="bench/plots")
+    args = p.parse_args(argv)
+    recs = [Recording.load(x) for x in args.recordings]
+    partial = [r.name for r in recs if len(r.entries) < r.space_size]
+    if partial:
+        p.error(f"these recordings do not hold their whole space, so their best is not the exhaustive "
+                f"optimum: {partial}")
+    results = [study(r, seeds=tuple(range(args.seeds))) for r in recs]
+    from autosched.benchmarks.common import write_results
+    fracs = [r["strategies"]["evolutionary-model"]["median_fraction_within_5pct"] for r in results]
+    summary = {"trials_fraction_within_5pct": float(np.median(fracs))}
+    path = write_results("search-efficiency", recs[0].device, results, summary, args.out)
+    print(path, plot(results, Path(args.plots) / "search-efficiency.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""The tuning-efficiency study on a synthetic whole-space recording (SGEMM 16x16x16)."""
+
+import math
+
+import pytest
+
+from autosched.benchmarks.search_efficiency import main, study, trials_to_within
+from autosched.measure.recording import Recording
+from autosched.measure.result import Measurement, Status
+from autosched.templates import SgemmTemplate
+from autosched.workloads import Sgemm
+
+
+@pytest.fixture(scope="module")
+def whole_space(h100, tmp_path_factory):
+    w = Sgemm(16, 16, 16)
+    t = SgemmTemplate()
+    space = t.space(w, h100)
+    rec = Recording(w.key, t.family, h100, space.names, space_size=space.size())
+    for c in space:
+        # a smooth landscape with one best region, like real tile-size effects
+        x = (math.log2(c["bm"]) - 6) ** 2 + (math.log2(c["bk"]) - 4) ** 2 + c["splitk"] / 4 + c["pad"] / 8
+        rec.add(c, Measurement(Status.OK, 10 + x, 10 + x, 0.1, 0.0))
+    path = tmp_path_factory.mktemp("rec") / "whole.json.gz"
+    rec.save(path)
+    return Recording.load(path)
+
+
+def test_curves_are_monotone_and_reach_the_optimum(whole_space):
+    r = study(whole_space, seeds=(0,), trial_fraction=0.03)
+    assert r["optimum_us"] == min(m.median_us for _, m in whole_space.entries.values())
+    assert set(r["strategies"]) == {"random", "evolutionary", "evolutionary-model"}
+    for s in r["strategies"].values():
+        (c,) = s["curves"]
+        assert len(c) == r["trials"]
+        assert all(b <= a for a, b in zip(c, c[1:]))
+        reach = s["trials_within_5pct"][0]
+        assert reach is None or c[reach - 1] <= r["optimum_us"] * 1.05
+        assert 0 < s["median_fraction_within_5pct"] <= 1
+
+
+def test_trials_to_within():
+    assert trials_to_within([20, 12, 10.4, 10], 10.0) == 3
+    assert trials_to_within([20, 12], 10.0) is None
+
+
+def test_a_partial_recording_is_refused(h100, tmp_path):
+    w = Sgemm(16, 16, 16)
+    rec = Recording(w.key, "sgemm", h100, ["bm"], space_size=10)
+    rec.save(tmp_path / "part.json.gz")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "part.json.gz"), "--out", str(tmp_path)])
