@@ -138,17 +138,15 @@ class GpuRunner:
         stop = object()
 
         def gpu_thread(slot):
-            while True:
-                item = work.get()
-                if item is stop:
-                    return
+            while (item := work.get()) is not stop:
                 tag, spec, binary = item
-                if hasattr(binary, "result"):
-                    binary = binary.result()
                 try:
+                    if hasattr(binary, "result"):
+                        binary = binary.result()
                     done.put((tag, self._measure_on(slot, spec, binary)))
                 except Exception as e:   # a worker that cannot even restart: report, go on
                     done.put((tag, Measurement(Status.CRASH, error=f"{type(e).__name__}: {e}")))
+            done.put(stop)
 
         threads = [threading.Thread(target=gpu_thread, args=(s,), daemon=True) for s in self.slots]
         for t in threads:
@@ -160,27 +158,14 @@ class GpuRunner:
             for _ in threads:
                 work.put(stop)
 
-        n_items = [0]
-
-        def counting(it):
-            for x in it:
-                n_items[0] += 1
-                yield x
-
-        items = counting(items)
-        feed = threading.Thread(target=feeder, daemon=True)
-        feed.start()
-        received = 0
-        while True:
-            try:
-                tag_res = done.get(timeout=0.2)
-            except queue.Empty:
-                if not feed.is_alive() and received == n_items[0] and all(not t.is_alive() for t in threads):
-                    break
-                continue
-            received += 1
-            yield tag_res
-        feed.join()
+        threading.Thread(target=feeder, daemon=True).start()
+        finished = 0
+        while finished < len(threads):      # each GPU thread signs off after the last item
+            got = done.get()
+            if got is stop:
+                finished += 1
+            else:
+                yield got
 
     def close(self) -> None:
         for s in self.slots:
