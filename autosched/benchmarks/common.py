@@ -111,3 +111,28 @@ def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, ex
     path = out / f"{benchmark}-{device.name.replace(' ', '_')}-{today}.json"
     path.write_text(json.dumps(doc, indent=1))
     return path
+
+
+def tune_all(workloads, template, runner, db, builder, *, strategy: str, trials: int | None,
+             time_per_shape_s: float | None, log=print) -> dict:
+    """Tune every workload (the benchmark's tuning phase) and return workload key -> TuneResult,
+    with total_tuning_s / total_trials over every run the database holds.  The default config is
+    measured through the same runner, so the database and any recording made from it hold it."""
+    from autosched.space import config_hash
+    from autosched.tuner import measure_configs, tune, versions
+    device = runner.device_info
+    tuned = {}
+    for w in workloads:
+        res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
+                   time_budget_s=time_per_shape_s)
+        dflt = template.default_config(w, device)
+        if config_hash(dflt) not in db.measured(w.key, device.key, template.family):
+            m = measure_configs(w, template, runner, [dflt], builder)[0]
+            db.add(w.key, device.key, template.family, dflt, m, versions(runner.name))
+        res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family)
+        res.total_trials = len(db.measured(w.key, device.key, template.family))
+        tuned[w.key] = res
+        best = f"{res.best.median_us:.2f} us" if res.best else "no config passed"
+        log(f"tuned {w.shape_str}: {best} after {res.trials} trials in {res.elapsed_s:.0f} s {res.statuses}")
+    return tuned
+

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.benchmarks.common import Launchable, err_text, git_commit, time_graph
+from autosched.benchmarks.common import Launchable, err_text, git_commit, time_graph, tune_all
 from autosched.measure.protocol import Protocol, Timer, ptr
 
 SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "14336x4096",
@@ -139,31 +139,16 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
     from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
     from autosched.templates import template_for
-    from autosched.space import config_hash
-    from autosched.tuner import measure_configs, tune, versions
     from autosched.workloads import GemvQ4F16
 
     log = console.print if console else print
     workloads = [GemvQ4F16.from_shape(s) for s in (shapes or SHAPES)]
     template = template_for(workloads[0])
-    tuned = {}
     with Database(db_path) as db, Builder() as builder:
         with GpuRunner() as runner:
             device = runner.device_info
-            for w in workloads:
-                res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
-                           time_budget_s=time_per_shape_s)
-                # the default config goes through the same runner, so the database and any recording
-                # made from it hold it too
-                dflt = template.default_config(w, device)
-                if config_hash(dflt) not in db.measured(w.key, device.key, template.family):
-                    m = measure_configs(w, template, runner, [dflt], builder)[0]
-                    db.add(w.key, device.key, template.family, dflt, m, versions(runner.name))
-                res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family)
-                res.total_trials = len(db.measured(w.key, device.key, template.family))
-                tuned[w.key] = res
-                log(f"tuned {w.shape_str}: {res.best.median_us:.2f} us after {res.trials} trials "
-                    f"in {res.elapsed_s:.0f} s {res.statuses}")
+            tuned = tune_all(workloads, template, runner, db, builder, strategy=strategy, trials=trials,
+                             time_per_shape_s=time_per_shape_s, log=log)
         # the worker is gone: from here this process has the GPU to itself
         dev = Device(0)
         dev.set_current()

@@ -3,7 +3,7 @@ timed in one process under one protocol; JSON under bench/results/."""
 
 from __future__ import annotations
 
-from autosched.benchmarks.common import Launchable, err_text, write_results
+from autosched.benchmarks.common import Launchable, err_text, tune_all, write_results
 from autosched.measure.protocol import Protocol, Timer
 
 SHAPES = ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
@@ -39,30 +39,17 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
     from autosched.build import Builder
     from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
-    from autosched.space import config_hash
     from autosched.templates import SgemmTemplate
-    from autosched.tuner import measure_configs, tune, versions
     from autosched.workloads import Sgemm
 
     log = console.print if console else print
     workloads = [Sgemm.from_shape(s) for s in (shapes or SHAPES)]
     template = SgemmTemplate()
-    tuned = {}
     with Database(db_path) as db, Builder() as builder:
         with GpuRunner() as runner:
             device = runner.device_info
-            for w in workloads:
-                res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
-                           time_budget_s=time_per_shape_s)
-                dflt = template.default_config(w, device)
-                if config_hash(dflt) not in db.measured(w.key, device.key, template.family):
-                    m = measure_configs(w, template, runner, [dflt], builder)[0]
-                    db.add(w.key, device.key, template.family, dflt, m, versions(runner.name))
-                res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family)
-                res.total_trials = len(db.measured(w.key, device.key, template.family))
-                tuned[w.key] = res
-                log(f"tuned {w.shape_str}: {res.best.median_us if res.best else float('nan'):.2f} us, "
-                    f"{res.trials} trials in {res.elapsed_s:.0f} s {res.statuses}")
+            tuned = tune_all(workloads, template, runner, db, builder, strategy=strategy, trials=trials,
+                             time_per_shape_s=time_per_shape_s, log=log)
         dev = Device(0)
         dev.set_current()
         torch.backends.cuda.matmul.allow_tf32 = False       # cuBLAS in true FP32, as our kernels

@@ -50,6 +50,18 @@ class Workload:
     def check(self, out: np.ndarray, ref: np.ndarray) -> Check:
         raise NotImplementedError
 
+    @staticmethod
+    def unusable(out: np.ndarray, ref: np.ndarray) -> Check | None:
+        """The failed Check of an output that has the wrong shape or a non-finite element (never
+        written, or overflowed), else None: every workload's check starts here."""
+        if out.shape != ref.shape:
+            return Check(False, float("inf"), float("inf"), f"output shape {out.shape} != {ref.shape}")
+        if not np.all(np.isfinite(out)):
+            bad = int(np.sum(~np.isfinite(out)))
+            return Check(False, float("inf"), float("inf"), f"{bad} of {out.size} outputs not finite "
+                         "(unwritten or overflowed)")
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
 

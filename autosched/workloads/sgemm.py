@@ -73,12 +73,9 @@ class Sgemm(Workload):
 
     def check(self, out: np.ndarray, ref: np.ndarray, bound: np.ndarray | None = None) -> Check:
         o = out.astype(np.float64)
-        if o.shape != ref.shape:
-            return Check(False, float("inf"), float("inf"), f"output shape {o.shape} != {ref.shape}")
-        if not np.all(np.isfinite(o)):
-            bad = int(np.sum(~np.isfinite(o)))
-            return Check(False, float("inf"), float("inf"), f"{bad} of {o.size} outputs not finite "
-                         "(unwritten or overflowed)")
+        failed = self.unusable(o, ref)
+        if failed:
+            return failed
         err = np.abs(o - ref)
         rel = float(np.linalg.norm(o - ref) / (np.linalg.norm(ref) or 1.0))
         if bound is None:
