@@ -181,11 +181,21 @@ struct Sgemm {
         for (int wj = 0; wj < WNITER; ++wj) {
           const int col0 = bn + warp_col * WN + wj * WSUBN + t_col * TN;
           float* c = C + (long long)row * N + col0;
+          const float* v = &acc[wi * TM + i][wj * TN];
+          if constexpr (SPLITK == 1 && VEC_B == 4 && TN % 4 == 0) {
+            // N % 4 == 0 (VEC_B) and col0 % 4 == 0 (TN % 4): whole float4s are aligned
+            if (col0 + TN <= N) {
+#pragma unroll
+              for (int j = 0; j < TN; j += 4)
+                *reinterpret_cast<float4*>(c + j) = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
+              continue;
+            }
+          }
 #pragma unroll
           for (int j = 0; j < TN; ++j) {
             if (col0 + j < N) {
-              if constexpr (SPLITK > 1) atomicAdd(c + j, acc[wi * TM + i][wj * TN + j]);
-              else c[j] = acc[wi * TM + i][wj * TN + j];
+              if constexpr (SPLITK > 1) atomicAdd(c + j, v[j]);
+              else c[j] = v[j];
             }
           }
         }
