@@ -1,0 +1,1 @@
+"""Llama-family models: checkpoint formats, tokenizer, and the float64 reference decoder."""
