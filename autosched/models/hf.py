@@ -1,0 +1,132 @@
+"""Hugging Face Llama checkpoint directories (config.json + *.safetensors) <-> llama2.c weights.
+
+Weights are held in llama2.c's convention (autosched.models.llama2c).  The one real difference is
+RoPE: llama2.c rotates adjacent pairs (2i, 2i+1) of a head, HF rotates (i, i + hs/2) ("rotate
+half"), so the rows of wq and wk are permuted on the way between the two.  safetensors is read and
+written here directly (an 8-byte header length, a JSON header, raw little-endian data), so bf16
+checkpoints load without torch.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from autosched.models.llama2c import LlamaConfig
+
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8")}
+
+
+def read_safetensors(path) -> dict[str, np.ndarray]:
+    raw = Path(path).read_bytes()
+    (n,) = struct.unpack_from("<Q", raw)
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in _DTYPES:
+            raise ValueError(f"{path}: tensor {name} has dtype {info['dtype']}, not one of {sorted(_DTYPES)}")
+        a, b = info["data_offsets"]
+        arr = np.frombuffer(raw, dtype=_DTYPES[info["dtype"]], count=(b - a) // _DTYPES[info["dtype"]].itemsize,
+                            offset=8 + n + a)
+        if info["dtype"] == "BF16":      # bf16 is the top half of a float32
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+        out[name] = arr.astype(np.float32).reshape(info["shape"])
+    return out
+
+
+def write_safetensors(path, tensors: dict[str, np.ndarray]) -> Path:
+    header, blobs, off = {}, [], 0
+    for name, t in tensors.items():
+        data = np.ascontiguousarray(t, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)          # keep the data 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head)
+        for b in blobs:
+            f.write(b)
+    return Path(path)
+
+
+def _halves_to_pairs(w: np.ndarray, heads: int) -> np.ndarray:
+    """Rows of an HF q/k projection -> llama2.c order: row i and i + hs/2 of a head become 2i, 2i+1."""
+    out, hs = w.shape[0], w.shape[0] // heads
+    return w.reshape(heads, 2, hs // 2, -1).transpose(0, 2, 1, 3).reshape(out, -1)
+
+
+def _pairs_to_halves(w: np.ndarray, heads: int) -> np.ndarray:
+    out, hs = w.shape[0], w.shape[0] // heads
+    return w.reshape(heads, hs // 2, 2, -1).transpose(0, 2, 1, 3).reshape(out, -1)
+
+
+def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
+    d = Path(directory)
+    conf = json.loads((d / "config.json").read_text())
+    arch = conf.get("architectures", ["LlamaForCausalLM"])
+    if conf.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
+        raise ValueError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
+    files = sorted(d.glob("*.safetensors"))
+    if not files:
+        raise ValueError(f"{d}: no *.safetensors files")
+    t = {}
+    for f in files:
+        t.update(read_safetensors(f))
+    heads = conf["num_attention_heads"]
+    kv_heads = conf.get("num_key_value_heads", heads)
+    tied = conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t
+    cfg = LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads, kv_heads,
+                      conf["vocab_size"], conf.get("max_position_embeddings", 2048), shared_classifier=tied,
+                      norm_eps=conf.get("rms_norm_eps", 1e-5), rope_theta=conf.get("rope_theta", 10000.0))
+    L = range(cfg.n_layers)
+    p = "model.layers.{}."
+    w = {
+        "token_embedding": t["model.embed_tokens.weight"],
+        "rms_att": np.stack([t[p.format(i) + "input_layernorm.weight"] for i in L]),
+        "wq": np.stack([_halves_to_pairs(t[p.format(i) + "self_attn.q_proj.weight"], heads) for i in L]),
+        "wk": np.stack([_halves_to_pairs(t[p.format(i) + "self_attn.k_proj.weight"], kv_heads) for i in L]),
+        "wv": np.stack([t[p.format(i) + "self_attn.v_proj.weight"] for i in L]),
+        "wo": np.stack([t[p.format(i) + "self_attn.o_proj.weight"] for i in L]),
+        "rms_ffn": np.stack([t[p.format(i) + "post_attention_layernorm.weight"] for i in L]),
+        "w1": np.stack([t[p.format(i) + "mlp.gate_proj.weight"] for i in L]),
+        "w2": np.stack([t[p.format(i) + "mlp.down_proj.weight"] for i in L]),
+        "w3": np.stack([t[p.format(i) + "mlp.up_proj.weight"] for i in L]),
+        "rms_final": t["model.norm.weight"],
+    }
+    if not tied:
+        w["wcls"] = t["lm_head.weight"]
+    return cfg, w
+
+
+def write_hf(directory, cfg: LlamaConfig, w: dict[str, np.ndarray]) -> Path:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    conf = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": cfg.dim,
+            "intermediate_size": cfg.hidden_dim, "num_hidden_layers": cfg.n_layers,
+            "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.n_kv_heads,
+            "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.seq_len, "rms_norm_eps": cfg.norm_eps,
+            "rope_theta": cfg.rope_theta, "tie_word_embeddings": cfg.shared_classifier, "hidden_act": "silu",
+            "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2}
+    (d / "config.json").write_text(json.dumps(conf, indent=1))
+    t = {"model.embed_tokens.weight": w["token_embedding"], "model.norm.weight": w["rms_final"]}
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"] = w["rms_att"][i]
+        t[p + "self_attn.q_proj.weight"] = _pairs_to_halves(w["wq"][i], cfg.n_heads)
+        t[p + "self_attn.k_proj.weight"] = _pairs_to_halves(w["wk"][i], cfg.n_kv_heads)
+        t[p + "self_attn.v_proj.weight"] = w["wv"][i]
+        t[p + "self_attn.o_proj.weight"] = w["wo"][i]
+        t[p + "post_attention_layernorm.weight"] = w["rms_ffn"][i]
+        t[p + "mlp.gate_proj.weight"] = w["w1"][i]
+        t[p + "mlp.down_proj.weight"] = w["w2"][i]
+        t[p + "mlp.up_proj.weight"] = w["w3"][i]
+    if not cfg.shared_classifier:
+        t["lm_head.weight"] = w["wcls"]
+    write_safetensors(d / "model.safetensors", t)
+    return d

@@ -1,0 +1,100 @@
+"""Hugging Face Llama directories: round trips with llama2.c weights, the RoPE row permutation
+checked against HF's own semantics (rotate_half), bf16 safetensors, and - where transformers is
+installed - LlamaForCausalLM's logits."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from autosched.models.hf import read_hf, read_safetensors, write_hf, write_safetensors
+from autosched.models.llama2c import LlamaConfig, random_weights
+from autosched.models.reference import ReferenceDecoder
+
+CFG = LlamaConfig(dim=32, hidden_dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=50, seq_len=16)
+TOKENS = [1, 7, 3, 42, 9, 9, 0, 11]
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_round_trip_through_an_hf_directory(tmp_path, shared):
+    cfg = LlamaConfig(**{**CFG.__dict__, "shared_classifier": shared})
+    w = random_weights(cfg, 4)
+    cfg2, w2 = read_hf(write_hf(tmp_path / "hf", cfg, w))
+    assert cfg2 == cfg
+    assert set(w2) == set(w)
+    for k in w:
+        np.testing.assert_array_equal(w2[k], w[k])
+    conf = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert conf["num_key_value_heads"] == 2 and conf["tie_word_embeddings"] == shared
+
+
+def hf_forward(conf, t, tokens):
+    """HF Llama semantics straight from the safetensors names: rotate_half RoPE, no permutation."""
+    d, H, KV = conf["hidden_size"], conf["num_attention_heads"], conf["num_key_value_heads"]
+    hs, T, eps = d // H, len(tokens), conf["rms_norm_eps"]
+    t = {k: v.astype(np.float64) for k, v in t.items()}
+
+    def norm(x, g):
+        return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * g
+
+    inv = conf["rope_theta"] ** (-np.arange(0, hs, 2) / hs)
+    ang = np.concatenate([np.outer(np.arange(T), inv)] * 2, axis=1)          # (T, hs)
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+
+    def rope(x):                                                               # (T, heads, hs)
+        rot = np.concatenate([-x[..., hs // 2:], x[..., :hs // 2]], axis=-1)
+        return x * cos + rot * sin
+
+    x = t["model.embed_tokens.weight"][tokens]
+    mask = np.triu(np.full((T, T), -np.inf), 1)
+    for i in range(conf["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = norm(x, t[p + "input_layernorm.weight"])
+        q = rope((h @ t[p + "self_attn.q_proj.weight"].T).reshape(T, H, hs))
+        k = np.repeat(rope((h @ t[p + "self_attn.k_proj.weight"].T).reshape(T, KV, hs)), H // KV, axis=1)
+        v = np.repeat((h @ t[p + "self_attn.v_proj.weight"].T).reshape(T, KV, hs), H // KV, axis=1)
+        s = np.einsum("thd,uhd->htu", q, k) / np.sqrt(hs) + mask
+        a = np.exp(s - s.max(-1, keepdims=True))
+        a /= a.sum(-1, keepdims=True)
+        x = x + np.einsum("htu,uhd->thd", a, v).reshape(T, -1) @ t[p + "self_attn.o_proj.weight"].T
+        h = norm(x, t[p + "post_attention_layernorm.weight"])
+        g = h @ t[p + "mlp.gate_proj.weight"].T
+        x = x + (g / (1 + np.exp(-g)) * (h @ t[p + "mlp.up_proj.weight"].T)) @ t[p + "mlp.down_proj.weight"].T
+    head = t.get("lm_head.weight", t["model.embed_tokens.weight"])
+    return norm(x, t["model.norm.weight"]) @ head.T
+
+
+def test_permuted_rows_make_llama2c_rope_equal_hf_rope(tmp_path):
+    w = random_weights(CFG, 5)
+    d = write_hf(tmp_path / "hf", CFG, w)
+    want = hf_forward(json.loads((d / "config.json").read_text()), read_safetensors(d / "model.safetensors"), TOKENS)
+    dec = ReferenceDecoder(CFG, w)
+    got = np.stack([dec.step(tok) for tok in TOKENS])
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_bf16_safetensors_load_as_float32(tmp_path):
+    vals = np.array([1.0, -2.5, 3.140625, 0.0], dtype=np.float32)      # exact in bf16
+    head = json.dumps({"x": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
+    bf16 = (vals.view(np.uint32) >> 16).astype("<u2").tobytes()
+    (tmp_path / "a.safetensors").write_bytes(struct.pack("<Q", len(head)) + head + bf16)
+    np.testing.assert_array_equal(read_safetensors(tmp_path / "a.safetensors")["x"], vals.reshape(2, 2))
+    write_safetensors(tmp_path / "b.safetensors", {"y": vals})
+    np.testing.assert_array_equal(read_safetensors(tmp_path / "b.safetensors")["y"], vals)
+
+
+def test_transformers_logits_match_the_reference(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    w = random_weights(CFG, 6)
+    d = write_hf(tmp_path / "hf", CFG, w)
+    model = transformers.LlamaForCausalLM.from_pretrained(d, torch_dtype=torch.float64).eval()
+    with torch.no_grad():
+        hf = model(torch.tensor([TOKENS])).logits[0].numpy()
+    dec = ReferenceDecoder(CFG, w)
+    ours = np.stack([dec.step(tok) for tok in TOKENS])
+    # float64 model, but transformers builds its RoPE frequencies in float32: ~1e-7 relative, so the
+    # bound is float32-tight, not float64-tight (a wrong permutation or norm is off by O(1))
+    assert np.abs(hf - ours).max() < 5e-6 * np.abs(ours).max()
+    assert (hf.argmax(-1) == ours.argmax(-1)).all()
