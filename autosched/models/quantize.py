@@ -1,0 +1,67 @@
+"""Weight-only quantization of (out, in) matrices into the formats our kernels read.
+
+q4f16_1: groups of 32 along `in`, scale = max|w| / 7 (fp16), q = clip(round(w / scale) + 7, 0, 15),
+  packed eight to a uint32 (value j at bits 4j) - exactly GemvQ4F16's A_q / A_scale.
+int8:    one fp16 scale per output row, scale = max|w| / 127, q = round(w / scale) in [-127, 127].
+fp16:    a cast.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autosched.workloads.gemv_q4f16 import GROUP, pack_q4, unpack_q4
+
+FORMATS = ("fp32", "fp16", "int8", "q4f16_1")
+
+
+def quantize_q4f16_1(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n, k = w.shape
+    if k % GROUP:
+        raise ValueError(f"q4f16_1 needs the input dimension to be a multiple of {GROUP}, got {k}")
+    g = w.astype(np.float32).reshape(n, k // GROUP, GROUP)
+    scale = (np.abs(g).max(axis=2) / 7.0).astype(np.float16)
+    s = scale.astype(np.float32)[..., None]
+    q = np.clip(np.rint(np.divide(g, s, out=np.zeros_like(g), where=s > 0)) + 7, 0, 15).astype(np.uint8)
+    return pack_q4(q.reshape(n, k)), scale
+
+
+def dequantize_q4f16_1(a_q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    q = unpack_q4(a_q).astype(np.float32) - 7.0
+    return q * np.repeat(scale.astype(np.float32), GROUP, axis=1)
+
+
+def quantize_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    scale = (np.abs(w).max(axis=1) / 127.0).astype(np.float16)
+    s = scale.astype(np.float32)[:, None]
+    q = np.clip(np.rint(np.divide(w, s, out=np.zeros_like(w, dtype=np.float32), where=s > 0)), -127, 127)
+    return q.astype(np.int8), scale
+
+
+def dequantize_int8(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return q.astype(np.float32) * scale.astype(np.float32)[:, None]
+
+
+def roundtrip(w: np.ndarray, fmt: str) -> np.ndarray:
+    """The float32 weights a kernel of format `fmt` effectively multiplies by."""
+    if fmt == "fp32":
+        return w.astype(np.float32)
+    if fmt == "fp16":
+        return w.astype(np.float16).astype(np.float32)
+    if fmt == "int8":
+        return dequantize_int8(*quantize_int8(w))
+    if fmt == "q4f16_1":
+        return dequantize_q4f16_1(*quantize_q4f16_1(w))
+    raise ValueError(f"unknown weight format {fmt!r}; choose from {FORMATS}")
+
+
+MATMUL_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
+
+
+def quantized_model(weights: dict[str, np.ndarray], fmt: str) -> dict[str, np.ndarray]:
+    """The model's weights as the `fmt` engine sees them: matmul weights quantized, norms and the
+    embedding kept (the classifier too: it is the embedding when shared)."""
+    out = dict(weights)
+    for name in MATMUL_WEIGHTS:
+        out[name] = np.stack([roundtrip(m, fmt) for m in weights[name]])
+    return out
