@@ -1,0 +1,108 @@
+"""q4f16_1 GEMV as an op on torch tensors, served by the fastest kernel known for this GPU.
+
+    w = Q4Linear(a_q, a_scale)      # picks a config, builds it, packs the weights once
+    y = w(v)                        # (N,) fp16 = dequant(a_q, a_scale) . v, on torch's stream
+
+The config comes from an ordered chain of sources, each answering None when it has nothing: the
+tuning database for this exact device key, then a shipped recording taken on the same device key,
+then the template's rule-based default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from autosched.templates import template_for
+from autosched.workloads import GemvQ4F16
+
+
+@dataclass(frozen=True)
+class Choice:
+    config: dict
+    source: str                   # "database", "recording <name>" or "default"
+    median_us: float | None = None
+
+
+def from_database(workload, template, device, db) -> Choice | None:
+    if db is None:
+        return None
+    rec = db.best(workload.key, device.key, template.family)
+    return Choice(rec.config, "database", rec.measurement.median_us) if rec else None
+
+
+def from_recording(workload, template, device, recordings=None) -> Choice | None:
+    from autosched.measure.recording import find_recording
+    rec = find_recording(workload.key, template.family, recordings)
+    if rec is None or rec.device.key != device.key:
+        return None               # numbers from another GPU or driver say nothing about this one
+    ok = [(m.median_us, c) for c, m in rec.entries.values() if m.ok]
+    if not ok:
+        return None
+    t, cfg = min(ok, key=lambda tc: tc[0])
+    return Choice(cfg, f"recording {rec.name}", t)
+
+
+def choose_config(workload, device, db=None, recordings=None) -> Choice:
+    template = template_for(workload)
+    for source in (lambda: from_database(workload, template, device, db),
+                   lambda: from_recording(workload, template, device, recordings)):
+        choice = source()
+        if choice is not None and template.space(workload, device).contains(choice.config):
+            return choice
+    return Choice(template.default_config(workload, device), "default")
+
+
+class Q4Linear:
+    """A packed q4f16_1 weight and the kernel chosen for it (needs a GPU and torch)."""
+
+    def __init__(self, a_q, a_scale, *, db=None, builder=None, device_id: int = 0):
+        import torch
+        from cuda.core import Device
+
+        from autosched import layouts
+        from autosched.build import Builder
+        from autosched.device import query
+        a_q = a_q.cpu().numpy() if hasattr(a_q, "cpu") else np.asarray(a_q)
+        a_scale = a_scale.cpu().numpy() if hasattr(a_scale, "cpu") else np.asarray(a_scale)
+        self.workload = GemvQ4F16(a_q.shape[0], a_q.shape[1] * 8)
+        self.workload.validate_inputs({"A_q": a_q, "A_scale": a_scale,
+                                       "V": np.zeros(self.workload.K, dtype=np.float16)})
+        self.device_info = query(device_id)
+        Device(device_id).set_current()
+        self.choice = choose_config(self.workload, self.device_info, db)
+        template = template_for(self.workload)
+        self.spec = template.render(self.workload, self.choice.config, self.device_info)
+        if builder is None:
+            with Builder(workers=1) as b:
+                binary = b.build(self.spec)
+        else:
+            binary = builder.build(self.spec)
+        if not binary.ok:
+            raise RuntimeError(f"kernel for {self.workload.key} failed to build: {binary.error}")
+        from cuda.core import LaunchConfig, ObjectCode
+        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={self.spec.name_expression: binary.symbol.encode()})
+        self._kernel = mod.get_kernel(self.spec.name_expression)
+        self._launch_cfg = LaunchConfig(grid=self.spec.grid, block=self.spec.block, shmem_size=self.spec.smem_bytes)
+        host = {"A_q": a_q, "A_scale": a_scale}
+        self._packed = {a.name: torch.from_numpy(np.ascontiguousarray(
+            layouts.apply(a.layout, a.params(), host[a.name])).view(np.uint8)).to(f"cuda:{device_id}")
+            for a in self.spec.args if a.role == "input" and a.name in host}
+
+    def __call__(self, v, out=None):
+        import torch
+        from cuda.core import Stream, launch
+
+        from autosched.measure.protocol import ptr
+        K, N = self.workload.K, self.workload.N
+        if v.dtype != torch.float16 or v.numel() != K or not v.is_cuda or not v.is_contiguous():
+            raise ValueError(f"v must be a contiguous CUDA float16 tensor of {K} elements, got "
+                             f"{tuple(v.shape)} {v.dtype} on {v.device}")
+        if out is None:
+            out = torch.empty(N, dtype=torch.float16, device=v.device)
+        args = [ptr(out) if a.role == "output" else ptr(v) if a.name == "V" else ptr(self._packed[a.name])
+                for a in self.spec.args]
+        stream = Stream.from_handle(torch.cuda.current_stream(v.device).cuda_stream)
+        launch(stream, self._launch_cfg, self._kernel, *args)
+        return out
