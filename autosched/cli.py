@@ -131,30 +131,35 @@ def cmd_tune(args) -> int:
             try:
                 res = tune(workload, template, runner, db, strategy=args.strategy, trials=args.trials,
                            time_budget_s=args.time, builder=builder, seed=args.seed, on_result=on_result)
-            finally:
+            except BaseException:
                 if builder:
                     builder.close()
-        _print_tune_result(res, workload, template, runner, device)
+                raise
+        _print_tune_result(res, workload, template, runner, device, builder)
     return 0 if res.best else 1
 
 
-def _print_tune_result(res, workload, template, runner, device) -> None:
+def _print_tune_result(res, workload, template, runner, device, builder=None) -> None:
     from autosched.tuner import measure_configs
-    console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from the "
-                  f"database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
-    if not res.best:
-        console.print("[red]no config passed the correctness check[/]")
-        return
-    default_cfg = template.default_config(workload, device)
-    default = measure_configs(workload, template, runner, [default_cfg])[0] if runner.name == "replay" else None
-    gbs = workload.bytes_moved() / (res.best.median_us * 1e-6) / 1e9
-    t = Table("", "median (us)", "min (us)", "GB/s", "config", title=f"{workload.key} on {device.name}",
+    try:
+        console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from "
+                      f"the database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
+        if not res.best:
+            console.print("[red]no config passed the correctness check[/]")
+            return
+        default_cfg = template.default_config(workload, device)
+        # the default beside the tuned one: looked up in a replay, measured (one config) on a GPU
+        default = measure_configs(workload, template, runner, [default_cfg], builder)[0]
+    finally:
+        if builder:
+            builder.close()
+    _, unit = workload.throughput(res.best.median_us)
+    t = Table("", "median (us)", "min (us)", unit, "config", title=f"{workload.key} on {device.name}",
               title_justify="left")
-    t.add_row("tuned", f"{res.best.median_us:.2f}", f"{res.best.min_us:.2f}", f"{gbs:.0f}",
-              json.dumps(res.best_config))
-    if default is not None and default.ok:
-        t.add_row("default", f"{default.median_us:.2f}", f"{default.min_us:.2f}",
-                  f"{workload.bytes_moved() / (default.median_us * 1e-6) / 1e9:.0f}", json.dumps(default_cfg))
+    for name, cfg, m in (("tuned", res.best_config, res.best), ("default", default_cfg, default)):
+        if m.ok:
+            t.add_row(name, f"{m.median_us:.2f}", f"{m.min_us:.2f}", f"{workload.throughput(m.median_us)[0]:.1f}"
+                      if unit == "TFLOP/s" else f"{workload.throughput(m.median_us)[0]:.0f}", json.dumps(cfg))
     console.print(t)
     if res.best.source.startswith("replay"):
         console.print(f"[yellow](replayed from {res.best.source[7:]}: times measured on {device.name}, "

@@ -47,6 +47,13 @@ class Workload:
     def flops(self) -> int:
         raise NotImplementedError
 
+    memory_bound = True     # how a time is best read: bandwidth (GB/s) or arithmetic (TFLOP/s)
+
+    def throughput(self, us: float) -> tuple[float, str]:
+        if self.memory_bound:
+            return self.bytes_moved() / (us * 1e-6) / 1e9, "GB/s"
+        return self.flops() / (us * 1e-6) / 1e12, "TFLOP/s"
+
     def check(self, out: np.ndarray, ref: np.ndarray) -> Check:
         raise NotImplementedError
 

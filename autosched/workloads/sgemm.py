@@ -14,6 +14,7 @@ EPS32 = float(np.finfo(np.float32).eps)
 
 class Sgemm(Workload):
     name = "sgemm"
+    memory_bound = False
 
     def __init__(self, M: int, N: int, K: int, trans_a: int = 0):
         for label, value in (("M", M), ("N", N), ("K", K)):
