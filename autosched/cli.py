@@ -259,6 +259,26 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_convert(args) -> int:
+    """llama2.c checkpoint <-> Hugging Face Llama directory (weights; the format is told by the source)."""
+    from autosched.models.hf import read_hf, write_hf
+    from autosched.models.llama2c import read_checkpoint, write_checkpoint
+    src, dst = Path(args.source), Path(args.dest)
+    if not src.exists():
+        raise CliError(f"{src} does not exist")
+    if src.is_dir():
+        cfg, w = read_hf(src)
+        write_checkpoint(dst, cfg, w)
+        kind = "llama2.c checkpoint"
+    else:
+        cfg, w = read_checkpoint(src)
+        write_hf(dst, cfg, w)
+        kind = "Hugging Face directory"
+    console.print(f"wrote {dst} ({kind}): dim {cfg.dim}, {cfg.n_layers} layers, {cfg.n_heads} heads "
+                  f"({cfg.n_kv_heads} kv), vocab {cfg.vocab_size}, {cfg.n_params():,} parameters")
+    return 0
+
+
 def _export_device(workload, template, args):
     from autosched.device import gpu_count, query
     from autosched.measure.recording import find_recording
@@ -340,6 +360,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--db", default=None)
     s.add_argument("-o", "--output", default=None)
     s.set_defaults(fn=cmd_export)
+
+    s = sub.add_parser("convert", help="llama2.c checkpoint <-> Hugging Face Llama directory",
+                       description="Convert model weights between the llama2.c format (a .bin file) and a "
+                                   "Hugging Face Llama directory (config.json + model.safetensors); the "
+                                   "direction follows the source: a directory is read as Hugging Face.")
+    s.add_argument("source")
+    s.add_argument("dest")
+    s.set_defaults(fn=cmd_convert)
     return p
 
 

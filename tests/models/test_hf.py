@@ -98,3 +98,16 @@ def test_transformers_logits_match_the_reference(tmp_path):
     # bound is float32-tight, not float64-tight (a wrong permutation or norm is off by O(1))
     assert np.abs(hf - ours).max() < 5e-6 * np.abs(ours).max()
     assert (hf.argmax(-1) == ours.argmax(-1)).all()
+
+
+def test_convert_command_both_ways(tmp_path):
+    from autosched.cli import main
+    from autosched.models.llama2c import read_checkpoint, write_checkpoint
+    w = random_weights(CFG, 7)
+    write_checkpoint(tmp_path / "a.bin", CFG, w)
+    assert main(["convert", str(tmp_path / "a.bin"), str(tmp_path / "hf")]) == 0
+    assert main(["convert", str(tmp_path / "hf"), str(tmp_path / "b.bin")]) == 0
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    cfg, w2 = read_checkpoint(tmp_path / "b.bin")
+    assert cfg == CFG
+    assert main(["convert", str(tmp_path / "missing.bin"), str(tmp_path / "x")]) == 2
