@@ -23,6 +23,11 @@ def threads(bm, bn, wm, wn) -> int:
     return (bm // wm) * (bn // wn) * 32
 
 
+def tiles(M, N, bm, bn) -> int:
+    """Blocks of one K split: the C tiles."""
+    return -(-M // bm) * -(-N // bn)
+
+
 def smem_bytes(bm, bn, bk, stages, pad) -> int:
     return 4 * stages * bk * (bm + pad + bn + pad)
 
@@ -47,7 +52,7 @@ class SgemmTemplate(Template):
     header = "sgemm.cuh"
 
     def space(self, workload, device) -> Space:
-        K = workload.K
+        M, N, K = workload.M, workload.N, workload.K
         knobs = [
             Knob("bm", (64, 128, 256), "rows of C a block owns"),
             Knob("bn", (64, 128, 256), "columns of C a block owns"),
@@ -82,6 +87,10 @@ class SgemmTemplate(Template):
               lambda bm, bn, wm, wn, bk, st: st == 1 or (bm + bn) * bk // threads(bm, bn, wm, wn) <= MAX_STAGED),
             C("every split gets at least one K slice", ("bk", "splitk"),
               lambda bk, sk: sk == 1 or -(-K // bk) >= sk),
+            C(f"split-K only to fill the GPU: while the M x N tiles are fewer than the "
+              f"{device.sm_count} SMs, and to at most 4 blocks per SM", ("bm", "bn", "splitk"),
+              lambda bm, bn, sk: sk == 1 or (tiles(M, N, bm, bn) < device.sm_count
+                                             and tiles(M, N, bm, bn) * sk <= 4 * device.sm_count)),
         ]
         return Space(knobs, rules)
 
