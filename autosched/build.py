@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from autosched.device import nvrtc_version
 from autosched.templates.base import KernelSpec
 
 
@@ -77,12 +78,6 @@ def cuda_include_dir() -> str:
         raise RuntimeError("CUDA headers not found: install the nvidia-cuda-runtime wheel "
                            "(pip install 'nvidia-cuda-runtime')")
     return inc
-
-
-def nvrtc_version() -> str:
-    from cuda.bindings import nvrtc
-    _, major, minor = nvrtc.nvrtcVersion()
-    return f"{major}.{minor}"
 
 
 def cache_key(spec: KernelSpec, nvrtc: str) -> str:

@@ -67,7 +67,8 @@ def _make_runner(kind: str, workload, template):
                                f"{rec.device.name} ({rec.date}, {len(rec.entries)} configs, {rec.name})")
 
 
-def _print_space(space, workload) -> None:
+def _print_space(space, workload) -> int:
+    """Print the space's size before and after pruning and what each rule removed; return the size."""
     raw, size = space.raw_size(), space.size()
     console.print(f"space for {workload!r}: {raw:,} raw points, {size:,} after pruning "
                   f"({100 * size / raw:.3f}%)")
@@ -76,6 +77,7 @@ def _print_space(space, workload) -> None:
     for name, n in space.prune_report():
         t.add_row(name, f"{n:,}")
     console.print(t)
+    return size
 
 
 def cmd_devices(args) -> int:
@@ -112,10 +114,9 @@ def cmd_tune(args) -> int:
     with runner, Database(args.db) as db:
         device = runner.device_info
         space = template.space(workload, device)
-        _print_space(space, workload)
-        total = space.size()
+        total = size = _print_space(space, workload)
         if hasattr(runner, "coverage_note"):
-            console.print("[yellow]REPLAY[/]: " + runner.coverage_note(space.size()))
+            console.print("[yellow]REPLAY[/]: " + runner.coverage_note(size))
             total = len(runner.recording.entries)
         builder = Builder(args.jobs) if (runner.needs_binary or args.build) else None
         if args.trials is None and runner.needs_binary and args.strategy != "exhaustive":
@@ -180,9 +181,9 @@ def cmd_record(args) -> int:
     with GpuRunner() as runner, Database(args.db) as db, Builder(args.jobs) as builder:
         device = runner.device_info
         space = template.space(workload, device)
-        _print_space(space, workload)
+        size = _print_space(space, workload)
         with _progress() as prog:
-            task = prog.add_task(f"record {workload.shape_str}", total=space.size(), best="")
+            task = prog.add_task(f"record {workload.shape_str}", total=size, best="")
             res = tune(workload, template, runner, db, strategy=args.strategy, builder=builder,
                        time_budget_s=args.time,
                        on_result=lambda c, m, r: prog.update(
@@ -191,7 +192,7 @@ def cmd_record(args) -> int:
                                 datetime.date.today().isoformat())
         out = Path(args.out) if args.out else Path(f"{template.family}-{workload.shape_str}.json.gz")
         rec.save(out)
-        console.print(f"recorded {len(rec.entries):,} of {space.size():,} configs to {out} "
+        console.print(f"recorded {len(rec.entries):,} of {size:,} configs to {out} "
                       f"({res.statuses})")
     return 0
 
@@ -250,8 +251,10 @@ def cmd_export(args) -> int:
             recd = find_recording(workload.key, template.family)
             if recd is None:
                 raise CliError(f"nothing tuned for {workload.key}: run `autosched tune` first or pass --config")
-            best = min((m.median_us, c) for c, m in recd.entries.values() if m.ok)
-            config, source = best[1], f"best of recording {recd.name}"
+            best = recd.best()
+            if best is None:
+                raise CliError(f"recording {recd.name} holds no config that passed its check")
+            config, source = best[0], f"best of recording {recd.name}"
     device = _export_device(workload, template, args)
     out = Path(args.output or f"{template.family}_{workload.shape_str}.cu")
     export_cuda(workload, template, config, device, out, source=source)

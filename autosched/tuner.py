@@ -36,7 +36,7 @@ class TuneResult:
 
 
 def versions(runner_name: str) -> dict:
-    from autosched.build import nvrtc_version
+    from autosched.device import nvrtc_version
     return {"autosched": __version__, "nvrtc": nvrtc_version(), "runner": runner_name}
 
 

@@ -39,6 +39,7 @@ class Launchable:
         self.cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
         self.out = out
         self.arg_sets = []
+        self._keep = []         # the tensors behind the pointers in arg_sets
         packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
                   if a.role == "input"}
         dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}
@@ -48,14 +49,14 @@ class Launchable:
             self.arg_sets.append([SCALAR_TYPES[a.dtype](a.value) if a.role == "scalar"
                                   else ptr(out) if a.role == "output" else ptr(tensors[a.name])
                                   for a in spec.args])
-            self._keep = getattr(self, "_keep", []) + [tensors]
+            self._keep.append(tensors)
 
     def launch(self, stream, copy: int = 0) -> None:
         from cuda.core import launch
         launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
 
 
-def time_graph(enqueue_copy, copies: int, stream_torch, count: int = 200) -> float:
+def time_graph(enqueue_copy, copies: int, count: int = 200) -> float:
     """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
     graph (no per-launch event or launch-API cost: what a decode step sees)."""
     import torch

@@ -21,7 +21,7 @@ SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "
           "4096x14336", "128256x4096"]
 
 
-def _floor(workload, timer, stream, builder, torch_stream) -> dict:
+def _floor(workload, timer, stream, builder, arch: str) -> dict:
     """Same-bytes floor: min(device copy moving the same total bytes, read-only stream over them)."""
     import torch
     from cuda.core import LaunchConfig, launch
@@ -37,7 +37,7 @@ def _floor(workload, timer, stream, builder, torch_stream) -> dict:
     from cuda.core import ObjectCode
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for unroll in (1, 4):
-        spec = stream_read_spec(unroll, timer.device_arch)
+        spec = stream_read_spec(unroll, arch)
         b = builder.build(spec)
         k = ObjectCode.from_cubin(b.cubin, symbol_mapping={spec.name_expression: b.symbol.encode()}).get_kernel(spec.name_expression)
         for blocks_per_sm in (2, 4, 8, 16):
@@ -62,7 +62,7 @@ def _baselines(workload, inputs, timer, graph_copies) -> dict:
     x = torch.from_numpy(inputs["V"]).cuda().view(1, K)
     ws = [w] + [w.clone() for _ in range(graph_copies - 1)]
     out["cublas_fp16_us"] = timer.summary(lambda: torch.nn.functional.linear(x, w))["median_us"]
-    out["graph_cublas_fp16_us"] = time_graph(lambda i: torch.nn.functional.linear(x, ws[i]), graph_copies, None)
+    out["graph_cublas_fp16_us"] = time_graph(lambda i: torch.nn.functional.linear(x, ws[i]), graph_copies)
     ws.clear()           # free the copies before the int4 baseline allocates its own
     try:
         # torch's packing wants uint8 (N, K/2) with the even element in the high nibble
@@ -102,7 +102,7 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
     row = {f"{name}_us": s["median_us"], f"{name}_min_us": s["min_us"], f"{name}_spread_us": s["spread_us"],
            f"{name}_config": cfg, f"{name}_max_abs_err": chk.max_abs_err}
     row[f"graph_{name}_us"] = time_graph(
-        lambda i: k.launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), i), copies, None)
+        lambda i: k.launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), i), copies)
     return row
 
 
@@ -155,7 +155,6 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
         torch.cuda.init()
         stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
         timer = Timer(dev, stream, Protocol())
-        timer.device_arch = device.arch
         rows = []
         for w in workloads:
             res = tuned[w.key]
@@ -169,7 +168,7 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
                    "run_trials": res.measured_now, "space_size": res.space_size}
             errors = row["errors"] = {}
             try:
-                row.update(_floor(w, timer, stream, builder, None))
+                row.update(_floor(w, timer, stream, builder, device.arch))
             except Exception as e:
                 errors["floor"] = err_text(e)
             out = torch.empty(w.N, dtype=torch.float16, device="cuda")

@@ -47,6 +47,11 @@ class Recording:
         hit = self.entries.get(config_hash(config))
         return hit[1] if hit else None
 
+    def best(self) -> tuple[dict, Measurement] | None:
+        """The fastest config that passed its check, with its measurement (None if none did)."""
+        ok = [(c, m) for c, m in self.entries.values() if m.ok]
+        return min(ok, key=lambda cm: cm[1].median_us) if ok else None
+
     @property
     def name(self) -> str:
         return Path(self.path).name if self.path else f"{self.workload_key}@{self.device.name}"

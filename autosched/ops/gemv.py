@@ -37,11 +37,8 @@ def from_recording(workload, template, device, recordings=None) -> Choice | None
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
         return None               # numbers from another GPU or driver say nothing about this one
-    ok = [(m.median_us, c) for c, m in rec.entries.values() if m.ok]
-    if not ok:
-        return None
-    t, cfg = min(ok, key=lambda tc: tc[0])
-    return Choice(cfg, f"recording {rec.name}", t)
+    best = rec.best()
+    return Choice(best[0], f"recording {rec.name}", best[1].median_us) if best else None
 
 
 def choose_config(workload, device, db=None, recordings=None) -> Choice:

@@ -249,3 +249,13 @@ def test_replay_measure_stream_keeps_tags(synthetic, loaded):
         out = list(runner.measure_stream(items))
     assert [tag for tag, _ in out] == [f"tag{i}" for i in range(5)]
     assert [m for _, m in out] == [loaded.lookup(c) for c in cfgs]
+
+
+def test_best_is_the_fastest_passing_config_even_with_ties(h100):
+    rec = Recording("gemv_q4f16:N=8,K=64", "gemv_q4f16", h100, ["a"])
+    rec.add({"a": 1}, Measurement(Status.OK, 2.0, 2.0, 0.0, 0.0))
+    rec.add({"a": 2}, Measurement(Status.OK, 2.0, 2.0, 0.0, 0.0))        # a tie must not compare dicts
+    rec.add({"a": 3}, Measurement(Status.WRONG, 1.0, 1.0, 0.0, 0.0))     # faster, but wrong
+    cfg, m = rec.best()
+    assert cfg in ({"a": 1}, {"a": 2}) and m.median_us == 2.0
+    assert Recording("x:N=1", "t", h100, ["a"]).best() is None
