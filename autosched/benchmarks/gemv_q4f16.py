@@ -81,7 +81,7 @@ def _baselines(workload, inputs, timer, graph_copies) -> dict:
         out["tinygemm_us"] = timer.summary(lambda: torch._weight_int4pack_mm(xb, packed, 32, sz))["median_us"]
         ps = [packed] + [packed.clone() for _ in range(graph_copies - 1)]
         out["graph_tinygemm_us"] = time_graph(lambda i: torch._weight_int4pack_mm(xb, ps[i], 32, sz),
-                                               graph_copies, None)
+                                               graph_copies)
     except Exception as e:      # an int4 kernel missing from this torch build: say so, go on
         out["tinygemm_error"] = f"{type(e).__name__}: {e}"[:300]
     return out
