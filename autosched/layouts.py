@@ -1,8 +1,12 @@
-"""Host-side weight layouts: the data transforms a kernel's config asks for, in plain numpy.
+"""Weight layouts: the data transforms a kernel's config asks for.
 
 A template names a layout in its KernelSpec (``ArgSpec.layout``); the runner applies it to the
 workload's inputs before upload.  Each transform is a bijection on the data, so the kernel computes
 the same function the workload's reference defines.
+
+The transforms take numpy arrays (uint32 words) or, so that a 7B model is packed on the GPU
+instead of the host, torch tensors (int32 words: the same bits; shifts and masks below never
+depend on the sign).
 """
 
 from __future__ import annotations
@@ -14,14 +18,34 @@ import numpy as np
 NIBBLE_ORDER_K = (0, 2, 4, 6, 1, 3, 5, 7)
 
 
-def _nibbles(words: np.ndarray) -> np.ndarray:
+def _is_torch(a) -> bool:
+    return type(a).__module__.startswith("torch")
+
+
+def _nibbles(words):
+    if _is_torch(words):
+        import torch
+        shifts = torch.arange(8, dtype=torch.int32, device=words.device) * 4
+        return (words[..., None] >> shifts) & 0xF
     shifts = np.arange(8, dtype=np.uint32) * 4
     return (words[..., None] >> shifts) & np.uint32(0xF)
 
 
-def _words(nibbles: np.ndarray) -> np.ndarray:
+def _words(nibbles):
+    if _is_torch(nibbles):
+        out = nibbles[..., 0].clone()
+        for j in range(1, 8):
+            out |= nibbles[..., j] << (4 * j)       # bit 31 wraps into the sign: same bits as uint32
+        return out
     shifts = np.arange(8, dtype=np.uint32) * 4
     return np.bitwise_or.reduce(nibbles.astype(np.uint32) << shifts, axis=-1).astype(np.uint32)
+
+
+def _cat(parts, axis):
+    if _is_torch(parts[0]):
+        import torch
+        return torch.cat(parts, dim=axis)
+    return np.concatenate(parts, axis=axis)
 
 
 def interleave_k(a_q: np.ndarray) -> np.ndarray:
@@ -37,10 +61,8 @@ def interleave_rows(a_q: np.ndarray) -> np.ndarray:
         raise ValueError(f"row interleave needs an even number of rows, got {n}")
     nib = _nibbles(a_q)
     a, b = nib[0::2], nib[1::2]
-    out = np.empty_like(nib)
-    out[0::2] = np.concatenate([a[..., :4], b[..., :4]], axis=-1)
-    out[1::2] = np.concatenate([a[..., 4:], b[..., 4:]], axis=-1)
-    return _words(out)
+    out = _cat([_cat([a[..., :4], b[..., :4]], -1)[:, None], _cat([a[..., 4:], b[..., 4:]], -1)[:, None]], 1)
+    return _words(out.reshape(nib.shape))
 
 
 def tile(a: np.ndarray, n: int, k: int) -> np.ndarray:
@@ -48,13 +70,15 @@ def tile(a: np.ndarray, n: int, k: int) -> np.ndarray:
     r, c = a.shape
     if r % n or c % k:
         raise ValueError(f"tile ({n}, {k}) does not divide a ({r}, {c}) matrix")
+    if _is_torch(a):
+        return a.reshape(r // n, n, c // k, k).permute(0, 2, 1, 3).contiguous().reshape(-1)
     return np.ascontiguousarray(a.reshape(r // n, n, c // k, k).transpose(0, 2, 1, 3)).reshape(-1)
 
 
 def apply(name: str, params: dict, a: np.ndarray) -> np.ndarray:
     """Apply layout ``name`` (as named in an ArgSpec) to array ``a``."""
     if name == "identity":
-        return np.ascontiguousarray(a)
+        return a.contiguous() if _is_torch(a) else np.ascontiguousarray(a)
     if name == "q4_words":
         if params["nibbles"] == "k":
             a = interleave_k(a)

@@ -1,21 +1,44 @@
-// Kernels of one Llama decode step besides the matmuls (fp32 activations), llama2.c semantics.
+// Kernels of one Llama decode step besides the q4f16_1 GEMV (kernels/gemv_q4f16.cuh), llama2.c
+// semantics.  T is the activation type the matmuls read and write (float for the fp32 engine,
+// __half otherwise); the residual stream x stays float in every engine, as in llama.cpp and MLC,
+// because fp16 residuals drift over 32 layers.
 //
-//   rmsnorm       out (dim) = x * rsqrt(mean(x^2) + eps) * w           one block
-//   rope          q (n_heads*hs), k (n_kv_heads*hs): pairs (2i, 2i+1) of each head rotated by
-//                 pos * theta^(-2i/hs)                                  one thread per pair
-//   silu_mul      g (n) = silu(g) * u
-//   residual_add  x (n) += y
-//   attention     out (n_heads*hs) = softmax(q . K[0..pos] / sqrt(hs)) . V[0..pos] per head, over
-//                 a cache K, V (seq_len, kv_dim); head h reads kv head h / kv_mul   one block a head
+// The token and the position live in device memory (token[0], pos[0]) so that one captured CUDA
+// graph serves every step: argmax_step writes the next token and advances pos at the end of a step.
+//
+//   embed           x (dim) = table[token]
+//   add_rmsnorm     x += y (unless y is null); out = x * rsqrt(mean(x^2) + eps) * w   one block
+//   rope_attention  per head: RoPE (cos/sin table rope_cs (seq_len, hs/2)) on q and the new k, the new k, v appended to the cache, then
+//                   softmax(q . K[0..pos] / sqrt(hs)) . V[0..pos]; grid (heads, splits): with
+//                   splits > 1 each block takes a slice of the context and writes a partial
+//                   (max, sum, unnormalized output) that attention_combine merges (split-KV)
+//   silu_mul        h (n) = silu(gu[0:n]) * gu[n:2n]      (gate and up come from one fused GEMV)
+//   gemv_dense      out (N) = W (N, K) . x  for W in float, __half or int8 (with a per-row scale)
+//   argmax_step     token = argmax(logits) (first of ties, as numpy), pos += 1; logits -> float
 #pragma once
+#include <cuda_fp16.h>
 
 namespace autosched_decode {
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f(signed char v) { return (float)v; }
+template <typename T> __device__ __forceinline__ T from_f(float v);
+template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+
+__device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
 
 // Sum over the block; every thread gets the result.  `red` holds THREADS / 32 floats.
 template <int THREADS>
 __device__ __forceinline__ float block_sum(float v, float* red) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  v = warp_sum(v);
   if (THREADS > 32) {
     if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
     __syncthreads();
@@ -42,83 +65,276 @@ __device__ __forceinline__ float block_max(float v, float* red) {
   return v;
 }
 
+// E elements of type W from one 16-byte load, as floats
+template <typename W> struct Vec16;
+template <> struct Vec16<float> {
+  static constexpr int E = 4;
+  __device__ __forceinline__ static void unpack(uint4 r, float* f) {
+    f[0] = __uint_as_float(r.x); f[1] = __uint_as_float(r.y);
+    f[2] = __uint_as_float(r.z); f[3] = __uint_as_float(r.w);
+  }
+};
+template <> struct Vec16<__half> {
+  static constexpr int E = 8;
+  __device__ __forceinline__ static void unpack(uint4 r, float* f) {
+    const unsigned w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 p = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+      f[2 * i] = p.x;
+      f[2 * i + 1] = p.y;
+    }
+  }
+};
+template <> struct Vec16<signed char> {
+  static constexpr int E = 16;
+  __device__ __forceinline__ static void unpack(uint4 r, float* f) {
+    const unsigned w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) f[4 * i + b] = (float)(signed char)((w[i] >> (8 * b)) & 0xffu);
+  }
+};
+
 }  // namespace autosched_decode
 
-template <int THREADS>
+__global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* __restrict__ token,
+                      int dim) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < dim) x[i] = table[(long long)token[0] * dim + i];
+}
+
+template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-rmsnorm(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ w, int dim, float eps) {
+add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restrict__ w, T* __restrict__ out,
+            int dim, float eps) {
+  using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
   __shared__ float red[THREADS / 32];
   float ss = 0.f;
-  for (int i = threadIdx.x; i < dim; i += THREADS) ss += x[i] * x[i];
-  const float inv = rsqrtf(autosched_decode::block_sum<THREADS>(ss, red) / dim + eps);
-  for (int i = threadIdx.x; i < dim; i += THREADS) out[i] = x[i] * inv * w[i];
-}
-
-__global__ void rope(float* __restrict__ q, float* __restrict__ k, int pos, int q_dim, int kv_dim,
-                     int head_size, float theta) {
-  const int p = blockIdx.x * blockDim.x + threadIdx.x;     // pair index over q
-  if (2 * p >= q_dim) return;
-  const int j = (2 * p) % head_size;
-  const float ang = pos * powf(theta, -(float)j / head_size);
-  float s, c;
-  sincosf(ang, &s, &c);
-  float a = q[2 * p], b = q[2 * p + 1];
-  q[2 * p] = a * c - b * s;
-  q[2 * p + 1] = a * s + b * c;
-  if (2 * p < kv_dim) {
-    a = k[2 * p];
-    b = k[2 * p + 1];
-    k[2 * p] = a * c - b * s;
-    k[2 * p + 1] = a * s + b * c;
+  for (int i = threadIdx.x; i < dim; i += THREADS) {
+    float v = x[i];
+    if (y != nullptr) {
+      v += to_f(y[i]);
+      x[i] = v;
+    }
+    ss += v * v;
   }
+  const float inv = rsqrtf(block_sum<THREADS>(ss, red) / dim + eps);
+  for (int i = threadIdx.x; i < dim; i += THREADS) out[i] = from_f<T>(x[i] * inv * w[i]);
 }
 
-__global__ void silu_mul(float* __restrict__ g, const float* __restrict__ u, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) g[i] = g[i] / (1.f + __expf(-g[i])) * u[i];
-}
-
-__global__ void residual_add(float* __restrict__ x, const float* __restrict__ y, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) x[i] += y[i];
-}
-
-// scores (pos + 1 floats) live in dynamic shared memory: seq_len * 4 bytes must fit the block.
-template <int THREADS>
+// Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.
+// part (splits > 1 only): per (head, split) head_size + 2 floats: max, sum, output[head_size].
+template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-attention(float* __restrict__ out, const float* __restrict__ q, const float* __restrict__ k_cache,
-          const float* __restrict__ v_cache, int pos, int kv_dim, int head_size, int kv_mul) {
+rope_attention(T* __restrict__ out, float* __restrict__ part, const T* __restrict__ qkv, T* __restrict__ k_cache,
+               T* __restrict__ v_cache, const int* __restrict__ pos_p, const float2* __restrict__ rope_cs,
+               int n_heads, int kv_dim, int head_size, int kv_mul) {
+  using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
-  extern __shared__ float scores[];
-  __shared__ float red[THREADS / 32];
-  const int h = blockIdx.x;
-  const float* qh = q + h * head_size;
-  const int koff = (h / kv_mul) * head_size;
-  const float scale = rsqrtf((float)head_size);
+  constexpr int WARPS = THREADS / 32;
+  extern __shared__ float smem[];
+  __shared__ float red[THREADS];
+  float* qs = smem;
+  float* ks = qs + head_size;
+  float* vs = ks + head_size;
+  float* scores = vs + head_size;
 
-  float m = -__int_as_float(0x7f800000);     // -inf (NVRTC has no <cmath> INFINITY)
-  for (int t = threadIdx.x; t <= pos; t += THREADS) {
-    const float* kt = k_cache + (long long)t * kv_dim + koff;
+  const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int pos = pos_p[0];
+  const int kvh = h / kv_mul;
+  const int q_dim = n_heads * head_size;
+  const int kv_off = kvh * head_size;
+
+  // RoPE on pairs (2j, 2j+1); cos and sin of pos * theta^(-2j/hs) come from a host table computed
+  // in float32 as HF does (no sincosf here: its large-argument path needs a stack)
+  const float2* cs = rope_cs + (long long)pos * (head_size / 2);
+  for (int j = threadIdx.x; j < head_size / 2; j += THREADS) {
+    const float c = cs[j].x, s = cs[j].y;
+    const float q0 = to_f(qkv[h * head_size + 2 * j]), q1 = to_f(qkv[h * head_size + 2 * j + 1]);
+    qs[2 * j] = q0 * c - q1 * s;
+    qs[2 * j + 1] = q0 * s + q1 * c;
+    const float k0 = to_f(qkv[q_dim + kv_off + 2 * j]), k1 = to_f(qkv[q_dim + kv_off + 2 * j + 1]);
+    // rounded to the cache type: position pos reads the same value now as in later steps
+    ks[2 * j] = to_f(from_f<T>(k0 * c - k1 * s));
+    ks[2 * j + 1] = to_f(from_f<T>(k0 * s + k1 * c));
+  }
+  for (int i = threadIdx.x; i < head_size; i += THREADS) vs[i] = to_f(qkv[q_dim + kv_dim + kv_off + i]);
+  __syncthreads();
+  // one block per kv head appends to the cache; the others use their own copy of position pos
+  if (h % kv_mul == 0 && split == 0) {
+    for (int i = threadIdx.x; i < head_size; i += THREADS) {
+      k_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(ks[i]);
+      v_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(vs[i]);
+    }
+  }
+
+  const int n = pos + 1;
+  const int chunk = (n + splits - 1) / splits;
+  const int t0 = split * chunk, t1 = min(n, t0 + chunk);
+  const float scale = rsqrtf((float)head_size);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  float m = neg_inf();
+  for (int t = t0 + warp; t < t1; t += WARPS) {
     float s = 0.f;
-    for (int i = 0; i < head_size; ++i) s += qh[i] * kt[i];
-    s *= scale;
-    scores[t] = s;
+    if (t == pos) {
+      for (int i = lane; i < head_size; i += 32) s += qs[i] * ks[i];
+    } else {
+      const T* kt = k_cache + (long long)t * kv_dim + kv_off;
+      for (int i = lane; i < head_size; i += 32) s += qs[i] * to_f(kt[i]);
+    }
+    s = warp_sum(s) * scale;
+    if (lane == 0) scores[t - t0] = s;
     m = fmaxf(m, s);
   }
-  m = autosched_decode::block_max<THREADS>(m, red);
+  m = block_max<THREADS>(m, red);      // its barrier also publishes the scores
   float sum = 0.f;
-  for (int t = threadIdx.x; t <= pos; t += THREADS) {
-    const float e = __expf(scores[t] - m);
-    scores[t] = e;
+  for (int t = t0 + threadIdx.x; t < t1; t += THREADS) {
+    const float e = __expf(scores[t - t0] - m);
+    scores[t - t0] = e;
     sum += e;
   }
-  sum = autosched_decode::block_sum<THREADS>(sum, red);
-  __syncthreads();      // every thread reads every score below
-  const float inv = 1.f / sum;
-  for (int i = threadIdx.x; i < head_size; i += THREADS) {
-    float acc = 0.f;
-    for (int t = 0; t <= pos; ++t) acc += scores[t] * v_cache[(long long)t * kv_dim + koff + i];
-    out[h * head_size + i] = acc * inv;
+  sum = block_sum<THREADS>(sum, red);
+  __syncthreads();
+
+  // output: head_size lanes per group, the groups split the positions, then add up the groups
+  const int groups = THREADS / head_size;     // the launcher guarantees THREADS >= head_size
+  const int i = threadIdx.x % head_size, g = threadIdx.x / head_size;
+  float acc = 0.f;
+  if (g < groups) {
+    for (int t = t0 + g; t < t1; t += groups) {
+      const float v = (t == pos) ? vs[i] : to_f(v_cache[(long long)t * kv_dim + kv_off + i]);
+      acc += scores[t - t0] * v;
+    }
+  }
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < head_size) {
+    for (int gg = 1; gg < groups; ++gg) acc += red[gg * head_size + threadIdx.x];
+    if (splits == 1) {
+      out[h * head_size + threadIdx.x] = from_f<T>(acc / sum);
+    } else {
+      float* p = part + ((long long)h * splits + split) * (head_size + 2);
+      if (threadIdx.x == 0) {
+        p[0] = m;        // -inf for an empty slice, whose sum and output are 0
+        p[1] = sum;
+      }
+      p[2 + threadIdx.x] = acc;
+    }
+  }
+}
+
+// grid n_heads, block >= head_size threads
+template <typename T>
+__global__ void attention_combine(T* __restrict__ out, const float* __restrict__ part, int splits, int head_size) {
+  using namespace autosched_decode;
+  const int h = blockIdx.x, i = threadIdx.x;
+  if (i >= head_size) return;
+  const float* p = part + (long long)h * splits * (head_size + 2);
+  float m = neg_inf();
+  for (int s = 0; s < splits; ++s) m = fmaxf(m, p[s * (head_size + 2)]);
+  float sum = 0.f, acc = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float* q = p + s * (head_size + 2);
+    if (q[1] == 0.f) continue;       // empty slice
+    const float f = __expf(q[0] - m);
+    sum += q[1] * f;
+    acc += q[2 + i] * f;
+  }
+  out[h * head_size + i] = from_f<T>(acc / sum);
+}
+
+template <typename T>
+__global__ void silu_mul(T* __restrict__ h, const T* __restrict__ gu, int n) {
+  using namespace autosched_decode;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float g = to_f(gu[i]);
+    h[i] = from_f<T>(g / (1.f + __expf(-g)) * to_f(gu[n + i]));
+  }
+}
+
+// One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation.
+// W rows must start 16-byte aligned (K * sizeof(W) % 16 == 0: the launcher checks).  scale: one
+// fp16 per row for int8 weights, null otherwise.
+template <typename W, typename X, typename O, int WARPS, int UNROLL>
+__global__ void __launch_bounds__(WARPS * 32)
+gemv_dense(O* __restrict__ out, const W* __restrict__ w, const __half* __restrict__ scale, const X* __restrict__ x,
+           int N, int K) {
+  using namespace autosched_decode;
+  using V = Vec16<W>;
+  constexpr int E = V::E;
+  const int row = blockIdx.x * WARPS + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= N) return;
+  const uint4* wr = reinterpret_cast<const uint4*>(w + (long long)row * K);
+  const int nvec = K / E;
+  float acc = 0.f;
+  int v = lane;
+  for (; v + (UNROLL - 1) * 32 < nvec; v += UNROLL * 32) {
+    uint4 r[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) r[u] = __ldg(wr + v + u * 32);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float f[E];
+      V::unpack(r[u], f);
+      const X* xv = x + (v + u * 32) * E;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc += f[e] * to_f(xv[e]);
+    }
+  }
+  for (; v < nvec; v += 32) {
+    float f[E];
+    V::unpack(__ldg(wr + v), f);
+    const X* xv = x + v * E;
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc += f[e] * to_f(xv[e]);
+  }
+  acc = warp_sum(acc);
+  if (lane == 0) {
+    if (scale != nullptr) acc *= __half2float(scale[row]);
+    out[row] = from_f<O>(acc);
+  }
+}
+
+// One block of THREADS: token[0] = first index of the largest logit; pos[0] += 1; logits as float.
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+argmax_step(float* __restrict__ out, const T* __restrict__ logits, int n, int* __restrict__ token,
+            int* __restrict__ pos) {
+  using namespace autosched_decode;
+  __shared__ float best_v[THREADS];
+  __shared__ int best_i[THREADS];
+  float bv = neg_inf();
+  int bi = 0x7fffffff;
+  for (int i = threadIdx.x; i < n; i += THREADS) {
+    const float v = to_f(logits[i]);
+    out[i] = v;
+    if (v > bv) {      // strided walk: earlier indices first, so ">" keeps the first of ties
+      bv = v;
+      bi = i;
+    }
+  }
+  best_v[threadIdx.x] = bv;
+  best_i[threadIdx.x] = bi;
+  __syncthreads();
+  for (int s = THREADS / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      const float ov = best_v[threadIdx.x + s];
+      const int oi = best_i[threadIdx.x + s];
+      if (ov > best_v[threadIdx.x] || (ov == best_v[threadIdx.x] && oi < best_i[threadIdx.x])) {
+        best_v[threadIdx.x] = ov;
+        best_i[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    token[0] = best_i[0] < n ? best_i[0] : 0;     // all-NaN logits: the host sees them in `out`
+    pos[0] += 1;
   }
 }

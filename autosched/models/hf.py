@@ -61,9 +61,12 @@ def _halves_to_pairs(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, hs // 2, -1).transpose(0, 2, 1, 3).reshape(out, -1)
 
 
-def _pairs_to_halves(w: np.ndarray, heads: int) -> np.ndarray:
+def _pairs_to_halves(w, heads: int):
+    """Inverse of _halves_to_pairs (numpy arrays or torch tensors)."""
     out, hs = w.shape[0], w.shape[0] // heads
-    return w.reshape(heads, hs // 2, 2, -1).transpose(0, 2, 1, 3).reshape(out, -1)
+    r = w.reshape(heads, hs // 2, 2, -1)
+    r = r.permute(0, 2, 1, 3) if hasattr(r, "permute") else r.transpose(0, 2, 1, 3)
+    return r.reshape(out, -1)
 
 
 def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
@@ -104,16 +107,18 @@ def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     return cfg, w
 
 
-def write_hf(directory, cfg: LlamaConfig, w: dict[str, np.ndarray]) -> Path:
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    conf = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": cfg.dim,
+def hf_config(cfg: LlamaConfig) -> dict:
+    """config.json of a transformers LlamaForCausalLM with this model's sizes."""
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": cfg.dim,
             "intermediate_size": cfg.hidden_dim, "num_hidden_layers": cfg.n_layers,
             "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.n_kv_heads,
             "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.seq_len, "rms_norm_eps": cfg.norm_eps,
             "rope_theta": cfg.rope_theta, "tie_word_embeddings": cfg.shared_classifier, "hidden_act": "silu",
             "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2}
-    (d / "config.json").write_text(json.dumps(conf, indent=1))
+
+
+def hf_state_dict(cfg: LlamaConfig, w: dict) -> dict:
+    """HF parameter names -> tensors (numpy or torch, as given), q/k rows in HF's rotate-half order."""
     t = {"model.embed_tokens.weight": w["token_embedding"], "model.norm.weight": w["rms_final"]}
     for i in range(cfg.n_layers):
         p = f"model.layers.{i}."
@@ -128,5 +133,12 @@ def write_hf(directory, cfg: LlamaConfig, w: dict[str, np.ndarray]) -> Path:
         t[p + "mlp.up_proj.weight"] = w["w3"][i]
     if not cfg.shared_classifier:
         t["lm_head.weight"] = w["wcls"]
-    write_safetensors(d / "model.safetensors", t)
+    return t
+
+
+def write_hf(directory, cfg: LlamaConfig, w: dict[str, np.ndarray]) -> Path:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps(hf_config(cfg), indent=1))
+    write_safetensors(d / "model.safetensors", hf_state_dict(cfg, w))
     return d

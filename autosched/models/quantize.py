@@ -59,9 +59,11 @@ MATMUL_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
 
 
 def quantized_model(weights: dict[str, np.ndarray], fmt: str) -> dict[str, np.ndarray]:
-    """The model's weights as the `fmt` engine sees them: matmul weights quantized, norms and the
-    embedding kept (the classifier too: it is the embedding when shared)."""
+    """The model's weights as the `fmt` engine sees them: matmul weights and the classifier
+    quantized (as a separate "wcls" when it is shared with the embedding), norms and the embedding
+    table (the lookup) kept."""
     out = dict(weights)
     for name in MATMUL_WEIGHTS:
         out[name] = np.stack([roundtrip(m, fmt) for m in weights[name]])
+    out["wcls"] = roundtrip(weights.get("wcls", weights["token_embedding"]), fmt)
     return out

@@ -1,8 +1,9 @@
-"""KernelSpecs of the decode step's non-matmul kernels (kernels/decode.cuh).
+"""KernelSpecs of the decode step's kernels other than the q4f16_1 GEMV (kernels/decode.cuh).
 
-These take their sizes as arguments (one binary serves every layer and position); the only knob is
-the block size of the reductions, so there is no search space to speak of yet.  The engine launches
-them with its own arguments (see the signatures in the .cuh), so the specs list none.
+They take their sizes as arguments, so one binary serves every layer and position; what is fixed at
+compile time is the activation type (`act`: "float" or "half"), block sizes and, for the dense
+GEMV, the weight type, rows per block and loads in flight.  The engine launches them with its own
+arguments (see the signatures in the .cuh), so the specs list none.
 """
 
 from __future__ import annotations
@@ -10,28 +11,91 @@ from __future__ import annotations
 from autosched.templates.base import KernelSpec, kernel_source
 
 HEADER = "decode.cuh"
+ACT_TYPES = {"float": "float", "half": "__half"}
+WEIGHT_TYPES = {"fp32": "float", "fp16": "__half", "int8": "signed char"}
+WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "int8": 1}
+
+
+def _ctype(act: str) -> str:
+    if act not in ACT_TYPES:
+        raise ValueError(f"activation type must be one of {sorted(ACT_TYPES)}, got {act!r}")
+    return ACT_TYPES[act]
 
 
 def _spec(name: str, expr: str, arch: str, grid, block, smem: int = 0) -> KernelSpec:
     return KernelSpec(family="decode", workload_key=f"decode:{name}", config=(("kernel", expr),),
-                      source=kernel_source(HEADER), name_expression=expr, grid=grid, block=block,
+                      source=kernel_source(HEADER), name_expression=expr, grid=tuple(grid), block=tuple(block),
                       smem_bytes=smem, args=(), arch=arch)
 
 
-def rmsnorm_spec(dim: int, arch: str, threads: int = 256) -> KernelSpec:
-    del dim      # one block walks any dim; kept in the signature for when threads follow dim
-    return _spec("rmsnorm", f"rmsnorm<{threads}>", arch, (1, 1, 1), (threads, 1, 1))
+def _blocks(n: int, threads: int) -> int:
+    return max(1, -(-n // threads))
 
 
-def rope_spec(q_dim: int, arch: str, threads: int = 128) -> KernelSpec:
-    return _spec("rope", "rope", arch, (-(-q_dim // 2 // threads), 1, 1), (threads, 1, 1))
+def embed_spec(dim: int, arch: str, threads: int = 256) -> KernelSpec:
+    return _spec("embed", "embed", arch, (_blocks(dim, threads), 1, 1), (threads, 1, 1))
 
 
-def elementwise_spec(kernel: str, n: int, arch: str, threads: int = 256) -> KernelSpec:
-    if kernel not in ("silu_mul", "residual_add"):
-        raise ValueError(f"unknown elementwise kernel {kernel!r}")
-    return _spec(kernel, kernel, arch, (-(-n // threads), 1, 1), (threads, 1, 1))
+def rmsnorm_threads(dim: int) -> int:
+    """One block walks the vector: enough warps that each thread has a few elements."""
+    t = 32
+    while t < 1024 and t * 4 < dim:
+        t *= 2
+    return t
 
 
-def attention_spec(n_heads: int, seq_len: int, arch: str, threads: int = 128) -> KernelSpec:
-    return _spec("attention", f"attention<{threads}>", arch, (n_heads, 1, 1), (threads, 1, 1), smem=4 * seq_len)
+def add_rmsnorm_spec(dim: int, act: str, arch: str, threads: int | None = None) -> KernelSpec:
+    threads = threads or rmsnorm_threads(dim)
+    return _spec("add_rmsnorm", f"add_rmsnorm<{_ctype(act)}, {threads}>", arch, (1, 1, 1), (threads, 1, 1))
+
+
+def attention_threads(head_size: int) -> int:
+    t = 128
+    while t < head_size:
+        t *= 2
+    if t > 1024:
+        raise ValueError(f"head size {head_size} is larger than a block")
+    return t
+
+
+def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
+    """Split-KV when one block a head would leave most SMs idle over a long context: enough
+    slices for ~2 blocks per SM, each slice at least 128 positions."""
+    if seq_len < 512:
+        return 1
+    want = max(1, (2 * sm_count) // n_heads)
+    return max(1, min(want, seq_len // 128))
+
+
+def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int, act: str, arch: str,
+                        threads: int | None = None) -> KernelSpec:
+    threads = threads or attention_threads(head_size)
+    if threads < head_size:
+        raise ValueError(f"{threads} threads cannot cover head size {head_size}")
+    smem = 4 * (3 * head_size + -(-seq_len // splits))
+    return _spec("rope_attention", f"rope_attention<{_ctype(act)}, {threads}>", arch, (n_heads, splits, 1),
+                 (threads, 1, 1), smem)
+
+
+def attention_combine_spec(n_heads: int, head_size: int, act: str, arch: str) -> KernelSpec:
+    threads = -(-head_size // 32) * 32
+    return _spec("attention_combine", f"attention_combine<{_ctype(act)}>", arch, (n_heads, 1, 1), (threads, 1, 1))
+
+
+def silu_mul_spec(hidden: int, act: str, arch: str, threads: int = 256) -> KernelSpec:
+    return _spec("silu_mul", f"silu_mul<{_ctype(act)}>", arch, (_blocks(hidden, threads), 1, 1), (threads, 1, 1))
+
+
+def gemv_dense_spec(n: int, k: int, weight: str, act: str, out: str, arch: str, warps: int = 4,
+                    unroll: int = 4) -> KernelSpec:
+    """out (n) = W (n, k) . x, one warp a row.  weight: fp32 | fp16 | int8 (per-row fp16 scale)."""
+    if weight not in WEIGHT_TYPES:
+        raise ValueError(f"dense weight format must be one of {sorted(WEIGHT_TYPES)}, got {weight!r}")
+    if k * WEIGHT_BYTES[weight] % 16:
+        raise ValueError(f"{weight} rows of {k} elements are not 16-byte aligned (k * {WEIGHT_BYTES[weight]} % 16 != 0)")
+    expr = f"gemv_dense<{WEIGHT_TYPES[weight]}, {_ctype(act)}, {_ctype(out)}, {warps}, {unroll}>"
+    return _spec(f"gemv_dense_{weight}", expr, arch, (_blocks(n, warps), 1, 1), (32 * warps, 1, 1))
+
+
+def argmax_spec(act: str, arch: str, threads: int = 1024) -> KernelSpec:
+    return _spec("argmax_step", f"argmax_step<{_ctype(act)}, {threads}>", arch, (1, 1, 1), (threads, 1, 1))

@@ -1,0 +1,254 @@
+"""A Llama-family decode engine (batch 1) on autosched's kernels.
+
+One step is a fixed sequence of launches that reads the token and the position from device memory
+and ends with argmax_step, which writes the greedy next token and advances the position.  So the
+step is captured once in a CUDA graph and replayed for every token; a small model is then not
+bound by the CPU cost of ~7 launches a layer.  Attention switches to split-KV once the context is
+long (a second graph, captured when first needed).
+
+    eng = Engine(cfg, weights, "q4f16_1")     # weights: numpy or torch float32, llama2.c names
+    logits = eng.step(token)                  # float32 (vocab,) torch tensor on the GPU
+    tokens = eng.generate(prompt, 64)         # greedy
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autosched.engine.matmul import LoadedKernel, Matmul, ptr
+from autosched.engine.weights import as_torch, check_format, classifier, fused
+from autosched.models.llama2c import LlamaConfig
+from autosched.templates import decode as dk
+
+MATMULS = ("qkv", "o", "gate_up", "down")
+
+# where split-KV starts to pay for its combine launch (positions)
+SPLIT_FROM = 512
+
+
+def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
+    """(N, K) of each matmul the engine launches (Q, K, V fused; gate and up fused)."""
+    q_dim = cfg.n_heads * cfg.head_size
+    return {"qkv": (q_dim + 2 * cfg.kv_dim, cfg.dim), "o": (cfg.dim, q_dim), "gate_up": (2 * cfg.hidden_dim, cfg.dim),
+            "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
+
+
+def rope_table(cfg: LlamaConfig, device):
+    """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs), in float32 the way
+    transformers computes them (inverse frequencies first, then one float32 product)."""
+    import torch
+    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_size, 2, dtype=torch.int64).float() / cfg.head_size))
+    ang = torch.arange(cfg.seq_len, dtype=torch.int64).float()[:, None] * inv[None, :]
+    return torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous().to(device)
+
+
+class Engine:
+    def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
+                 builder=None, graphs: bool = True, split_from: int = SPLIT_FROM,
+                 long_splits: int | None = None, progress=None):
+        import torch
+        from cuda.core import Device
+
+        from autosched.device import query
+        self.cfg, self.fmt = cfg, check_format(fmt)
+        self.dev = torch.device("cuda", device_id)
+        self.info = query(device_id)
+        Device(device_id).set_current()
+        self.act = "float" if fmt == "fp32" else "half"
+        self.tdtype = torch.float32 if fmt == "fp32" else torch.float16
+        self.graphs_enabled = graphs
+        self.split_from = split_from
+        self._graphs: dict[int, object] = {}
+        own_builder = builder is None
+        if own_builder:
+            from autosched.build import Builder
+            builder = Builder()
+        try:
+            self._build(weights, builder, db, progress, long_splits)
+        finally:
+            if own_builder:
+                builder.close()
+        self._alloc()
+
+    # -- set-up -----------------------------------------------------------------------------
+    def _build(self, weights, builder, db, progress, long_splits) -> None:
+        import torch
+        c, act, arch = self.cfg, self.act, self.info.arch
+        hs = c.head_size
+        shapes = matmul_shapes(c)
+        # specs first, all built in the pool at once
+        self.splits_long = self._splits_that_fit(
+            long_splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count))
+        self.splits_short = self._splits_that_fit(1)
+        specs = {
+            "embed": dk.embed_spec(c.dim, arch),
+            "norm": dk.add_rmsnorm_spec(c.dim, act, arch),
+            "silu": dk.silu_mul_spec(c.hidden_dim, act, arch),
+            "argmax": dk.argmax_spec(act, arch),
+            "combine": dk.attention_combine_spec(c.n_heads, hs, act, arch),
+        }
+        for s in {self.splits_short, self.splits_long}:
+            specs[f"attn{s}"] = dk.rope_attention_spec(c.n_heads, hs, c.seq_len, s, act, arch)
+        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db) for name, (n, kk) in shapes.items()}
+        list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values())]))   # in parallel
+        self.k = {name: LoadedKernel(spec, builder) for name, spec in specs.items()}
+        for m in self.mm.values():
+            m.load(builder)
+
+        task = progress.add_task("packing weights", total=c.n_layers + 1) if progress else None
+        for layer in range(c.n_layers):
+            # one layer at a time: a 7B model never sits on the GPU in float32 all at once
+            for name, w in fused(lambda n: as_torch(weights[n][layer], self.dev)).items():
+                self.mm[name].add_layer(w)
+            if progress:
+                progress.advance(task)
+        self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev))
+        self.embedding = as_torch(weights["token_embedding"], self.dev)
+        self.rms_att = as_torch(weights["rms_att"], self.dev)
+        self.rms_ffn = as_torch(weights["rms_ffn"], self.dev)
+        self.rms_final = as_torch(weights["rms_final"], self.dev)
+        if progress:
+            progress.advance(task)
+        torch.cuda.synchronize(self.dev)
+
+    def _splits_that_fit(self, splits: int) -> int:
+        """Fewest splits >= `splits` whose slice of scores fits the 48 KiB of static shared memory."""
+        c = self.cfg
+        while 4 * (3 * c.head_size + -(-c.seq_len // splits)) > 48 * 1024:
+            splits += 1
+        return splits
+
+    def _alloc(self) -> None:
+        import torch
+        c, dev, t = self.cfg, self.dev, self.tdtype
+        q_dim = c.n_heads * c.head_size
+        z = lambda n, dt=t: torch.zeros(n, dtype=dt, device=dev)  # noqa: E731
+        self.x = z(c.dim, torch.float32)
+        self.xb, self.y = z(c.dim), z(c.dim)
+        self.qkv = z(q_dim + 2 * c.kv_dim)
+        self.att = z(q_dim)
+        self.gu, self.hb = z(2 * c.hidden_dim), z(c.hidden_dim)
+        self.logits = z(c.vocab_size)
+        self.logits_f = z(c.vocab_size, torch.float32)
+        self.token = z(1, torch.int32)
+        self.pos_d = z(1, torch.int32)
+        self.part = z(c.n_heads * max(self.splits_long, self.splits_short) * (c.head_size + 2), torch.float32)
+        self.rope_cs = rope_table(c, dev)
+        self.k_cache = torch.zeros((c.n_layers, c.seq_len, c.kv_dim), dtype=t, device=dev)
+        self.v_cache = torch.zeros_like(self.k_cache)
+        self.pos = 0
+
+    # -- one step ---------------------------------------------------------------------------
+    def _launch_step(self, stream, splits: int) -> None:
+        c, k, mm = self.cfg, self.k, self.mm
+        i32, f32 = np.int32, np.float32
+        k["embed"](stream, ptr(self.x), ptr(self.embedding), ptr(self.token), i32(c.dim))
+        for layer in range(c.n_layers):
+            k["norm"](stream, ptr(self.x), ptr(self.y) if layer else np.uint64(0), ptr(self.rms_att[layer]),
+                      ptr(self.xb), i32(c.dim), f32(c.norm_eps))
+            mm["qkv"](stream, layer, self.qkv, self.xb)
+            k[f"attn{splits}"](stream, ptr(self.att), ptr(self.part), ptr(self.qkv), ptr(self.k_cache[layer]),
+                               ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
+                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
+            if splits > 1:
+                k["combine"](stream, ptr(self.att), ptr(self.part), i32(splits), i32(c.head_size))
+            mm["o"](stream, layer, self.y, self.att)
+            k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_ffn[layer]), ptr(self.xb), i32(c.dim),
+                      f32(c.norm_eps))
+            mm["gate_up"](stream, layer, self.gu, self.xb)
+            k["silu"](stream, ptr(self.hb), ptr(self.gu), i32(c.hidden_dim))
+            mm["down"](stream, layer, self.y, self.hb)
+        k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_final), ptr(self.xb), i32(c.dim), f32(c.norm_eps))
+        mm["cls"](stream, 0, self.logits, self.xb)
+        k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d))
+
+    def splits_at(self, pos: int) -> int:
+        return self.splits_short if pos < self.split_from else self.splits_long
+
+    def _stream(self):
+        import torch
+        from cuda.core import Stream
+        return Stream.from_handle(torch.cuda.current_stream(self.dev).cuda_stream)
+
+    def _run(self) -> None:
+        import torch
+        splits = self.splits_at(self.pos)
+        if not self.graphs_enabled:
+            self._launch_step(self._stream(), splits)
+            return
+        g = self._graphs.get(splits)
+        if g is None:
+            # capture on a side stream (torch's rule); the launches read pos and token from memory,
+            # so capturing changes nothing: restore both afterwards anyway
+            saved = (self.token.clone(), self.pos_d.clone())
+            g = torch.cuda.CUDAGraph()
+            s = torch.cuda.Stream(self.dev)
+            s.wait_stream(torch.cuda.current_stream(self.dev))
+            with torch.cuda.stream(s):
+                self._launch_step(self._stream(), splits)      # warm-up outside the graph
+            torch.cuda.current_stream(self.dev).wait_stream(s)
+            self.token.copy_(saved[0])
+            self.pos_d.copy_(saved[1])
+            with torch.cuda.graph(g, stream=s):
+                self._launch_step(self._stream(), splits)
+            self._graphs[splits] = g
+        g.replay()
+
+    def reset(self) -> None:
+        self.pos = 0
+        self.pos_d.zero_()
+
+    def step(self, token: int):
+        """Feed `token` at the next position; the float32 logits (vocab,) on the GPU."""
+        c = self.cfg
+        if self.pos >= c.seq_len:
+            raise ValueError(f"context full: this model's seq_len is {c.seq_len}")
+        if not 0 <= token < c.vocab_size:
+            raise ValueError(f"token {token} outside the vocabulary of {c.vocab_size}")
+        self.token.fill_(token)
+        self._run()
+        self.pos += 1
+        return self.logits_f
+
+    def decode(self, steps: int) -> None:
+        """`steps` greedy steps on the device, no host round trip: each feeds the token the
+        previous step chose (the caller fed the first with step())."""
+        for _ in range(steps):
+            if self.pos >= self.cfg.seq_len:
+                raise ValueError(f"context full: this model's seq_len is {self.cfg.seq_len}")
+            self._run()
+            self.pos += 1
+
+    def next_token(self) -> int:
+        """The greedy token the last step chose."""
+        return int(self.token.item())
+
+    def generate(self, prompt: list[int], max_tokens: int, on_token=None) -> list[int]:
+        """Greedy: the prompt, then up to `max_tokens` tokens (fewer when the context fills)."""
+        if not prompt:
+            raise ValueError("the prompt must hold at least one token")
+        self.reset()
+        out = list(prompt)
+        for t in prompt:
+            self.step(t)
+        for _ in range(max_tokens):
+            nxt = self.next_token()
+            out.append(nxt)
+            if on_token:
+                on_token(nxt)
+            if self.pos >= self.cfg.seq_len or len(out) >= self.cfg.seq_len:
+                break
+            self.step(nxt)
+        return out
+
+    # -- accounting -------------------------------------------------------------------------
+    def weight_bytes_per_token(self) -> int:
+        """Bytes of weights one step reads: every matmul weight, the norms, one embedding row."""
+        c = self.cfg
+        mm = sum(m.nbytes(i) for m in self.mm.values() for i in range(len(m.layers)))
+        norms = 4 * (self.rms_att.numel() + self.rms_ffn.numel() + self.rms_final.numel())
+        return mm + norms + 4 * c.dim
+
+    def describe(self) -> list[str]:
+        return [m.describe() for m in self.mm.values()]
+

@@ -1,0 +1,86 @@
+"""A model's weights as the engine keeps them on the GPU, in torch (needs torch; runs on any device,
+so CI checks it on the CPU against the numpy quantizers of autosched.models.quantize).
+
+The engine multiplies by fused matrices: Q, K and V stacked into one (q_dim + 2 kv_dim, dim) matrix
+and gate (w1) and up (w3) into one (2 hidden, dim) matrix, so a layer makes four matmul launches.
+The classifier is quantized like the other matmuls (as MLC's q4f16_1 does); the embedding table
+stays float32 for the lookup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autosched.models.llama2c import LlamaConfig
+from autosched.workloads.gemv_q4f16 import GROUP
+
+FORMATS = ("fp32", "fp16", "int8", "q4f16_1")
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown weight format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return fmt
+
+
+def quantize_q4f16_1(w):
+    """torch twin of models.quantize.quantize_q4f16_1: (N, K) float -> (A_q (N, K/8) int32 words
+    holding the same bits as the numpy uint32 ones, A_scale (N, K/32) fp16)."""
+    import torch
+    n, k = w.shape
+    if k % GROUP:
+        raise ValueError(f"q4f16_1 needs the input dimension to be a multiple of {GROUP}, got {k}")
+    g = w.float().reshape(n, k // GROUP, GROUP)
+    scale = (g.abs().amax(dim=2) / 7.0).half()
+    s = scale.float()[..., None]
+    q = torch.where(s > 0, g / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(g))
+    q = (torch.round(q) + 7).clamp_(0, 15).to(torch.int32).reshape(n, k // 8, 8)
+    words = q[..., 0].clone()
+    for j in range(1, 8):
+        words |= q[..., j] << (4 * j)
+    return words, scale
+
+
+def quantize_int8(w):
+    """torch twin of models.quantize.quantize_int8: per-row scale, values in [-127, 127]."""
+    import torch
+    w = w.float()
+    scale = (w.abs().amax(dim=1) / 127.0).half()
+    s = scale.float()[:, None]
+    q = torch.where(s > 0, w / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(w))
+    return torch.round(q).clamp_(-127, 127).to(torch.int8), scale
+
+
+def fused(get) -> dict:
+    """The four matrices of a layer as the engine multiplies by them; `get(name)` returns that
+    layer's matrix `name` (llama2.c names) as a float32 torch tensor."""
+    import torch
+    return {
+        "qkv": torch.cat([get("wq"), get("wk"), get("wv")], dim=0),
+        "o": get("wo"),
+        "gate_up": torch.cat([get("w1"), get("w3")], dim=0),
+        "down": get("w2"),
+    }
+
+
+def classifier(weights) -> object:
+    return weights["wcls"] if "wcls" in weights else weights["token_embedding"]
+
+
+def as_torch(a, device):
+    import torch
+    if isinstance(a, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)
+    return a.to(device=device, dtype=torch.float32)
+
+
+def random_weights_torch(cfg: LlamaConfig, seed: int, device) -> dict:
+    """Seeded random weights like models.llama2c.random_weights (same scales, a different stream),
+    generated on `device`: a 7B-shaped model in seconds instead of minutes on the host."""
+    import torch
+    gen = torch.Generator(device=device).manual_seed(seed)
+    w = {}
+    for name, shape in cfg.shapes().items():
+        t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+        w[name] = 1.0 + 0.1 * t if name.startswith("rms") else t / np.sqrt(shape[-1])
+    return w

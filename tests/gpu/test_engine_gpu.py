@@ -1,0 +1,93 @@
+"""On a GPU: the decode engine against the float64 reference decoder on the same (quantized)
+weights, in every weight format; graphs, split-KV and the HF transformers model agree."""
+
+import numpy as np
+import pytest
+
+from autosched.models.llama2c import LlamaConfig, random_weights
+from autosched.models.quantize import quantized_model
+from autosched.models.reference import ReferenceDecoder
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+# GQA (4 heads over 2 kv heads), head size 32, K of every matmul a multiple of 32
+CFG = LlamaConfig(dim=128, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, seq_len=64)
+TOKENS = [1, 17, 300, 5, 5, 511, 42, 0, 99, 256, 3, 8]
+# max |logit diff| / max |logit| allowed: fp32 is float rounding only; the others carry fp16
+# activations (and their own weight rounding, which the reference shares)
+TOL = {"fp32": 1e-5, "fp16": 1e-2, "int8": 1e-2, "q4f16_1": 1e-2}
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return random_weights(CFG, 11)
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory):
+    from autosched.build import BuildCache, Builder
+    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
+        yield b
+
+
+def run_both(engine, ref, tokens):
+    worst = 0.0
+    for t in tokens:
+        got = engine.step(t).cpu().numpy().astype(np.float64)
+        want = ref.step(t)
+        worst = max(worst, float(np.abs(got - want).max() / np.abs(want).max()))
+        assert engine.next_token() == int(np.argmax(got))
+    return worst
+
+
+@pytest.mark.parametrize("fmt", ["fp32", "fp16", "int8", "q4f16_1"])
+def test_engine_matches_the_reference(weights, builder, fmt):
+    from autosched.engine.engine import Engine
+    eng = Engine(CFG, weights, fmt, builder=builder)
+    ref = ReferenceDecoder(CFG, quantized_model(weights, fmt))
+    assert run_both(eng, ref, TOKENS) < TOL[fmt]
+    if fmt == "fp32":
+        assert eng.generate(TOKENS[:3], 20) == ref.generate(TOKENS[:3], 20)
+
+
+def test_graphs_and_split_kv_agree(weights, builder):
+    from autosched.engine.engine import Engine
+    plain = Engine(CFG, weights, "fp32", builder=builder, graphs=False)
+    split = Engine(CFG, weights, "fp32", builder=builder, split_from=0, long_splits=3)
+    assert split.splits_at(0) == 3
+    graph = Engine(CFG, weights, "fp32", builder=builder)
+    for t in TOKENS:
+        a, b, c = (e.step(t).cpu().numpy() for e in (plain, split, graph))
+        assert np.array_equal(a, c)                   # a replayed graph is the same launches
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * np.abs(a).max())
+    plain.decode(5)
+    graph.decode(5)                                   # greedy on the device, no host round trip
+    assert plain.pos == graph.pos == len(TOKENS) + 5 and plain.next_token() == graph.next_token()
+
+
+def test_context_full_and_bad_tokens(weights, builder):
+    from autosched.engine.engine import Engine
+    cfg = LlamaConfig(dim=128, hidden_dim=352, n_layers=1, n_heads=4, n_kv_heads=4, vocab_size=512, seq_len=4)
+    w = random_weights(cfg, 2)
+    eng = Engine(cfg, w, "fp16", builder=builder)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        eng.step(512)
+    out = eng.generate([1], 10)
+    assert len(out) == 4
+    with pytest.raises(ValueError, match="context full"):
+        eng.step(1)
+
+
+def test_fp32_engine_matches_transformers(tmp_path, weights, builder):
+    transformers = pytest.importorskip("transformers")
+    from autosched.engine.engine import Engine
+    from autosched.models.hf import write_hf
+    write_hf(tmp_path / "m", CFG, weights)
+    model = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "m", torch_dtype=torch.float32).cuda().eval()
+    with torch.no_grad():
+        hf = model(torch.tensor([TOKENS], device="cuda")).logits[0].float().cpu().numpy()
+    eng = Engine(CFG, weights, "fp32", builder=builder)
+    ours = np.stack([eng.step(t).cpu().numpy() for t in TOKENS])
+    assert np.abs(ours - hf).max() < 1e-4 * np.abs(hf).max()
+    assert np.array_equal(ours.argmax(1), hf.argmax(1))

@@ -1,0 +1,46 @@
+"""The engine's torch quantizers and GPU-side packing give the same bits as the numpy ones the
+GEMV workload and the quality experiments use (runs on the CPU where torch is installed)."""
+
+import numpy as np
+import pytest
+
+from autosched import layouts
+from autosched.models.quantize import quantize_int8, quantize_q4f16_1
+
+torch = pytest.importorskip("torch")
+from autosched.engine import weights as ew  # noqa: E402
+
+
+def test_torch_quantizers_match_numpy():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((48, 256)).astype(np.float32)
+    w[5] = 0.0                                # a zero row: scale 0, every value the bias
+    q_np, s_np = quantize_q4f16_1(w)
+    q_t, s_t = ew.quantize_q4f16_1(torch.from_numpy(w))
+    assert np.array_equal(q_t.numpy().view(np.uint32), q_np) and np.array_equal(s_t.numpy(), s_np)
+    i_np, si_np = quantize_int8(w)
+    i_t, si_t = ew.quantize_int8(torch.from_numpy(w))
+    assert np.array_equal(i_t.numpy(), i_np) and np.array_equal(si_t.numpy(), si_np)
+
+
+@pytest.mark.parametrize("nibbles, n, k", [("k", 8, 4), ("rows", 2, 1), ("natural", 1, 1), ("k", 64, 1)])
+def test_torch_layouts_match_numpy(nibbles, n, k):
+    rng = np.random.default_rng(4)
+    words = rng.integers(0, 2**32, size=(128, 64), dtype=np.uint64).astype(np.uint32)
+    params = {"nibbles": nibbles, "n": n, "k": k}
+    want = layouts.apply("q4_words", params, words)
+    got = layouts.apply("q4_words", params, torch.from_numpy(words.view(np.int32)))
+    assert np.array_equal(got.numpy().view(np.uint32), want)
+
+
+def test_fused_matrices_and_random_weights():
+    from autosched.models.llama2c import LlamaConfig
+    cfg = LlamaConfig(64, 96, 2, 4, 2, 50, 16, shared_classifier=False)
+    w = ew.random_weights_torch(cfg, 1, "cpu")
+    assert {k: tuple(v.shape) for k, v in w.items()} == cfg.shapes()
+    f = ew.fused(lambda name: w[name][1])
+    assert f["qkv"].shape == (64 + 2 * 32, 64) and torch.equal(f["qkv"][64:96], w["wk"][1])
+    assert f["gate_up"].shape == (192, 64) and torch.equal(f["gate_up"][96:], w["w3"][1])
+    assert ew.classifier(w) is w["wcls"]
+    with pytest.raises(ValueError, match="unknown weight format"):
+        ew.check_format("q3")
