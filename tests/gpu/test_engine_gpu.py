@@ -74,7 +74,8 @@ def test_context_full_and_bad_tokens(weights, builder):
     with pytest.raises(ValueError, match="outside the vocabulary"):
         eng.step(512)
     out = eng.generate([1], 10)
-    assert len(out) == 4
+    assert len(out) == 4 and eng.pos == 3          # the last token is chosen, not fed
+    eng.step(out[-1])
     with pytest.raises(ValueError, match="context full"):
         eng.step(1)
 
@@ -84,7 +85,7 @@ def test_fp32_engine_matches_transformers(tmp_path, weights, builder):
     from autosched.engine.engine import Engine
     from autosched.models.hf import write_hf
     write_hf(tmp_path / "m", CFG, weights)
-    model = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "m", torch_dtype=torch.float32).cuda().eval()
+    model = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "m", dtype=torch.float32).cuda().eval()
     with torch.no_grad():
         hf = model(torch.tensor([TOKENS], device="cuda")).logits[0].float().cpu().numpy()
     eng = Engine(CFG, weights, "fp32", builder=builder)
