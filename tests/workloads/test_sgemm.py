@@ -48,3 +48,32 @@ def test_check_passes_fp32_rounding_and_catches_a_missing_k_slice():
     nan = fp32.copy()
     nan[3, 4] = np.nan
     assert not w.check(nan, ref, bound).ok
+
+
+def test_threaded_check_agrees_with_one_pass(monkeypatch):
+    """The row-block check gives the verdict and figures of a single pass over the whole output."""
+    w = Sgemm(97, 33, 40)
+    x = w.inputs(seed=3)
+    ref, bound = w.reference(x), w.error_bound(x)
+    good = (x["A"] @ x["B"]).astype(np.float32)
+    bad = good.copy()
+    bad[5, 7] += 1.0
+    bad[90, 32] -= 2.0
+    holes = good.copy()
+    holes[0, 0] = np.nan
+    holes[96, 1] = np.inf
+    whole = {}
+    for name, out in (("good", good), ("bad", bad), ("holes", holes)):
+        monkeypatch.setattr(Sgemm, "CHECK_CHUNK", 1 << 30)        # one block
+        whole[name] = w.check(out, ref, bound)
+        monkeypatch.setattr(Sgemm, "CHECK_CHUNK", 40)             # a row or two per block, threaded
+        split = w.check(out, ref, bound)
+        assert split.ok == whole[name].ok and split.message == whole[name].message
+        assert split.max_abs_err == pytest.approx(whole[name].max_abs_err, rel=1e-12)
+        assert split.rel_l2_err == pytest.approx(whole[name].rel_l2_err, rel=1e-9)
+    assert whole["good"].ok
+    assert not whole["bad"].ok and whole["bad"].message.startswith("2 of 3201 outputs off")
+    assert whole["bad"].max_abs_err == pytest.approx(2.0, rel=1e-3)
+    assert not whole["holes"].ok and whole["holes"].message.startswith("2 of 3201 outputs not finite")
+    d = bad.astype(np.float64) - ref
+    assert whole["bad"].rel_l2_err == pytest.approx(np.linalg.norm(d) / np.linalg.norm(ref), rel=1e-9)
