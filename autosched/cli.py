@@ -1,4 +1,4 @@
-"""Command line: autosched devices | tune | record | bench | report | export."""
+"""Command line: autosched devices | tune | record | bench | report | export | convert | generate."""
 
 from __future__ import annotations
 
@@ -202,12 +202,18 @@ def cmd_bench(args) -> int:
     if gpu_count() == 0:
         raise CliError("`autosched bench` measures on a GPU and there is none here; the committed "
                        "results are in bench/results/ (`autosched report` renders them)")
+    if args.op == "decode":
+        from autosched.benchmarks.decode import run
+        path = run(models=tuple(args.models.split(",")), out_dir=args.out, tune_trials=args.trials or 48,
+                   db_path=args.db, log=console.print)
+        console.print(f"wrote {path}")
+        return 0
     if args.op == "sgemm":
         from autosched.benchmarks.sgemm import run_benchmark
     else:
         from autosched.benchmarks.gemv_q4f16 import run_benchmark
     shapes = args.shapes.split(",") if args.shapes else None
-    path = run_benchmark(shapes=shapes, trials=args.trials, strategy=args.strategy, out_dir=args.out,
+    path = run_benchmark(shapes=shapes, trials=args.trials or 600, strategy=args.strategy, out_dir=args.out,
                          db_path=args.db, console=console, time_per_shape_s=args.time_per_shape)
     console.print(f"wrote {path}")
     return 0
@@ -282,6 +288,92 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def load_model(spec: str):
+    """A llama2.c checkpoint (.bin), a Hugging Face Llama directory, or `random:NAME` (seeded random
+    weights at one of the seed's sizes): (config, weights, where the tokenizer would be)."""
+    from autosched.models.hf import read_hf
+    from autosched.models.llama2c import SEED_CONFIGS, random_weights, read_checkpoint
+    if spec.startswith("random:"):
+        name = spec.split(":", 1)[1]
+        if name not in SEED_CONFIGS:
+            raise CliError(f"unknown random model {name!r}; choose from {', '.join(SEED_CONFIGS)}")
+        cfg = SEED_CONFIGS[name]
+        if cfg.n_params() > 10**9:
+            from autosched.engine.weights import random_weights_torch
+            return cfg, random_weights_torch(cfg, 0, "cuda"), None
+        return cfg, random_weights(cfg, 0), None
+    path = Path(spec)
+    if not path.exists():
+        raise CliError(f"model {path} does not exist (a llama2.c .bin, a Hugging Face directory, or random:NAME)")
+    if path.is_dir():
+        cfg, w = read_hf(path)
+        return cfg, w, path / "tokenizer.bin"
+    cfg, w = read_checkpoint(path)
+    return cfg, w, path.with_name("tokenizer.bin")
+
+
+def cmd_generate(args) -> int:
+    import time
+
+    from autosched.device import gpu_count
+    from autosched.models.llama2c import Tokenizer
+    if gpu_count() == 0:
+        raise CliError("`autosched generate` runs the decode engine on a CUDA GPU and there is none here")
+    cfg, weights, tok_path = load_model(args.model)
+    tok_path = Path(args.tokenizer) if args.tokenizer else tok_path
+    tokenizer = Tokenizer.load(tok_path) if tok_path is not None and tok_path.exists() else None
+    if args.prompt_tokens:
+        prompt = [int(t) for t in args.prompt_tokens.split(",")]
+    elif tokenizer is not None:
+        prompt = tokenizer.encode(args.prompt or "")
+    else:
+        raise CliError(f"no llama2.c tokenizer at {tok_path or '(none for a random model)'}: pass --tokenizer "
+                       "PATH or the prompt as ids with --prompt-tokens 1,2,3")
+    bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
+    if bad:
+        raise CliError(f"prompt tokens {bad} are outside the vocabulary of {cfg.vocab_size}")
+    from autosched.database import Database
+    from autosched.engine.engine import Engine
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress, Database(args.db) as db:
+        eng = Engine(cfg, weights, args.quant, db=db, progress=progress)
+    for line in eng.describe():
+        err_console.print(f"[dim]{line}[/]")
+    prev = prompt[-1]
+    out = sys.stdout.buffer
+
+    def emit(t):
+        nonlocal prev
+        piece = tokenizer.decode(prev, t) if tokenizer else f" {t}".encode()
+        out.write(piece)
+        out.flush()
+        prev = t
+
+    if tokenizer:
+        out.write(b"".join(tokenizer.decode(a, b) for a, b in zip([1] + prompt, prompt) if b != 1))
+    t0 = time.perf_counter()
+    eng.reset()
+    for t in prompt:
+        eng.step(t)
+    t1 = time.perf_counter()
+    n = 0
+    for _ in range(args.max_tokens):
+        nxt = eng.next_token()
+        if args.stop_at_eos and nxt == 2:
+            break
+        emit(nxt)
+        n += 1
+        if eng.pos >= cfg.seq_len:
+            break
+        eng.step(nxt)
+    t2 = time.perf_counter()
+    out.write(b"\n")
+    err_console.print(f"prompt {len(prompt)} tokens in {t1 - t0:.3f} s; generated {n} tokens at "
+                      f"{n / max(t2 - t1, 1e-9):.1f} tokens/s ({args.quant}, streamed one by one; "
+                      f"`autosched bench decode` times the device loop)")
+    return 0
+
+
 def _export_device(workload, template, args):
     from autosched.device import gpu_count, query
     from autosched.measure.recording import find_recording
@@ -339,10 +431,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_record)
 
     s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")
-    s.add_argument("op", nargs="?", default="gemv-q4f16", choices=list(OPS))
+    s.add_argument("op", nargs="?", default="gemv-q4f16", choices=[*OPS, "decode"],
+                   help="gemv-q4f16 | sgemm | decode (the engine: tokens/s per model and format, quality, "
+                        "matmul and attention sections, HF transformers baselines)")
     s.add_argument("--shapes", default=None, help="comma-separated shapes (default: those of BENCHMARKS.md "
                                                    "and the issue for the operator)")
-    s.add_argument("--trials", type=_positive, default=600, help="tuning trials per shape")
+    s.add_argument("--models", default="llama2-7b,stories15M,stories42M", help="decode: models to run")
+    s.add_argument("--trials", type=_positive, default=None,
+                   help="tuning trials per shape (default 600; decode: 48 per untuned GEMV shape)")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
     s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results")
@@ -371,6 +467,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("source")
     s.add_argument("dest")
     s.set_defaults(fn=cmd_convert)
+
+    s = sub.add_parser("generate", help="greedy text generation on the GPU with the decode engine",
+                       description="Load a Llama-family model, build the engine (tuned q4f16_1 GEMVs where the "
+                                   "database or a shipped recording has them, rule-based defaults elsewhere), "
+                                   "and stream greedy tokens with tokens/s at the end.")
+    s.add_argument("--model", required=True,
+                   help="llama2.c checkpoint .bin, Hugging Face Llama directory, or random:stories15M | "
+                        "random:stories42M | random:llama2-7b (seeded random weights)")
+    s.add_argument("--prompt", default="", help="text (needs a llama2.c tokenizer.bin)")
+    s.add_argument("--prompt-tokens", default=None, help="the prompt as comma-separated token ids instead")
+    s.add_argument("--tokenizer", default=None, help="llama2.c tokenizer.bin (default: next to the model)")
+    s.add_argument("--quant", choices=("fp32", "fp16", "int8", "q4f16_1"), default="q4f16_1",
+                   help="weight format of the matmuls (default q4f16_1)")
+    s.add_argument("--max-tokens", type=_positive, default=128)
+    s.add_argument("--stop-at-eos", action="store_true", help="stop at token 2 (llama2.c's EOS)")
+    s.add_argument("--db", default=None)
+    s.set_defaults(fn=cmd_generate)
     return p
 
 

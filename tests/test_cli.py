@@ -364,3 +364,25 @@ def test_record_writes_a_recording_of_what_it_measured(cli, synthetic, loaded, t
         assert m.status == loaded.lookup(cfg).status
         assert m.median_us == pytest.approx(loaded.lookup(cfg).median_us, abs=1e-4, nan_ok=True)
     assert f"recorded {len(rec.entries):,} of" in flat(text)
+
+
+def test_generate_and_bench_decode_need_a_gpu_and_say_so(cli):
+    rc, out, err = cli("generate", "--model", "random:stories15M")
+    assert rc == 2 and "CUDA GPU" in flat(err)
+    rc, out, err = cli("bench", "decode")
+    assert rc == 2 and "there is none here" in flat(err)
+
+
+def test_generate_model_loading(tmp_path):
+    from autosched.cli import CliError, load_model
+    from autosched.models.llama2c import SEED_CONFIGS, LlamaConfig, random_weights, write_checkpoint
+    cfg, w, tok = load_model("random:stories15M")
+    assert cfg == SEED_CONFIGS["stories15M"] and w["wq"].shape == (6, 288, 288) and tok is None
+    small = LlamaConfig(64, 96, 1, 4, 4, 40, 8)
+    write_checkpoint(tmp_path / "m.bin", small, random_weights(small, 1))
+    cfg, w, tok = load_model(str(tmp_path / "m.bin"))
+    assert cfg == small and tok == tmp_path / "tokenizer.bin"
+    with pytest.raises(CliError, match="unknown random model"):
+        load_model("random:gpt5")
+    with pytest.raises(CliError, match="does not exist"):
+        load_model(str(tmp_path / "nope.bin"))
