@@ -128,4 +128,25 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
         body = table + f"\n\nPlot (from `{Path(doc['_path']).name}`):\n\n![q4f16_1 GEMV bandwidth]({rel})"
         readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
         written.append(readme)
+    written += write_decode_report(results_dir, readme, plot_dir, console)
     return written
+
+
+def write_decode_report(results_dir: Path, readme: Path | None, plot_dir: Path, console=None) -> list[Path]:
+    """The newest decode results: tables into the README's decode block, plots under plot_dir."""
+    import os
+
+    from autosched.report_decode import decode_plots, decode_tables
+    doc = latest_results(results_dir, "decode")
+    if doc is None:
+        return []
+    table = decode_tables(doc)
+    if console:
+        console.print(table)
+    plots = decode_plots(doc, Path(plot_dir))
+    if readme is None:
+        return plots
+    links = "\n\n".join(f"![{p.stem}]({Path(os.path.relpath(p.resolve(), readme.resolve().parent)).as_posix()})"
+                         for p in plots)
+    readme.write_text(replace_block(readme.read_text(), "decode", table + "\n\n" + links))
+    return plots + [readme]
