@@ -156,9 +156,10 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8) -> list[dict]
         n, k = mats[0].shape
         wl = GemvQ4F16(n, k)
         served = Matmul(name, "q4f16_1", n, k, "half", "half", info, db)
+        served_pdl = Matmul(name, "q4f16_1", n, k, "half", "half", info, db, pdl=True)
         dflt = Matmul(name, "q4f16_1", n, k, "half", "half", info,
                       config=template_for(wl).default_config(wl, info))
-        for m in (served, dflt):
+        for m in (served, served_pdl, dflt):
             m.load(builder)
             for x_ in mats:
                 m.add_layer(x_)
@@ -172,10 +173,12 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8) -> list[dict]
 
         row = {"matmul": name, "N": n, "K": k, "served_config": served.choice.config,
                "served_source": served.choice.source, "served_us": graph_us(torch, launches(served), copies),
+               "served_pdl_us": graph_us(torch, launches(served_pdl), copies),
                "default_config": dflt.choice.config, "default_us": graph_us(torch, launches(dflt), copies),
                "cublas_fp16_us": graph_us(torch, lambda i: torch.mv(dense[i], x, out=out), copies),
                "q4_bytes": served.nbytes(0)}
         row["served_gbps"] = row["q4_bytes"] / row["served_us"] / 1e3
+        row["served_pdl_gbps"] = row["q4_bytes"] / row["served_pdl_us"] / 1e3
         rows.append(row)
         torch.cuda.empty_cache()
     return rows
@@ -251,17 +254,15 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     pos = torch.zeros(1, dtype=torch.int32, device="cuda")
     splits_long = dk.attention_splits(H, S, info.sm_count)
     part = torch.empty(H * splits_long * (hs + 2), device="cuda")
+    count = torch.zeros(H, dtype=torch.int32, device="cuda")
     kernels = {s: LoadedKernel(dk.rope_attention_spec(H, hs, S, s, "half", info.arch), builder)
                for s in (1, splits_long)}
-    combine = LoadedKernel(dk.attention_combine_spec(H, hs, "half", info.arch), builder)
 
     def ours(splits):
         def f():
             st = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
-            kernels[splits](st, ptr(out), ptr(part), ptr(qkv), ptr(kc), ptr(vc), ptr(pos), ptr(cs), np.int32(H),
-                            np.int32(H * hs), np.int32(hs), np.int32(1))
-            if splits > 1:
-                combine(st, ptr(out), ptr(part), np.int32(splits), np.int32(hs))
+            kernels[splits](st, ptr(out), ptr(part), ptr(count), ptr(qkv), ptr(kc), ptr(vc), ptr(pos), ptr(cs),
+                            np.int32(H), np.int32(H * hs), np.int32(hs), np.int32(1))
         return f
 
     def time_it(f, reps=50):

@@ -3,8 +3,10 @@
 One step is a fixed sequence of launches that reads the token and the position from device memory
 and ends with argmax_step, which writes the greedy next token and advances the position.  So the
 step is captured once in a CUDA graph and replayed for every token; a small model is then not
-bound by the CPU cost of ~7 launches a layer.  Attention switches to split-KV once the context is
-long (a second graph, captured when first needed).
+bound by the CPU cost of ~7 launches a layer.  Every kernel is launched with programmatic
+dependent launch (kernels/pdl.cuh): a matmul streams its weights into the L2 while the kernel
+before it finishes, which hides most of each launch's ramp-up.  Attention is split over the
+context (split-KV, slices merged in the same launch) so that every SM has work at any length.
 
     eng = Engine(cfg, weights, "q4f16_1")     # weights: numpy or torch float32, llama2.c names
     logits = eng.step(token)                  # float32 (vocab,) torch tensor on the GPU
@@ -15,16 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.engine.matmul import LoadedKernel, Matmul, ptr
+from autosched.engine.matmul import LoadedKernel, Matmul, pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
 
 MATMULS = ("qkv", "o", "gate_up", "down")
-
-# where split-KV starts to pay for its combine launch (positions)
-SPLIT_FROM = 512
-
 
 def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
     """(N, K) of each matmul the engine launches (Q, K, V fused; gate and up fused)."""
@@ -44,8 +42,8 @@ def rope_table(cfg: LlamaConfig, device):
 
 class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
-                 builder=None, graphs: bool = True, split_from: int = SPLIT_FROM,
-                 long_splits: int | None = None, progress=None):
+                 builder=None, graphs: bool = True, pdl: bool | None = None, splits: int | None = None,
+                 progress=None):
         import torch
         from cuda.core import Device
 
@@ -57,41 +55,38 @@ class Engine:
         self.act = "float" if fmt == "fp32" else "half"
         self.tdtype = torch.float32 if fmt == "fp32" else torch.float16
         self.graphs_enabled = graphs
-        self.split_from = split_from
-        self._graphs: dict[int, object] = {}
+        self.pdl = pdl_supported() if pdl is None else pdl
+        self._graph = None
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
             builder = Builder()
         try:
-            self._build(weights, builder, db, progress, long_splits)
+            self._build(weights, builder, db, progress, splits)
         finally:
             if own_builder:
                 builder.close()
         self._alloc()
 
     # -- set-up -----------------------------------------------------------------------------
-    def _build(self, weights, builder, db, progress, long_splits) -> None:
+    def _build(self, weights, builder, db, progress, splits) -> None:
         import torch
         c, act, arch = self.cfg, self.act, self.info.arch
         hs = c.head_size
         shapes = matmul_shapes(c)
         # specs first, all built in the pool at once
-        self.splits_long = self._splits_that_fit(
-            long_splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count))
-        self.splits_short = self._splits_that_fit(1)
+        self.splits = self._splits_that_fit(splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count))
         specs = {
             "embed": dk.embed_spec(c.dim, arch),
             "norm": dk.add_rmsnorm_spec(c.dim, act, arch),
             "silu": dk.silu_mul_spec(c.hidden_dim, act, arch),
             "argmax": dk.argmax_spec(act, arch),
-            "combine": dk.attention_combine_spec(c.n_heads, hs, act, arch),
+            "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
-        for s in {self.splits_short, self.splits_long}:
-            specs[f"attn{s}"] = dk.rope_attention_spec(c.n_heads, hs, c.seq_len, s, act, arch)
-        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db) for name, (n, kk) in shapes.items()}
+        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl)
+                   for name, (n, kk) in shapes.items()}
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values())]))   # in parallel
-        self.k = {name: LoadedKernel(spec, builder) for name, spec in specs.items()}
+        self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
         for m in self.mm.values():
             m.load(builder)
 
@@ -132,14 +127,15 @@ class Engine:
         self.logits_f = z(c.vocab_size, torch.float32)
         self.token = z(1, torch.int32)
         self.pos_d = z(1, torch.int32)
-        self.part = z(c.n_heads * max(self.splits_long, self.splits_short) * (c.head_size + 2), torch.float32)
+        self.part = z(c.n_heads * self.splits * (c.head_size + 2), torch.float32)
+        self.count = z(c.n_heads, torch.int32)       # split-KV tickets; the last block resets its own
         self.rope_cs = rope_table(c, dev)
         self.k_cache = torch.zeros((c.n_layers, c.seq_len, c.kv_dim), dtype=t, device=dev)
         self.v_cache = torch.zeros_like(self.k_cache)
         self.pos = 0
 
     # -- one step ---------------------------------------------------------------------------
-    def _launch_step(self, stream, splits: int) -> None:
+    def _launch_step(self, stream) -> None:
         c, k, mm = self.cfg, self.k, self.mm
         i32, f32 = np.int32, np.float32
         k["embed"](stream, ptr(self.x), ptr(self.embedding), ptr(self.token), i32(c.dim))
@@ -147,11 +143,9 @@ class Engine:
             k["norm"](stream, ptr(self.x), ptr(self.y) if layer else np.uint64(0), ptr(self.rms_att[layer]),
                       ptr(self.xb), i32(c.dim), f32(c.norm_eps))
             mm["qkv"](stream, layer, self.qkv, self.xb)
-            k[f"attn{splits}"](stream, ptr(self.att), ptr(self.part), ptr(self.qkv), ptr(self.k_cache[layer]),
+            k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
                                ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
                                i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
-            if splits > 1:
-                k["combine"](stream, ptr(self.att), ptr(self.part), i32(splits), i32(c.head_size))
             mm["o"](stream, layer, self.y, self.att)
             k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_ffn[layer]), ptr(self.xb), i32(c.dim),
                       f32(c.norm_eps))
@@ -162,9 +156,6 @@ class Engine:
         mm["cls"](stream, 0, self.logits, self.xb)
         k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d))
 
-    def splits_at(self, pos: int) -> int:
-        return self.splits_short if pos < self.split_from else self.splits_long
-
     def _stream(self):
         import torch
         from cuda.core import Stream
@@ -172,27 +163,25 @@ class Engine:
 
     def _run(self) -> None:
         import torch
-        splits = self.splits_at(self.pos)
         if not self.graphs_enabled:
-            self._launch_step(self._stream(), splits)
+            self._launch_step(self._stream())
             return
-        g = self._graphs.get(splits)
-        if g is None:
-            # capture on a side stream (torch's rule); the launches read pos and token from memory,
-            # so capturing changes nothing: restore both afterwards anyway
+        if self._graph is None:
+            # capture on a side stream (torch's rule) after one warm-up step there; the launches read
+            # pos and token from memory, so restore both afterwards
             saved = (self.token.clone(), self.pos_d.clone())
             g = torch.cuda.CUDAGraph()
             s = torch.cuda.Stream(self.dev)
             s.wait_stream(torch.cuda.current_stream(self.dev))
             with torch.cuda.stream(s):
-                self._launch_step(self._stream(), splits)      # warm-up outside the graph
+                self._launch_step(self._stream())
             torch.cuda.current_stream(self.dev).wait_stream(s)
             self.token.copy_(saved[0])
             self.pos_d.copy_(saved[1])
             with torch.cuda.graph(g, stream=s):
-                self._launch_step(self._stream(), splits)
-            self._graphs[splits] = g
-        g.replay()
+                self._launch_step(self._stream())
+            self._graph = g
+        self._graph.replay()
 
     def reset(self) -> None:
         self.pos = 0

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from autosched import layouts
@@ -16,11 +18,28 @@ from autosched.templates.decode import gemv_dense_spec
 from autosched.workloads import GemvQ4F16
 
 
+def launch_config(spec, pdl: bool):
+    """The spec's launch shape; with `pdl`, launched with programmatic stream serialization (the
+    kernel may start while its predecessor runs: see kernels/pdl.cuh)."""
+    from cuda.core import LaunchConfig
+    kw = {"programmatic_stream_serialization": True} if pdl else {}
+    return LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes, **kw)
+
+
+def pdl_supported() -> bool:
+    try:
+        from cuda.core import LaunchConfig
+        LaunchConfig(grid=(1, 1, 1), block=(32, 1, 1), programmatic_stream_serialization=True)
+        return True
+    except TypeError:         # a cuda.core without the option: launch the ordinary way
+        return False
+
+
 class LoadedKernel:
     """A built KernelSpec, ready to launch."""
 
-    def __init__(self, spec, builder):
-        from cuda.core import LaunchConfig, ObjectCode
+    def __init__(self, spec, builder, pdl: bool = False):
+        from cuda.core import ObjectCode
         binary = builder.build(spec)
         if not binary.ok:
             raise RuntimeError(f"{spec.name_expression} failed to build:\n{binary.error}")
@@ -28,7 +47,7 @@ class LoadedKernel:
         self.binary = binary
         mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
         self.kernel = mod.get_kernel(spec.name_expression)
-        self.config = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
+        self.config = launch_config(spec, pdl)
 
     def __call__(self, stream, *args):
         from cuda.core import launch
@@ -43,7 +62,7 @@ class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None):
+                 config: dict | None = None, pdl: bool = False):
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.layers: list[dict] = []
         if fmt == "q4f16_1":
@@ -54,14 +73,17 @@ class Matmul:
             self.choice = (Choice(config, "given") if config is not None
                            else choose_config(self.workload, device_info, db))
             self.spec = template_for(self.workload).render(self.workload, self.choice.config, device_info)
+            if pdl:    # the same kernel plus the weight prefetch and the dependency wait
+                self.spec = dataclasses.replace(self.spec, options=(*self.spec.options, "-DAUTOSCHED_PDL"))
         else:
             self.workload = None
             self.choice = None
             self.spec = gemv_dense_spec(n, k, fmt, act, out, device_info.arch)
         self.kernel = None
+        self.pdl = pdl
 
     def load(self, builder) -> None:
-        self.kernel = LoadedKernel(self.spec, builder)
+        self.kernel = LoadedKernel(self.spec, builder, self.pdl)
 
     def add_layer(self, w) -> None:
         """w: (N, K) float32 torch tensor on the GPU; kept only in the packed form."""

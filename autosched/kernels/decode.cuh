@@ -8,17 +8,21 @@
 //
 //   embed           x (dim) = table[token]
 //   add_rmsnorm     x += y (unless y is null); out = x * rsqrt(mean(x^2) + eps) * w   one block
-//   rope_attention  per head: RoPE (cos/sin table rope_cs (seq_len, hs/2)) on q and the new k, the new k, v appended to the cache, then
-//                   softmax(q . K[0..pos] / sqrt(hs)) . V[0..pos]; grid (heads, splits): with
-//                   splits > 1 each block takes a slice of the context and writes a partial
-//                   (max, sum, unnormalized output) that attention_combine merges (split-KV)
+//   rope_attention  per head: RoPE (cos/sin table rope_cs (seq_len, hs/2)) on q and the new k, the
+//                   new k, v appended to the cache, then softmax(q . K[0..pos] / sqrt(hs)) . V[0..pos];
+//                   grid (heads, splits): each block a slice of the context (split-KV), merged by
+//                   the head's last block
 //   silu_mul        h (n) = silu(gu[0:n]) * gu[n:2n]      (gate and up come from one fused GEMV)
 //   gemv_dense      out (N) = W (N, K) . x  for W in float, __half or int8 (with a per-row scale)
 //   argmax_step     token = argmax(logits) (first of ties, as numpy), pos += 1; logits -> float
 #pragma once
 #include <cuda_fp16.h>
+#include "pdl.cuh"
 
 namespace autosched_decode {
+using autosched_pdl::grid_dependency_wait;
+using autosched_pdl::grid_dependents_launch;
+using autosched_pdl::prefetch_l2;
 
 __device__ __forceinline__ float to_f(float v) { return v; }
 __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
@@ -101,6 +105,8 @@ template <> struct Vec16<signed char> {
 
 __global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* __restrict__ token,
                       int dim) {
+  autosched_pdl::grid_dependency_wait();
+  autosched_pdl::grid_dependents_launch();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < dim) x[i] = table[(long long)token[0] * dim + i];
 }
@@ -112,6 +118,8 @@ add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restr
   using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
   __shared__ float red[THREADS / 32];
+  grid_dependency_wait();
+  grid_dependents_launch();
   float ss = 0.f;
   for (int i = threadIdx.x; i < dim; i += THREADS) {
     float v = x[i];
@@ -125,24 +133,30 @@ add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restr
   for (int i = threadIdx.x; i < dim; i += THREADS) out[i] = from_f<T>(x[i] * inv * w[i]);
 }
 
-// Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.
-// part (splits > 1 only): per (head, split) head_size + 2 floats: max, sum, output[head_size].
+// Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.  head_size * sizeof(T)
+// must be a multiple of 16 (the launcher checks): K and V rows are read with 16-byte loads.
+// Split-KV: block (h, s) takes a slice of the context and writes a partial (max, sum, unnormalized
+// output) to part; the last block of a head to finish (a ticket in count[h], which it resets for the
+// next step) merges them, so there is no second launch.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-rope_attention(T* __restrict__ out, float* __restrict__ part, const T* __restrict__ qkv, T* __restrict__ k_cache,
-               T* __restrict__ v_cache, const int* __restrict__ pos_p, const float2* __restrict__ rope_cs,
-               int n_heads, int kv_dim, int head_size, int kv_mul) {
+rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restrict__ count,
+               const T* __restrict__ qkv, T* __restrict__ k_cache, T* __restrict__ v_cache,
+               const int* __restrict__ pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
+               int head_size, int kv_mul) {
   using namespace autosched_decode;
-  static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
-  constexpr int WARPS = THREADS / 32;
+  static_assert(THREADS % 32 == 0 && THREADS <= 256, "whole warps; red holds THREADS * 8 floats");
+  constexpr int E = 16 / sizeof(T);          // elements per 16-byte load
   extern __shared__ float smem[];
-  __shared__ float red[THREADS];
+  __shared__ float red[THREADS * 8];
+  __shared__ unsigned ticket;
   float* qs = smem;
   float* ks = qs + head_size;
   float* vs = ks + head_size;
   float* scores = vs + head_size;
 
   const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  grid_dependency_wait();
   const int pos = pos_p[0];
   const int kvh = h / kv_mul;
   const int q_dim = n_heads * head_size;
@@ -161,7 +175,7 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, const T* __restric
     ks[2 * j] = to_f(from_f<T>(k0 * c - k1 * s));
     ks[2 * j + 1] = to_f(from_f<T>(k0 * s + k1 * c));
   }
-  for (int i = threadIdx.x; i < head_size; i += THREADS) vs[i] = to_f(qkv[q_dim + kv_dim + kv_off + i]);
+  for (int i = threadIdx.x; i < head_size; i += THREADS) vs[i] = to_f(from_f<T>(to_f(qkv[q_dim + kv_dim + kv_off + i])));
   __syncthreads();
   // one block per kv head appends to the cache; the others use their own copy of position pos
   if (h % kv_mul == 0 && split == 0) {
@@ -170,24 +184,32 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, const T* __restric
       v_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(vs[i]);
     }
   }
+  grid_dependents_launch();
 
   const int n = pos + 1;
   const int chunk = (n + splits - 1) / splits;
   const int t0 = split * chunk, t1 = min(n, t0 + chunk);
   const float scale = rsqrtf((float)head_size);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int nvec = head_size / E;
 
+  // scores: a thread a position, its K row in 16-byte loads against q broadcast from shared memory
   float m = neg_inf();
-  for (int t = t0 + warp; t < t1; t += WARPS) {
+  for (int t = t0 + threadIdx.x; t < t1; t += THREADS) {
     float s = 0.f;
     if (t == pos) {
-      for (int i = lane; i < head_size; i += 32) s += qs[i] * ks[i];
+      for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
     } else {
-      const T* kt = k_cache + (long long)t * kv_dim + kv_off;
-      for (int i = lane; i < head_size; i += 32) s += qs[i] * to_f(kt[i]);
+      const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)t * kv_dim + kv_off);
+#pragma unroll 4
+      for (int v = 0; v < nvec; ++v) {
+        float f[E];
+        Vec16<T>::unpack(__ldg(kt + v), f);
+#pragma unroll
+        for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
+      }
     }
-    s = warp_sum(s) * scale;
-    if (lane == 0) scores[t - t0] = s;
+    s *= scale;
+    scores[t - t0] = s;
     m = fmaxf(m, s);
   }
   m = block_max<THREADS>(m, red);      // its barrier also publishes the scores
@@ -200,56 +222,74 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, const T* __restric
   sum = block_sum<THREADS>(sum, red);
   __syncthreads();
 
-  // output: head_size lanes per group, the groups split the positions, then add up the groups
-  const int groups = THREADS / head_size;     // the launcher guarantees THREADS >= head_size
-  const int i = threadIdx.x % head_size, g = threadIdx.x / head_size;
-  float acc = 0.f;
+  // output: thread (g, c) owns E dims c*E.. and positions t0 + g, t0 + g + groups, ...
+  const int groups = THREADS / nvec;       // the launcher guarantees THREADS >= nvec
+  const int c = threadIdx.x % nvec, g = threadIdx.x / nvec;
+  float acc[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = 0.f;
   if (g < groups) {
+#pragma unroll 4
     for (int t = t0 + g; t < t1; t += groups) {
-      const float v = (t == pos) ? vs[i] : to_f(v_cache[(long long)t * kv_dim + kv_off + i]);
-      acc += scores[t - t0] * v;
-    }
-  }
-  red[threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.x < head_size) {
-    for (int gg = 1; gg < groups; ++gg) acc += red[gg * head_size + threadIdx.x];
-    if (splits == 1) {
-      out[h * head_size + threadIdx.x] = from_f<T>(acc / sum);
-    } else {
-      float* p = part + ((long long)h * splits + split) * (head_size + 2);
-      if (threadIdx.x == 0) {
-        p[0] = m;        // -inf for an empty slice, whose sum and output are 0
-        p[1] = sum;
+      const float p = scores[t - t0];
+      float f[E];
+      if (t == pos) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
+      } else {
+        Vec16<T>::unpack(__ldg(reinterpret_cast<const uint4*>(v_cache + (long long)t * kv_dim + kv_off) + c), f);
       }
-      p[2 + threadIdx.x] = acc;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc[e] += p * f[e];
     }
+#pragma unroll
+    for (int e = 0; e < E; ++e) red[g * head_size + c * E + e] = acc[e];
   }
-}
-
-// grid n_heads, block >= head_size threads
-template <typename T>
-__global__ void attention_combine(T* __restrict__ out, const float* __restrict__ part, int splits, int head_size) {
-  using namespace autosched_decode;
-  const int h = blockIdx.x, i = threadIdx.x;
-  if (i >= head_size) return;
-  const float* p = part + (long long)h * splits * (head_size + 2);
-  float m = neg_inf();
-  for (int s = 0; s < splits; ++s) m = fmaxf(m, p[s * (head_size + 2)]);
-  float sum = 0.f, acc = 0.f;
-  for (int s = 0; s < splits; ++s) {
-    const float* q = p + s * (head_size + 2);
-    if (q[1] == 0.f) continue;       // empty slice
-    const float f = __expf(q[0] - m);
-    sum += q[1] * f;
-    acc += q[2 + i] * f;
+  __syncthreads();
+  float o = 0.f;
+  if (threadIdx.x < head_size) {
+    for (int gg = 0; gg < groups; ++gg) o += red[gg * head_size + threadIdx.x];
   }
-  out[h * head_size + i] = from_f<T>(acc / sum);
+  if (splits == 1) {
+    if (threadIdx.x < head_size) out[h * head_size + threadIdx.x] = from_f<T>(o / sum);
+    return;
+  }
+  float* p = part + ((long long)h * splits + split) * (head_size + 2);
+  if (threadIdx.x < head_size) p[2 + threadIdx.x] = o;
+  if (threadIdx.x == 0) {
+    p[0] = m;        // -inf for an empty slice, whose sum and output are 0
+    p[1] = sum;
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) ticket = atomicAdd(count + h, 1u);
+  __syncthreads();
+  if (ticket != splits - 1) return;
+  __threadfence();
+  // the last block of head h: merge the partials (read through L2: other SMs wrote them)
+  const float* ph = part + (long long)h * splits * (head_size + 2);
+  float mm = neg_inf();
+  for (int s = 0; s < splits; ++s) mm = fmaxf(mm, __ldcg(ph + s * (head_size + 2)));
+  if (threadIdx.x < head_size) {
+    float tot = 0.f, a = 0.f;
+    for (int s = 0; s < splits; ++s) {
+      const float* q = ph + s * (head_size + 2);
+      const float l = __ldcg(q + 1);
+      if (l == 0.f) continue;       // empty slice
+      const float f = __expf(__ldcg(q) - mm);
+      tot += l * f;
+      a += __ldcg(q + 2 + threadIdx.x) * f;
+    }
+    out[h * head_size + threadIdx.x] = from_f<T>(a / tot);
+  }
+  if (threadIdx.x == 0) count[h] = 0;      // ready for the next step
 }
 
 template <typename T>
 __global__ void silu_mul(T* __restrict__ h, const T* __restrict__ gu, int n) {
   using namespace autosched_decode;
+  grid_dependency_wait();
+  grid_dependents_launch();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     const float g = to_f(gu[i]);
@@ -269,6 +309,10 @@ gemv_dense(O* __restrict__ out, const W* __restrict__ w, const __half* __restric
   constexpr int E = V::E;
   const int row = blockIdx.x * WARPS + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
+  const int rows = min(WARPS, N - (int)blockIdx.x * WARPS);
+  prefetch_l2(w + (long long)blockIdx.x * WARPS * K, (long long)rows * K * sizeof(W), threadIdx.x, WARPS * 32);
+  grid_dependents_launch();
+  grid_dependency_wait();
   if (row >= N) return;
   const uint4* wr = reinterpret_cast<const uint4*>(w + (long long)row * K);
   const int nvec = K / E;
@@ -309,6 +353,8 @@ argmax_step(float* __restrict__ out, const T* __restrict__ logits, int n, int* _
   using namespace autosched_decode;
   __shared__ float best_v[THREADS];
   __shared__ int best_i[THREADS];
+  grid_dependency_wait();
+  grid_dependents_launch();
   float bv = neg_inf();
   int bi = 0x7fffffff;
   for (int i = threadIdx.x; i < n; i += THREADS) {

@@ -13,6 +13,7 @@
 // a config that slipped past Python fails at compile time, not with wrong numbers.
 #pragma once
 #include <cuda_fp16.h>
+#include "pdl.cuh"
 
 // NVRTC ships no <stdint.h>: plain types of the widths we need
 using u32 = unsigned int;
@@ -229,8 +230,22 @@ struct Gemv {
 
     // PREFETCH: the next step's weights are in flight while this step computes (a register double
     // buffer), and the first step's are requested before V is staged and the block waits on it
+#ifdef AUTOSCHED_PDL
+    // inside a decode step (programmatic dependent launch): stream this block's weights into the
+    // L2 while the previous kernel finishes; V is its output, so it is read only after the wait
+    {
+      const int r_lo = (int)(blockIdx.x * ROWS / LN) * LN;
+      const int r_hi = min(N, (int)((blockIdx.x * ROWS + ROWS + LN - 1) / LN) * LN);
+      autosched_pdl::prefetch_l2(wq + (i64)r_lo * KW, (i64)(r_hi - r_lo) * KW * 4, tid, THREADS);
+      autosched_pdl::prefetch_l2(sc + (i64)r_lo * G, (i64)(r_hi - r_lo) * G * 2, tid, THREADS);
+      autosched_pdl::grid_dependents_launch();
+    }
+#endif
     u32 q[TILE_S][WPT];
     if constexpr (PREFETCH) load_tile(wq, row0, r * WPT, q);
+#ifdef AUTOSCHED_PDL
+    autosched_pdl::grid_dependency_wait();
+#endif
 
     if constexpr (V_SHARED) {
       for (int w = tid; w < KW; w += THREADS) smem[w] = __ldg(reinterpret_cast<const uint4*>(v) + w);

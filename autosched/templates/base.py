@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -52,9 +53,21 @@ class KernelSpec:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def kernel_source(filename: str) -> str:
-    """Text of a .cuh file shipped in autosched/kernels."""
-    return resources.files("autosched.kernels").joinpath(filename).read_text()
+_LOCAL_INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')
+
+
+def kernel_source(filename: str, _seen: frozenset = frozenset()) -> str:
+    """Text of a .cuh file shipped in autosched/kernels, with its `#include "x.cuh"` lines replaced
+    by those files (once each), so the source hash that keys the build cache covers them."""
+    text = resources.files("autosched.kernels").joinpath(filename).read_text()
+    out = []
+    for line in text.splitlines(keepends=True):
+        m = _LOCAL_INCLUDE.match(line)
+        if m is None:
+            out.append(line)
+        elif m.group(1) not in _seen:
+            out.append(kernel_source(m.group(1), _seen | {filename, m.group(1)}))
+    return "".join(out)
 
 
 class Template:

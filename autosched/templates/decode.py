@@ -50,36 +50,34 @@ def add_rmsnorm_spec(dim: int, act: str, arch: str, threads: int | None = None) 
 
 
 def attention_threads(head_size: int) -> int:
+    """A thread a position for the scores; the merge takes a thread a dimension."""
     t = 128
     while t < head_size:
-        t *= 2
-    if t > 1024:
-        raise ValueError(f"head size {head_size} is larger than a block")
+        t += 32
     return t
 
 
 def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
-    """Split-KV when one block a head would leave most SMs idle over a long context: enough
-    slices for ~2 blocks per SM, each slice at least 128 positions."""
-    if seq_len < 512:
-        return 1
-    want = max(1, (2 * sm_count) // n_heads)
-    return max(1, min(want, seq_len // 128))
+    """Split-KV slices per head: about two blocks per SM, none shorter than 32 positions (a slice
+    that is empty at the current position exits at once)."""
+    return max(1, min(-(-2 * sm_count // n_heads), seq_len // 32))
 
 
 def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int, act: str, arch: str,
                         threads: int | None = None) -> KernelSpec:
     threads = threads or attention_threads(head_size)
-    if threads < head_size:
-        raise ValueError(f"{threads} threads cannot cover head size {head_size}")
+    elem = 4 if act == "float" else 2
+    if head_size * elem % 16:
+        raise ValueError(f"head size {head_size} x {elem} bytes is not a multiple of 16 (K/V rows are read "
+                         "in 16-byte loads)")
+    if not head_size <= threads <= 256 or threads % 32:
+        raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
+                         f"for head size {head_size}")
     smem = 4 * (3 * head_size + -(-seq_len // splits))
+    if smem > 48 * 1024:
+        raise ValueError(f"{smem} bytes of scores: use more splits than {splits} for seq_len {seq_len}")
     return _spec("rope_attention", f"rope_attention<{_ctype(act)}, {threads}>", arch, (n_heads, splits, 1),
                  (threads, 1, 1), smem)
-
-
-def attention_combine_spec(n_heads: int, head_size: int, act: str, arch: str) -> KernelSpec:
-    threads = -(-head_size // 32) * 32
-    return _spec("attention_combine", f"attention_combine<{_ctype(act)}>", arch, (n_heads, 1, 1), (threads, 1, 1))
 
 
 def silu_mul_spec(hidden: int, act: str, arch: str, threads: int = 256) -> KernelSpec:

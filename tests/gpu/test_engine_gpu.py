@@ -51,12 +51,12 @@ def test_engine_matches_the_reference(weights, builder, fmt):
         assert eng.generate(TOKENS[:3], 20) == ref.generate(TOKENS[:3], 20)
 
 
-def test_graphs_and_split_kv_agree(weights, builder):
+def test_graphs_pdl_and_split_kv_agree(weights, builder):
     from autosched.engine.engine import Engine
-    plain = Engine(CFG, weights, "fp32", builder=builder, graphs=False)
-    split = Engine(CFG, weights, "fp32", builder=builder, split_from=0, long_splits=3)
-    assert split.splits_at(0) == 3
-    graph = Engine(CFG, weights, "fp32", builder=builder)
+    plain = Engine(CFG, weights, "fp32", builder=builder, graphs=False, pdl=False, splits=1)
+    split = Engine(CFG, weights, "fp32", builder=builder, graphs=False, pdl=False, splits=5)
+    graph = Engine(CFG, weights, "fp32", builder=builder, graphs=True, pdl=True, splits=1)
+    assert split.splits == 5 and graph.pdl
     for t in TOKENS:
         a, b, c = (e.step(t).cpu().numpy() for e in (plain, split, graph))
         assert np.array_equal(a, c)                   # a replayed graph is the same launches

@@ -12,8 +12,8 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
     specs = []
     for act in ("float", "half"):
         specs += [dk.embed_spec(288, arch), dk.add_rmsnorm_spec(288, act, arch), dk.add_rmsnorm_spec(4096, act, arch),
-                  dk.rope_attention_spec(6, 48, 256, 1, act, arch), dk.rope_attention_spec(32, 128, 4096, 8, act, arch),
-                  dk.attention_combine_spec(32, 128, act, arch), dk.silu_mul_spec(11008, act, arch),
+                  dk.rope_attention_spec(6, 48, 256, 1, act, arch), dk.rope_attention_spec(32, 128, 4096, 9, act, arch),
+                  dk.silu_mul_spec(11008, act, arch),
                   dk.argmax_spec(act, arch)]
         for w in ("fp32", "fp16", "int8"):
             specs.append(dk.gemv_dense_spec(4096, 11008, w, act, act, arch))
@@ -29,10 +29,29 @@ def test_launch_shapes_and_refusals(h100):
     assert a.grid == (32, 4, 1) and a.block == (128, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
     assert dk.rmsnorm_threads(288) == 128 and dk.rmsnorm_threads(4096) == 1024
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
-    assert dk.attention_splits(32, 256, 132) == 1 and dk.attention_splits(32, 4096, 132) == 8
+    assert dk.attention_splits(32, 4096, 132) == 9 and dk.attention_splits(6, 256, 132) == 8
+    assert dk.attention_splits(8, 16, 132) == 1
+    with pytest.raises(ValueError, match="multiple of 16"):
+        dk.rope_attention_spec(6, 36, 256, 1, "half", arch)
+    with pytest.raises(ValueError, match="more splits"):
+        dk.rope_attention_spec(8, 64, 16384, 1, "float", arch)
     with pytest.raises(ValueError, match="16-byte aligned"):
         dk.gemv_dense_spec(8, 100, "fp16", "half", "half", arch)
     with pytest.raises(ValueError, match="activation type"):
         dk.silu_mul_spec(8, "bf16", arch)
     with pytest.raises(ValueError, match="weight format"):
         dk.gemv_dense_spec(8, 64, "q8", "half", "half", arch)
+
+
+def test_engine_matmul_kernels_compile_with_programmatic_launch(tmp_path, h100):
+    """The q4f16_1 GEMV as the engine serves it (weights prefetched into the L2 before the wait on
+    its predecessor) compiles for the default config of a 7B shape and a tiny one, as do the dense ones."""
+    from autosched.engine.matmul import Matmul
+    mats = [Matmul("gate_up", "q4f16_1", 22016, 4096, "half", "half", h100, pdl=True),
+            Matmul("o", "q4f16_1", 288, 288, "half", "half", h100, pdl=True),
+            Matmul("cls", "int8", 32000, 288, "half", "half", h100, pdl=True)]
+    assert "-DAUTOSCHED_PDL" in mats[0].spec.options and mats[0].choice.source == "default"
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        for m, binary in zip(mats, b.build_many([m.spec for m in mats])):
+            assert binary.ok, (m.spec.name_expression, binary.error)
+            assert binary.resources.spills == 0

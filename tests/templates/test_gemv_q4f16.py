@@ -260,11 +260,12 @@ def test_arguments_and_layouts(render_sample, w12288, h100):
         assert spec.arch == h100.arch == "sm_90"
 
 
-def test_source_is_the_cuh_text(render_sample):
+def test_source_is_the_cuh_text_with_local_includes_inlined(render_sample):
     golden = CUH.read_text()
-    assert "gemv_q4f16(" in golden
+    assert "gemv_q4f16(" in golden and '#include "pdl.cuh"' in golden
+    inlined = golden.replace('#include "pdl.cuh"\n', (CUH.parent / "pdl.cuh").read_text())
     for _, spec in render_sample[:5]:
-        assert spec.source == golden
+        assert spec.source == inlined and "#include \"" not in spec.source
 
 
 def test_distinct_configs_render_distinct_binaries(render_sample):

@@ -1,0 +1,30 @@
+// Programmatic dependent launch (sm_90): a kernel launched with programmatic stream serialization
+// may start while its predecessor still runs.  It may only touch data no predecessor writes (the
+// weights) before grid_dependency_wait(), which returns once every predecessor has finished and its
+// writes are visible.  grid_dependents_launch() lets the successor start.  Both are no-ops for a
+// kernel launched the ordinary way.
+#pragma once
+
+namespace autosched_pdl {
+
+__device__ __forceinline__ void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void grid_dependents_launch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Ask the L2 for [p, p + bytes) in 128-byte lines, spread over the block's threads, so the block's
+// weights stream in while the predecessor finishes.
+__device__ __forceinline__ void prefetch_l2(const void* p, long long bytes, int tid, int threads) {
+  const char* c = static_cast<const char*>(p);
+  for (long long off = (long long)tid * 128; off < bytes; off += (long long)threads * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+}
+
+}  // namespace autosched_pdl
