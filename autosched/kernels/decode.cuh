@@ -101,6 +101,19 @@ template <> struct Vec16<signed char> {
   }
 };
 
+// E consecutive activations (16-byte aligned) as floats, in 16-byte loads
+template <typename X, int E>
+__device__ __forceinline__ void load_x(const X* __restrict__ p, float* f) {
+  constexpr int XE = Vec16<X>::E;
+  if constexpr (E % XE == 0) {
+#pragma unroll
+    for (int c = 0; c < E / XE; ++c) Vec16<X>::unpack(__ldg(reinterpret_cast<const uint4*>(p) + c), f + c * XE);
+  } else {        // fewer activations than a 16-byte vector (fp32 weights, fp16 activations)
+#pragma unroll
+    for (int e = 0; e < E; ++e) f[e] = to_f(p[e]);
+  }
+}
+
 }  // namespace autosched_decode
 
 __global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* __restrict__ token,
@@ -324,19 +337,19 @@ gemv_dense(O* __restrict__ out, const W* __restrict__ w, const __half* __restric
     for (int u = 0; u < UNROLL; ++u) r[u] = __ldg(wr + v + u * 32);
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      float f[E];
+      float f[E], xf[E];
       V::unpack(r[u], f);
-      const X* xv = x + (v + u * 32) * E;
+      load_x<X, E>(x + (v + u * 32) * E, xf);
 #pragma unroll
-      for (int e = 0; e < E; ++e) acc += f[e] * to_f(xv[e]);
+      for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
     }
   }
   for (; v < nvec; v += 32) {
-    float f[E];
+    float f[E], xf[E];
     V::unpack(__ldg(wr + v), f);
-    const X* xv = x + v * E;
+    load_x<X, E>(x + v * E, xf);
 #pragma unroll
-    for (int e = 0; e < E; ++e) acc += f[e] * to_f(xv[e]);
+    for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
   }
   acc = warp_sum(acc);
   if (lane == 0) {
