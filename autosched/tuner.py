@@ -57,6 +57,12 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         # already has is not proposed again
         context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),
                    "exclude": set(done)}
+        # these strategies never propose what is already measured, so the best known so far comes
+        # from the database: a resumed run reports the best over every run, not only its own
+        known = [r for r in done.values() if r.measurement.ok and space.contains(r.config)]
+        if known:
+            top = min(known, key=lambda r: r.measurement.median_us)
+            res.best, res.best_config = top.measurement, top.config
     strat = make_strategy(strategy, space, seed, **context)
     if trials is not None and trials < 0:
         raise ValueError(f"trials must be >= 0, got {trials}")

@@ -236,3 +236,21 @@ def test_next_batch_builds_while_this_batch_is_measured(h100, gemv_template, tmp
     # batch 2's 10 builds come before batch 1's first measurement
     assert kinds[:20] == ["build"] * 20
     assert kinds.index("measure") == 20
+
+
+@pytest.mark.parametrize("strategy", ["model", "evolutionary", "evolutionary-model"])
+def test_resumed_model_search_reports_the_best_of_every_run(synthetic, loaded, tmp_path, strategy):
+    """Strategies that skip measured configs: a second run's best is the best over both runs (it
+    was the best of the second run's own trials, so `bench` run again could time a worse kernel)."""
+    path = tmp_path / "db"
+    w, t, key = synthetic.workload, synthetic.template, synthetic.device.key
+    with Database(path) as db:
+        tune(w, t, CountingRunner(loaded), db, strategy=strategy, trials=120, seed=0)
+    r2 = CountingRunner(loaded)
+    with Database(path) as db:
+        second = tune(w, t, r2, db, strategy=strategy, trials=5, seed=1)
+        measured = db.measured(w.key, key, t.family)
+    assert len(r2.asked) == second.measured_now == 5 and len(measured) == 125
+    want_cfg, want_m = synthetic.best_ok(loaded, [loaded.entries[h][0] for h in measured])
+    assert second.best_config == want_cfg
+    assert second.best.median_us == want_m.median_us
