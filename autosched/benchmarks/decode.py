@@ -237,7 +237,8 @@ def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> d
 
 def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) -> list[dict]:
     """One layer's decode attention (7B heads: 32 x 128, fp16) at context length L: ours (one
-    block a head, and split-KV) vs torch SDPA over the same cache."""
+    block a head, and split-KV as the engine serves it) vs torch SDPA over the same cache, each
+    timed inside a CUDA graph (the launch cost a step pays, not Python's)."""
     import torch.nn.functional as F
 
     from autosched.engine.engine import rope_table
@@ -265,16 +266,8 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
                             np.int32(H), np.int32(H * hs), np.int32(hs), np.int32(1))
         return f
 
-    def time_it(f, reps=50):
-        f()
-        torch.cuda.synchronize()
-        a, b = _events(torch)
-        a.record()
-        for _ in range(reps):
-            f()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b) * 1e3 / reps
+    def time_it(f):
+        return graph_us(torch, lambda i: f(), copies=1, rounds=20)
 
     rows = []
     for L in contexts:

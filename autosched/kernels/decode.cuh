@@ -118,8 +118,8 @@ __device__ __forceinline__ void load_x(const X* __restrict__ p, float* f) {
 
 __global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* __restrict__ token,
                       int dim) {
-  autosched_pdl::grid_dependency_wait();
   autosched_pdl::grid_dependents_launch();
+  autosched_pdl::grid_dependency_wait();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < dim) x[i] = table[(long long)token[0] * dim + i];
 }
@@ -131,8 +131,8 @@ add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restr
   using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
   __shared__ float red[THREADS / 32];
-  grid_dependency_wait();
   grid_dependents_launch();
+  grid_dependency_wait();
   float ss = 0.f;
   for (int i = threadIdx.x; i < dim; i += THREADS) {
     float v = x[i];
@@ -169,6 +169,7 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
   float* scores = vs + head_size;
 
   const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  grid_dependents_launch();
   grid_dependency_wait();
   const int pos = pos_p[0];
   const int kvh = h / kv_mul;
@@ -197,7 +198,6 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
       v_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(vs[i]);
     }
   }
-  grid_dependents_launch();
 
   const int n = pos + 1;
   const int chunk = (n + splits - 1) / splits;
@@ -301,8 +301,8 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
 template <typename T>
 __global__ void silu_mul(T* __restrict__ h, const T* __restrict__ gu, int n) {
   using namespace autosched_decode;
-  grid_dependency_wait();
   grid_dependents_launch();
+  grid_dependency_wait();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     const float g = to_f(gu[i]);
@@ -323,7 +323,8 @@ gemv_dense(O* __restrict__ out, const W* __restrict__ w, const __half* __restric
   const int row = blockIdx.x * WARPS + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int rows = min(WARPS, N - (int)blockIdx.x * WARPS);
-  prefetch_l2(w + (long long)blockIdx.x * WARPS * K, (long long)rows * K * sizeof(W), threadIdx.x, WARPS * 32);
+  prefetch_l2(w + (long long)blockIdx.x * WARPS * K, (long long)rows * K * sizeof(W), threadIdx.x, WARPS * 32,
+              gridDim.x);
   grid_dependents_launch();
   grid_dependency_wait();
   if (row >= N) return;
@@ -366,8 +367,8 @@ argmax_step(float* __restrict__ out, const T* __restrict__ logits, int n, int* _
   using namespace autosched_decode;
   __shared__ float best_v[THREADS];
   __shared__ int best_i[THREADS];
-  grid_dependency_wait();
   grid_dependents_launch();
+  grid_dependency_wait();
   float bv = neg_inf();
   int bi = 0x7fffffff;
   for (int i = threadIdx.x; i < n; i += THREADS) {

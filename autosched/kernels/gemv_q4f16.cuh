@@ -236,8 +236,8 @@ struct Gemv {
     {
       const int r_lo = (int)(blockIdx.x * ROWS / LN) * LN;
       const int r_hi = min(N, (int)((blockIdx.x * ROWS + ROWS + LN - 1) / LN) * LN);
-      autosched_pdl::prefetch_l2(wq + (i64)r_lo * KW, (i64)(r_hi - r_lo) * KW * 4, tid, THREADS);
-      autosched_pdl::prefetch_l2(sc + (i64)r_lo * G, (i64)(r_hi - r_lo) * G * 2, tid, THREADS);
+      autosched_pdl::prefetch_l2(wq + (i64)r_lo * KW, (i64)(r_hi - r_lo) * KW * 4, tid, THREADS, gridDim.x);
+      autosched_pdl::prefetch_l2(sc + (i64)r_lo * G, (i64)(r_hi - r_lo) * G * 2, tid, THREADS, gridDim.x);
       autosched_pdl::grid_dependents_launch();
     }
 #endif

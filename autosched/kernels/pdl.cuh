@@ -1,8 +1,9 @@
 // Programmatic dependent launch (sm_90): a kernel launched with programmatic stream serialization
 // may start while its predecessor still runs.  It may only touch data no predecessor writes (the
 // weights) before grid_dependency_wait(), which returns once every predecessor has finished and its
-// writes are visible.  grid_dependents_launch() lets the successor start.  Both are no-ops for a
-// kernel launched the ordinary way.
+// writes are visible.  grid_dependents_launch() lets the successor start (its own wait still
+// covers us, so calling it first thing is safe).  Both are no-ops for a kernel launched the
+// ordinary way.
 #pragma once
 
 namespace autosched_pdl {
@@ -19,10 +20,18 @@ __device__ __forceinline__ void grid_dependents_launch() {
 #endif
 }
 
-// Ask the L2 for [p, p + bytes) in 128-byte lines, spread over the block's threads, so the block's
-// weights stream in while the predecessor finishes.
-__device__ __forceinline__ void prefetch_l2(const void* p, long long bytes, int tid, int threads) {
+// Bytes a whole grid asks the L2 for ahead of its wait: enough to keep HBM busy through the
+// predecessor's tail (~2-3 us at 3 TB/s), small enough that it does not evict what the predecessor
+// still reads (the H100's L2 holds 50 MB).
+constexpr long long PREFETCH_BUDGET = 8ll << 20;
+
+// Ask the L2 for the start of [p, p + bytes) in 128-byte lines, spread over the block's threads,
+// at most PREFETCH_BUDGET / blocks bytes, so the block's first weights stream in while the
+// predecessor finishes.
+__device__ __forceinline__ void prefetch_l2(const void* p, long long bytes, int tid, int threads, int blocks) {
   const char* c = static_cast<const char*>(p);
+  const long long cap = PREFETCH_BUDGET / blocks;
+  if (bytes > cap) bytes = cap;
   for (long long off = (long long)tid * 128; off < bytes; off += (long long)threads * 128)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
 }
