@@ -3,7 +3,8 @@
     python scripts/recordings_from_db.py DB DEVICE_JSON OUT_DIR [DATE]
 
 DEVICE_JSON is the DeviceInfo the GPU reported (autosched.device.query().to_json()); only rows
-with that device key are taken.
+with that device key are taken.  A recording already at the output path is merged into: its
+configs stay, and the database's measurement wins where both have one (the newer run).
 """
 import datetime
 import json
@@ -13,7 +14,7 @@ from pathlib import Path
 from autosched.database import Database
 from autosched.device import DeviceInfo
 from autosched.measure.protocol import Protocol
-from autosched.measure.recording import recording_from_db
+from autosched.measure.recording import Recording, recording_from_db
 from autosched.templates import template_for
 from autosched.workloads import workload_from_key
 
@@ -29,6 +30,15 @@ def main(db_path, device_json, out_dir, date=None):
                                     {"runner": "gpu", "source": "the configs earlier GPU tuning runs measured: random, "
                                      "then model-guided search"}, date)
             out = Path(out_dir) / f"{family}-{w.shape_str}-{device.name.replace(' ', '_')}.json.gz"
+            if out.exists():
+                old = Recording.load(out)
+                if old.device.key != device.key or old.protocol != rec.protocol:
+                    raise SystemExit(f"{out} was measured on {old.device.key} under {old.protocol}: not merged")
+                new = rec.entries
+                rec.entries = dict(old.entries)
+                rec.entries.update(new)
+                rec.versions = {**rec.versions, "source": "several GPU tuning runs' measurements: random, then "
+                                "model-guided search (newest measurement of a config kept)"}
             rec.save(out)
             ok = sum(m.ok for _, m in rec.entries.values())
             print(f"{out}: {len(rec.entries)} configs ({ok} ok) of {rec.space_size}")
