@@ -83,7 +83,10 @@ class Engine:
             "argmax": dk.argmax_spec(act, arch),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
-        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl)
+        # q4f16_1: the down projection reads (gate, up) and applies silu(gate) * up itself
+        self.fused_silu = self.fmt == "q4f16_1"
+        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,
+                                silu_mul_input=self.fused_silu and name == "down")
                    for name, (n, kk) in shapes.items()}
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values())]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
@@ -109,7 +112,7 @@ class Engine:
     def _splits_that_fit(self, splits: int) -> int:
         """Fewest splits >= `splits` whose slice of scores fits the 48 KiB of static shared memory."""
         c = self.cfg
-        while 4 * (3 * c.head_size + -(-c.seq_len // splits)) > 48 * 1024:
+        while 4 * (3 * c.head_size + max(-(-c.seq_len // splits), min(c.seq_len, 64))) > 48 * 1024:
             splits += 1
         return splits
 
@@ -150,8 +153,11 @@ class Engine:
             k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_ffn[layer]), ptr(self.xb), i32(c.dim),
                       f32(c.norm_eps))
             mm["gate_up"](stream, layer, self.gu, self.xb)
-            k["silu"](stream, ptr(self.hb), ptr(self.gu), i32(c.hidden_dim))
-            mm["down"](stream, layer, self.y, self.hb)
+            if self.fused_silu:
+                mm["down"](stream, layer, self.y, self.gu)
+            else:
+                k["silu"](stream, ptr(self.hb), ptr(self.gu), i32(c.hidden_dim))
+                mm["down"](stream, layer, self.y, self.hb)
         k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_final), ptr(self.xb), i32(c.dim), f32(c.norm_eps))
         mm["cls"](stream, 0, self.logits, self.xb)
         k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d))

@@ -148,9 +148,10 @@ add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restr
 
 // Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.  head_size * sizeof(T)
 // must be a multiple of 16 (the launcher checks): K and V rows are read with 16-byte loads.
-// Split-KV: block (h, s) takes a slice of the context and writes a partial (max, sum, unnormalized
-// output) to part; the last block of a head to finish (a ticket in count[h], which it resets for the
-// next step) merges them, so there is no second launch.
+// Split-KV: of the gridDim.y blocks of a head, as many as give slices of >= 64 positions take a
+// slice of the context each and write a partial (max, sum, unnormalized output) to part; the last
+// of them to finish (a ticket in count[h], which it resets for the next step) merges them, so there
+// is no second launch.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
 rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restrict__ count,
@@ -168,10 +169,13 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
   float* vs = ks + head_size;
   float* scores = vs + head_size;
 
-  const int h = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
+  const int h = blockIdx.x, split = blockIdx.y;
   grid_dependents_launch();
   grid_dependency_wait();
   const int pos = pos_p[0];
+  // slices of at least 64 positions: a short context takes one block a head and no merge
+  const int splits = min((int)gridDim.y, (pos + 64) / 64);
+  if (split >= splits) return;
   const int kvh = h / kv_mul;
   const int q_dim = n_heads * head_size;
   const int kv_off = kvh * head_size;
@@ -267,7 +271,7 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
     if (threadIdx.x < head_size) out[h * head_size + threadIdx.x] = from_f<T>(o / sum);
     return;
   }
-  float* p = part + ((long long)h * splits + split) * (head_size + 2);
+  float* p = part + ((long long)h * gridDim.y + split) * (head_size + 2);
   if (threadIdx.x < head_size) p[2 + threadIdx.x] = o;
   if (threadIdx.x == 0) {
     p[0] = m;        // -inf for an empty slice, whose sum and output are 0
@@ -280,7 +284,7 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
   if (ticket != splits - 1) return;
   __threadfence();
   // the last block of head h: merge the partials (read through L2: other SMs wrote them)
-  const float* ph = part + (long long)h * splits * (head_size + 2);
+  const float* ph = part + (long long)h * gridDim.y * (head_size + 2);
   float mm = neg_inf();
   for (int s = 0; s < splits; ++s) mm = fmaxf(mm, __ldcg(ph + s * (head_size + 2)));
   if (threadIdx.x < head_size) {

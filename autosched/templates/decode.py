@@ -73,7 +73,8 @@ def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int,
     if not head_size <= threads <= 256 or threads % 32:
         raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
                          f"for head size {head_size}")
-    smem = 4 * (3 * head_size + -(-seq_len // splits))
+    # a slice is ceil(seq_len / splits) positions, or up to 64 while the context is short
+    smem = 4 * (3 * head_size + max(-(-seq_len // splits), min(seq_len, 64)))
     if smem > 48 * 1024:
         raise ValueError(f"{smem} bytes of scores: use more splits than {splits} for seq_len {seq_len}")
     return _spec("rope_attention", f"rope_attention<{_ctype(act)}, {threads}>", arch, (n_heads, splits, 1),

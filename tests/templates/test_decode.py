@@ -27,6 +27,7 @@ def test_launch_shapes_and_refusals(h100):
     arch = h100.arch
     a = dk.rope_attention_spec(32, 128, 4096, 4, "half", arch)
     assert a.grid == (32, 4, 1) and a.block == (128, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
+    assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
     assert dk.rmsnorm_threads(288) == 128 and dk.rmsnorm_threads(4096) == 1024
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
     assert dk.attention_splits(32, 4096, 132) == 9 and dk.attention_splits(6, 256, 132) == 8
@@ -45,13 +46,25 @@ def test_launch_shapes_and_refusals(h100):
 
 def test_engine_matmul_kernels_compile_with_programmatic_launch(tmp_path, h100):
     """The q4f16_1 GEMV as the engine serves it (weights prefetched into the L2 before the wait on
-    its predecessor) compiles for the default config of a 7B shape and a tiny one, as do the dense ones."""
+    its predecessor) compiles for the configs the shipped H100 recordings serve, as do the dense ones."""
     from autosched.engine.matmul import Matmul
     mats = [Matmul("gate_up", "q4f16_1", 22016, 4096, "half", "half", h100, pdl=True),
             Matmul("o", "q4f16_1", 288, 288, "half", "half", h100, pdl=True),
             Matmul("cls", "int8", 32000, 288, "half", "half", h100, pdl=True)]
-    assert "-DAUTOSCHED_PDL" in mats[0].spec.options and mats[0].choice.source == "default"
+    assert "-DAUTOSCHED_PDL" in mats[0].spec.options
+    assert mats[0].choice.source.startswith("recording") and mats[1].choice.source.startswith("recording")
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
         for m, binary in zip(mats, b.build_many([m.spec for m in mats])):
             assert binary.ok, (m.spec.name_expression, binary.error)
             assert binary.resources.spills == 0
+
+
+def test_fused_silu_down_projection_compiles_and_is_q4_only(tmp_path, h100):
+    from autosched.engine.matmul import Matmul
+    m = Matmul("down", "q4f16_1", 4096, 11008, "half", "half", h100, pdl=True, silu_mul_input=True)
+    assert {"-DAUTOSCHED_PDL", "-DAUTOSCHED_V_SILU_MUL"} <= set(m.spec.options)
+    with Builder(workers=1, cache=BuildCache(tmp_path)) as b:
+        binary = b.build(m.spec)
+    assert binary.ok, binary.error
+    with pytest.raises(ValueError, match="only the q4f16_1"):
+        Matmul("down", "fp16", 4096, 11008, "half", "half", h100, silu_mul_input=True)
