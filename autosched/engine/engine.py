@@ -43,7 +43,7 @@ def rope_table(cfg: LlamaConfig, device):
 class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool | None = None, splits: int | None = None,
-                 progress=None):
+                 fuse_silu: bool = True, progress=None):
         import torch
         from cuda.core import Device
 
@@ -57,6 +57,8 @@ class Engine:
         self.graphs_enabled = graphs
         self.pdl = pdl_supported() if pdl is None else pdl
         self._graph = None
+        # q4f16_1: the down projection reads (gate, up) and applies silu(gate) * up itself
+        self.fused_silu = fuse_silu and fmt == "q4f16_1"
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -83,8 +85,6 @@ class Engine:
             "argmax": dk.argmax_spec(act, arch),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
-        # q4f16_1: the down projection reads (gate, up) and applies silu(gate) * up itself
-        self.fused_silu = self.fmt == "q4f16_1"
         self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,
                                 silu_mul_input=self.fused_silu and name == "down")
                    for name, (n, kk) in shapes.items()}

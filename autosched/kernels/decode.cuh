@@ -15,6 +15,10 @@
 //   silu_mul        h (n) = silu(gu[0:n]) * gu[n:2n]      (gate and up come from one fused GEMV)
 //   gemv_dense      out (N) = W (N, K) . x  for W in float, __half or int8 (with a per-row scale)
 //   argmax_step     token = argmax(logits) (first of ties, as numpy), pos += 1; logits -> float
+//
+// Buffers a predecessor in the step writes (activations, the KV cache, token and pos) are read
+// with plain loads through pointers that are not `const __restrict__`: a read-only (nc) load of
+// one may be hoisted above grid_dependency_wait() and see the previous step's data.
 #pragma once
 #include <cuda_fp16.h>
 #include "pdl.cuh"
@@ -103,11 +107,11 @@ template <> struct Vec16<signed char> {
 
 // E consecutive activations (16-byte aligned) as floats, in 16-byte loads
 template <typename X, int E>
-__device__ __forceinline__ void load_x(const X* __restrict__ p, float* f) {
+__device__ __forceinline__ void load_x(const X* p, float* f) {
   constexpr int XE = Vec16<X>::E;
   if constexpr (E % XE == 0) {
 #pragma unroll
-    for (int c = 0; c < E / XE; ++c) Vec16<X>::unpack(__ldg(reinterpret_cast<const uint4*>(p) + c), f + c * XE);
+    for (int c = 0; c < E / XE; ++c) Vec16<X>::unpack(reinterpret_cast<const uint4*>(p)[c], f + c * XE);
   } else {        // fewer activations than a 16-byte vector (fp32 weights, fp16 activations)
 #pragma unroll
     for (int e = 0; e < E; ++e) f[e] = to_f(p[e]);
@@ -116,7 +120,7 @@ __device__ __forceinline__ void load_x(const X* __restrict__ p, float* f) {
 
 }  // namespace autosched_decode
 
-__global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* __restrict__ token,
+__global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* token,
                       int dim) {
   autosched_pdl::grid_dependents_launch();
   autosched_pdl::grid_dependency_wait();
@@ -126,7 +130,7 @@ __global__ void embed(float* __restrict__ x, const float* __restrict__ table, co
 
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restrict__ w, T* __restrict__ out,
+add_rmsnorm(float* x, const T* y, const float* __restrict__ w, T* out,
             int dim, float eps) {
   using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
@@ -154,9 +158,7 @@ add_rmsnorm(float* __restrict__ x, const T* __restrict__ y, const float* __restr
 // is no second launch.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restrict__ count,
-               const T* __restrict__ qkv, T* __restrict__ k_cache, T* __restrict__ v_cache,
-               const int* __restrict__ pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
+rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
                int head_size, int kv_mul) {
   using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 256, "whole warps; red holds THREADS * 8 floats");
@@ -303,7 +305,7 @@ rope_attention(T* __restrict__ out, float* __restrict__ part, unsigned* __restri
 }
 
 template <typename T>
-__global__ void silu_mul(T* __restrict__ h, const T* __restrict__ gu, int n) {
+__global__ void silu_mul(T* h, const T* gu, int n) {
   using namespace autosched_decode;
   grid_dependents_launch();
   grid_dependency_wait();
@@ -319,7 +321,7 @@ __global__ void silu_mul(T* __restrict__ h, const T* __restrict__ gu, int n) {
 // fp16 per row for int8 weights, null otherwise.
 template <typename W, typename X, typename O, int WARPS, int UNROLL>
 __global__ void __launch_bounds__(WARPS * 32)
-gemv_dense(O* __restrict__ out, const W* __restrict__ w, const __half* __restrict__ scale, const X* __restrict__ x,
+gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, const X* x,
            int N, int K) {
   using namespace autosched_decode;
   using V = Vec16<W>;
@@ -366,8 +368,7 @@ gemv_dense(O* __restrict__ out, const W* __restrict__ w, const __half* __restric
 // One block of THREADS: token[0] = first index of the largest logit; pos[0] += 1; logits as float.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-argmax_step(float* __restrict__ out, const T* __restrict__ logits, int n, int* __restrict__ token,
-            int* __restrict__ pos) {
+argmax_step(float* out, const T* logits, int n, int* token, int* pos) {
   using namespace autosched_decode;
   __shared__ float best_v[THREADS];
   __shared__ int best_i[THREADS];

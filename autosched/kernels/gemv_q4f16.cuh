@@ -140,10 +140,23 @@ struct Gemv {
   // Eight halves of V for word w, from global memory.  AUTOSCHED_V_SILU_MUL (the decode engine's
   // down projection): v holds gate then up (2K halves) and V = silu(gate) * up, rounded to half as
   // a separate silu_mul kernel would store it, which this fusion saves.
+  // V is the previous kernel's output: inside a decode step (AUTOSCHED_PDL) it is read with a
+  // volatile load, which the compiler cannot hoist above the dependency wait as it may a read-only one
+  __device__ static __forceinline__ uint4 ld_v4(const half* p) {
+#ifdef AUTOSCHED_PDL
+    uint4 r;
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p) : "memory");
+    return r;
+#else
+    return __ldg(reinterpret_cast<const uint4*>(p));
+#endif
+  }
+
   __device__ static __forceinline__ uint4 fetch_v(const half* __restrict__ v, int w) {
 #ifdef AUTOSCHED_V_SILU_MUL
-    const uint4 g = __ldg(reinterpret_cast<const uint4*>(v) + w);
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(v) + KW + w);
+    const uint4 g = ld_v4(v + 8 * w);
+    const uint4 u = ld_v4(v + 8 * (KW + w));
     const unsigned gw[4] = {g.x, g.y, g.z, g.w}, uw[4] = {u.x, u.y, u.z, u.w};
     unsigned o[4];
 #pragma unroll
@@ -155,7 +168,7 @@ struct Gemv {
     }
     return make_uint4(o[0], o[1], o[2], o[3]);
 #else
-    return __ldg(reinterpret_cast<const uint4*>(v) + w);
+    return ld_v4(v + 8 * w);
 #endif
   }
 
