@@ -326,6 +326,13 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                 log(f"{mname} {fmt}: {tp['tokens_per_s']:.1f} tok/s ({row['pct_of_bw_limit']:.0f}% of "
                     f"{limit:.0f}), KL {row.get('kl_vs_fp32', float('nan')):.2e}")
                 rows.append(row)
+                if fmt == "q4f16_1" and not quick:
+                    # the same engine with programmatic dependent launch, for the record
+                    del eng
+                    torch.cuda.empty_cache()
+                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=True)
+                    if eng.pdl:
+                        row["pdl_tokens_per_s"] = engine_tokens_per_s(torch, eng, steps)["tokens_per_s"]
                 if fmt == "fp32" and mname == "stories15M":
                     extra["hf_check"] = hf_check(torch, cfg, w, eng)
                 del eng

@@ -62,7 +62,7 @@ class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None, pdl: bool = False, silu_mul_input: bool = False):
+                 config: dict | None = None, pdl: bool = False):
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.layers: list[dict] = []
         if fmt == "q4f16_1":
@@ -73,13 +73,8 @@ class Matmul:
             self.choice = (Choice(config, "given") if config is not None
                            else choose_config(self.workload, device_info, db))
             self.spec = template_for(self.workload).render(self.workload, self.choice.config, device_info)
-            # the same kernel plus, with pdl, the weight prefetch and the dependency wait; with
-            # silu_mul_input, x is (gate, up) and the GEMV multiplies by silu(gate) * up
-            macros = (("-DAUTOSCHED_PDL",) if pdl else ()) + (("-DAUTOSCHED_V_SILU_MUL",) if silu_mul_input else ())
-            if macros:
-                self.spec = dataclasses.replace(self.spec, options=(*self.spec.options, *macros))
-        elif silu_mul_input:
-            raise ValueError("only the q4f16_1 GEMV fuses silu(gate) * up into its input")
+            if pdl:    # the same kernel plus the weight prefetch and the dependency wait
+                self.spec = dataclasses.replace(self.spec, options=(*self.spec.options, "-DAUTOSCHED_PDL"))
         else:
             self.workload = None
             self.choice = None

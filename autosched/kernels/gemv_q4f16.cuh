@@ -137,9 +137,6 @@ struct Gemv {
     }
   }
 
-  // Eight halves of V for word w, from global memory.  AUTOSCHED_V_SILU_MUL (the decode engine's
-  // down projection): v holds gate then up (2K halves) and V = silu(gate) * up, rounded to half as
-  // a separate silu_mul kernel would store it, which this fusion saves.
   // V is the previous kernel's output: inside a decode step (AUTOSCHED_PDL) it is read with a
   // volatile load, which the compiler cannot hoist above the dependency wait as it may a read-only one
   __device__ static __forceinline__ uint4 ld_v4(const half* p) {
@@ -153,30 +150,11 @@ struct Gemv {
 #endif
   }
 
-  __device__ static __forceinline__ uint4 fetch_v(const half* __restrict__ v, int w) {
-#ifdef AUTOSCHED_V_SILU_MUL
-    const uint4 g = ld_v4(v + 8 * w);
-    const uint4 u = ld_v4(v + 8 * (KW + w));
-    const unsigned gw[4] = {g.x, g.y, g.z, g.w}, uw[4] = {u.x, u.y, u.z, u.w};
-    unsigned o[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 gf = __half22float2(*reinterpret_cast<const half2*>(&gw[i]));
-      const float2 uf = __half22float2(*reinterpret_cast<const half2*>(&uw[i]));
-      const half2 h = __floats2half2_rn(gf.x / (1.f + __expf(-gf.x)) * uf.x, gf.y / (1.f + __expf(-gf.y)) * uf.y);
-      o[i] = *reinterpret_cast<const unsigned*>(&h);
-    }
-    return make_uint4(o[0], o[1], o[2], o[3]);
-#else
-    return ld_v4(v + 8 * w);
-#endif
-  }
-
   // Eight halves of V for word w (16 bytes), zeros past the end.
   __device__ static __forceinline__ uint4 load_v(const half* __restrict__ v, const uint4* sv, int w) {
     if (!EVEN_K && w >= KW) return make_uint4(0, 0, 0, 0);
     if constexpr (V_SHARED) return sv[w];
-    return fetch_v(v, w);
+    return ld_v4(v + 8 * w);
   }
 
   __device__ static __forceinline__ float load_scale(const half* __restrict__ sc, int row, int g) {
@@ -283,7 +261,7 @@ struct Gemv {
 #endif
 
     if constexpr (V_SHARED) {
-      for (int w = tid; w < KW; w += THREADS) smem[w] = fetch_v(v, w);
+      for (int w = tid; w < KW; w += THREADS) smem[w] = ld_v4(v + 8 * w);
       __syncthreads();
     }
 

@@ -107,6 +107,6 @@ def test_stories15m_graph_with_programmatic_launch_matches_the_reference(builder
     cfg = SEED_CONFIGS["stories15M"]
     w = random_weights(cfg, 3)
     ref = ReferenceDecoder(cfg, quantized_model(w, fmt))
-    eng = Engine(cfg, w, fmt, builder=builder)
+    eng = Engine(cfg, w, fmt, builder=builder, pdl=True)
     assert eng.pdl and eng.graphs_enabled
     assert run_both(eng, ref, [1, 450, 4996, 17354, 1701, 432, 17204, 975]) < TOL[fmt]

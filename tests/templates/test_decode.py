@@ -57,14 +57,3 @@ def test_engine_matmul_kernels_compile_with_programmatic_launch(tmp_path, h100):
         for m, binary in zip(mats, b.build_many([m.spec for m in mats])):
             assert binary.ok, (m.spec.name_expression, binary.error)
             assert binary.resources.spills == 0
-
-
-def test_fused_silu_down_projection_compiles_and_is_q4_only(tmp_path, h100):
-    from autosched.engine.matmul import Matmul
-    m = Matmul("down", "q4f16_1", 4096, 11008, "half", "half", h100, pdl=True, silu_mul_input=True)
-    assert {"-DAUTOSCHED_PDL", "-DAUTOSCHED_V_SILU_MUL"} <= set(m.spec.options)
-    with Builder(workers=1, cache=BuildCache(tmp_path)) as b:
-        binary = b.build(m.spec)
-    assert binary.ok, binary.error
-    with pytest.raises(ValueError, match="only the q4f16_1"):
-        Matmul("down", "fp16", 4096, 11008, "half", "half", h100, silu_mul_input=True)
