@@ -210,13 +210,13 @@ def graph_us(torch, fn, copies: int, rounds: int = 4, replays: int = 10) -> floa
 
 
 def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> dict:
-    """Tune the q4f16_1 GEMV of every matmul shape of `cfg` that has neither a database entry nor a
-    same-device recording (model-guided search, `trials` configs each)."""
-    from autosched.device import query
-    from autosched.measure.gpu import GpuRunner
+    """Tune the q4f16_1 GEMV of every matmul shape of `cfg` until the database (or a same-device
+    recording) holds `trials` measured configs for it (model-guided search; resumes)."""
     from autosched.benchmarks.common import tune_all
+    from autosched.device import query
     from autosched.engine.engine import matmul_shapes
-    from autosched.ops.gemv import from_database, from_recording
+    from autosched.measure.gpu import GpuRunner
+    from autosched.measure.recording import find_recording
     from autosched.templates import template_for
     from autosched.workloads import GemvQ4F16
     info = query(0)
@@ -224,15 +224,21 @@ def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> d
     for n, k in sorted(set(matmul_shapes(cfg).values())):
         wl = GemvQ4F16(n, k)
         t = template_for(wl)
-        if from_database(wl, t, info, db) is None and from_recording(wl, t, info) is None:
-            todo.append(wl)
+        in_db = len(db.measured(wl.key, info.key, t.family))
+        rec = find_recording(wl.key, t.family)
+        in_rec = len(rec.entries) if rec is not None and rec.device.key == info.key else 0
+        if max(in_db, in_rec) < trials:
+            todo.append((wl, trials - in_db))
+    out = {}
     if not todo:
-        return {}
+        return out
     with GpuRunner() as runner:
-        res = tune_all(todo, template_for(todo[0]), runner, db, builder, strategy="model", trials=trials,
-                       time_per_shape_s=None, log=log)
-    return {k: {"trials": r.trials, "best_us": r.best.median_us if r.best else None, "seconds": r.elapsed_s}
-            for k, r in res.items()}
+        for wl, more in todo:
+            res = tune_all([wl], template_for(wl), runner, db, builder, strategy="model", trials=more,
+                           time_per_shape_s=None, log=log)
+            out.update({key: {"trials": r.total_trials, "best_us": r.best.median_us if r.best else None,
+                              "tuning_s": r.total_tuning_s} for key, r in res.items()})
+    return out
 
 
 def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) -> list[dict]:
@@ -281,7 +287,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
 
 
 def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_dir="bench/results", quick=False,
-        tune_trials: int = 48, db_path=None, log=print) -> Path:
+        tune_trials: int = 64, db_path=None, log=print) -> Path:
     import torch
 
     from autosched.benchmarks.common import write_results
@@ -302,7 +308,9 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
             steps = 64 if mname == "llama2-7b" else 200
             ref = None
             if "q4f16_1" in formats and tune_trials:
-                extra.setdefault("tuning", {}).update(tune_model_gemvs(cfg, db, builder, tune_trials, log))
+                # a 7B step spends ~75% of its time in these GEMVs: tune them harder
+                trials = tune_trials if cfg.n_params() < 10**9 else 4 * tune_trials
+                extra.setdefault("tuning", {}).update(tune_model_gemvs(cfg, db, builder, trials, log))
             if mname == "llama2-7b" and "q4f16_1" in formats and not quick:
                 extra["matmul"] = matmul_rows(torch, cfg, w, builder, info, db)
             for fmt in formats:
@@ -410,8 +418,9 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default=",".join(FORMATS))
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--quick", action="store_true", help="few steps, no matmul/attention sections")
-    ap.add_argument("--tune-trials", type=int, default=48,
-                    help="configs to measure per untuned q4f16_1 GEMV shape of each model (0: serve defaults)")
+    ap.add_argument("--tune-trials", type=int, default=64,
+                    help="measured configs to have per q4f16_1 GEMV shape of each model (4x for a 7B; 0: no "
+                         "tuning, serve what the database and recordings have)")
     ap.add_argument("--db", default=None, help="tuning database (default: the user's)")
     a = ap.parse_args(argv)
     path = run(tuple(a.models.split(",")), tuple(a.formats.split(",")), a.out, a.quick, a.tune_trials, a.db)
