@@ -22,11 +22,16 @@ def decode_tables(doc: dict) -> str:
                    f"{_f(r['weight_bytes'] / 1e6)} | {_f(r['bw_limit_tokens_per_s'], '{:.0f}')} | "
                    f"{_f(r['pct_of_bw_limit'])}% | {_f(r.get('kl_vs_fp32'), '{:.2e}')} |")
     pdl = [r for r in doc["rows"] if r.get("pdl_tokens_per_s")]
-    if pdl:
+    if pdl:      # results from before programmatic launch was the default
         out += ["", "The q4f16_1 engine with programmatic dependent launch (`Engine(pdl=True)`: each matmul "
                     "prefetches its first weights into the L2 before waiting on its predecessor), tokens/s: " +
                 ", ".join(f"{r['model']} {_f(r['pdl_tokens_per_s'])} (without: {_f(r['tokens_per_s'])})" for r in pdl)
                 + "."]
+    nopdl = [r for r in doc["rows"] if r.get("no_pdl_tokens_per_s")]
+    if nopdl:
+        out += ["", "The tokens/s above use programmatic dependent launch (each matmul prefetches its first "
+                    "weights into the L2 before waiting on its predecessor); the q4f16_1 engine without it: " +
+                ", ".join(f"{r['model']} {_f(r['no_pdl_tokens_per_s'])}" for r in nopdl) + "."]
     base = doc.get("baselines") or []
     if base:
         ours = {r["model"]: r["tokens_per_s"] for r in doc["rows"] if r["format"] == "q4f16_1"}

@@ -122,9 +122,10 @@ def hf_tokens_per_s(torch, model, steps: int, device) -> float:
 
 
 def compiled_tokens_per_s(torch, model, steps: int) -> float:
-    """torch.compile (reduce-overhead) over transformers' static-cache generate."""
+    """torch.compile over transformers' static-cache generate (default mode: "reduce-overhead"'s
+    CUDA graphs fail inside generate with this torch/transformers pair, outputs overwritten)."""
     model.generation_config.cache_implementation = "static"
-    model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+    model.forward = torch.compile(model.forward, fullgraph=True)
     ids = torch.tensor([PROMPT], device="cuda")
     kw = dict(do_sample=False, min_new_tokens=steps, max_new_tokens=steps, pad_token_id=0)
     model.generate(ids, **kw)                 # compiles
@@ -334,13 +335,12 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                 log(f"{mname} {fmt}: {tp['tokens_per_s']:.1f} tok/s ({row['pct_of_bw_limit']:.0f}% of "
                     f"{limit:.0f}), KL {row.get('kl_vs_fp32', float('nan')):.2e}")
                 rows.append(row)
-                if fmt == "q4f16_1" and not quick:
-                    # the same engine with programmatic dependent launch, for the record
+                if fmt == "q4f16_1" and not quick and eng.pdl:
+                    # the same engine without programmatic dependent launch, for the record
                     del eng
                     torch.cuda.empty_cache()
-                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=True)
-                    if eng.pdl:
-                        row["pdl_tokens_per_s"] = engine_tokens_per_s(torch, eng, steps)["tokens_per_s"]
+                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=False)
+                    row["no_pdl_tokens_per_s"] = engine_tokens_per_s(torch, eng, steps)["tokens_per_s"]
                 if fmt == "fp32" and mname == "stories15M":
                     extra["hf_check"] = hf_check(torch, cfg, w, eng)
                 del eng

@@ -3,9 +3,9 @@
 One step is a fixed sequence of launches that reads the token and the position from device memory
 and ends with argmax_step, which writes the greedy next token and advances the position.  So the
 step is captured once in a CUDA graph and replayed for every token; a small model is then not
-bound by the CPU cost of ~7 launches a layer.  With pdl=True every kernel is launched with
-programmatic dependent launch (kernels/pdl.cuh): a matmul streams the start of its weights into
-the L2 while the kernel before it finishes (measured slower on the H100 so far: off by default).
+bound by the CPU cost of ~7 launches a layer.  Every kernel is launched with programmatic
+dependent launch (kernels/pdl.cuh; pdl=False turns it off): a matmul streams the start of its
+weights into the L2 while the kernel before it finishes.
 Attention is split over the context (split-KV, slices merged in the same launch) once the context
 is long enough to give every slice 64 positions.
 
@@ -43,7 +43,7 @@ def rope_table(cfg: LlamaConfig, device):
 
 class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
-                 builder=None, graphs: bool = True, pdl: bool = False, splits: int | None = None,
+                 builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  progress=None):
         import torch
         from cuda.core import Device
@@ -56,8 +56,8 @@ class Engine:
         self.act = "float" if fmt == "fp32" else "half"
         self.tdtype = torch.float32 if fmt == "fp32" else torch.float16
         self.graphs_enabled = graphs
-        # off by default: on the H100 (2026-11-23) the 7B q4f16_1 step took 2458 us with it and 2375
-        # without (bench/results/decode-*.json notes); it stays as a tested option
+        # programmatic launch pays on the served configs (H100, 2026-11-23, 7B q4f16_1: 460 tokens/s
+        # with it, 433 without; an earlier config set measured 407 vs 421): the bench measures both
         self.pdl = pdl and pdl_supported()
         self._graph = None
         own_builder = builder is None
