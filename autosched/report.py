@@ -129,6 +129,10 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
         readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
         written.append(readme)
     written += write_decode_report(results_dir, readme, plot_dir, console)
+    sgemm = latest_results(results_dir, "sgemm")
+    if sgemm is not None and readme is not None:
+        from autosched.report_decode import sgemm_table
+        readme.write_text(replace_block(readme.read_text(), "sgemm", sgemm_table(sgemm)))
     return written
 
 
