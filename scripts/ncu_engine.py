@@ -1,0 +1,31 @@
+"""Run decode steps of a model on the engine eagerly (no graph, no programmatic launch), for ncu:
+the per-kernel breakdown of one step.
+
+    ncu --metrics gpu__time_duration.sum -k 'regex:^(embed|add_rmsnorm|rope_attention|silu_mul|gemv|argmax)' \\
+        --launch-skip $((8 * KERNELS_PER_STEP)) --launch-count KERNELS_PER_STEP --csv \\
+        python scripts/ncu_engine.py llama2-7b q4f16_1
+
+KERNELS_PER_STEP is printed first (1 + 8 a layer + 3).
+"""
+import sys
+
+import torch
+
+from autosched.engine.engine import Engine
+from autosched.engine.weights import random_weights_torch
+from autosched.models.llama2c import SEED_CONFIGS
+
+
+def main(model, fmt, steps=10):
+    cfg = SEED_CONFIGS[model]
+    print("kernels per step:", 1 + 8 * cfg.n_layers + 3, flush=True)
+    w = random_weights_torch(cfg, 1234, "cuda")
+    eng = Engine(cfg, w, fmt, graphs=False, pdl=False)
+    del w
+    for t in range(steps):
+        eng.step(1 + t)
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
