@@ -248,7 +248,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = 0.f;
   if (g < groups) {
-#pragma unroll 4
+#pragma unroll 2   // 4 spills under some ptxas versions (13.5), none does under 2 or 13.0
     for (int t = t0 + g; t < t1; t += groups) {
       const float p = scores[t - t0];
       float f[E];

@@ -31,9 +31,9 @@ constexpr long long PREFETCH_BUDGET = 8ll << 20;
 __device__ __forceinline__ void prefetch_l2(const void* p, long long bytes, int tid, int threads, int blocks) {
   const char* c = static_cast<const char*>(p);
   const long long cap = PREFETCH_BUDGET / blocks;
-  if (bytes > cap) bytes = cap;
-  for (long long off = (long long)tid * 128; off < bytes; off += (long long)threads * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+  // an int line counter (a 64-bit induction variable here made ptxas spill in the q4 GEMV)
+  const int lines = (int)(((bytes < cap ? bytes : cap) + 127) / 128);
+  for (int i = tid; i < lines; i += threads) asm volatile("prefetch.global.L2 [%0];" ::"l"(c + (long long)i * 128));
 }
 
 }  // namespace autosched_pdl
