@@ -14,6 +14,8 @@ from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_sourc
 
 MAX_ACC = 128          # accumulators per thread (WM*WN/32): beyond it registers spill
 MAX_STAGED = 64        # floats a thread holds in flight for the next slice (stages = 2)
+MAX_REGS = 255         # registers a thread can address
+REG_OVERHEAD = 16      # addresses, indices and loop counters beside the tile's floats
 
 _ARG_ORDER = ("TRANS_A", "BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "STAGES", "PAD", "SPLITK",
               "VEC_A", "VEC_B")
@@ -44,6 +46,26 @@ def _thread_tiles_fit(wm, wn, wniter, tm, tn) -> bool:
         return False
     wsubm, wsubn = wm // wmiter, wn // wniter
     return wsubm % tm == 0 and wsubn % tn == 0 and (wsubm // tm) * (wsubn // tn) == 32
+
+
+def registers_needed(bm, bn, wm, wn, wniter, tm, tn, bk, stages) -> int:
+    """Floats a thread keeps in registers: its accumulators, the A and B fragments of one k step,
+    the next slice in flight when double buffered, plus a fixed overhead."""
+    t = threads(bm, bn, wm, wn)
+    wmiter = _wmiter(wm, wn, wniter, tm, tn)
+    acc = tm * tn * wmiter * wniter
+    frag = tm * wmiter + tn * wniter
+    staged = (bm + bn) * bk // t if stages == 2 else 0
+    return acc + frag + staged + REG_OVERHEAD
+
+
+def _registers_fit(regs_per_block: int):
+    def fits(bm, bn, wm, wn, wniter, tm, tn, bk, stages) -> bool:
+        if not _thread_tiles_fit(wm, wn, wniter, tm, tn):
+            return True       # the tile rule refuses it, with its own name
+        budget = min(MAX_REGS, regs_per_block // threads(bm, bn, wm, wn))
+        return registers_needed(bm, bn, wm, wn, wniter, tm, tn, bk, stages) <= budget
+    return fits
 
 
 class SgemmTemplate(Template):
@@ -82,6 +104,11 @@ class SgemmTemplate(Template):
               and (bn * bk) % (4 * threads(bm, bn, wm, wn)) == 0),
             C(f"shared memory <= {device.smem_per_block} B (static)", ("bm", "bn", "bk", "stages", "pad"),
               lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad) <= device.smem_per_block),
+            # measured on the H100 (2026-11-23): the 43 configs this rule removes all spilled (up to
+            # 69x the best time, 24 s each to time); it removed none that did not
+            C(f"registers: accumulators + fragments + staged slice + {REG_OVERHEAD} <= min({MAX_REGS}, "
+              f"{device.regs_per_block} / threads)",
+              ("bm", "bn", "wm", "wn", "wniter", "tm", "tn", "bk", "stages"), _registers_fit(device.regs_per_block)),
             C(f"double buffering stages <= {MAX_STAGED} floats per thread in registers",
               ("bm", "bn", "wm", "wn", "bk", "stages"),
               lambda bm, bn, wm, wn, bk, st: st == 1 or (bm + bn) * bk // threads(bm, bn, wm, wn) <= MAX_STAGED),

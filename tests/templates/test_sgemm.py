@@ -67,3 +67,20 @@ def test_sample_of_configs_compiles(t, h100, tmp_path):
             assert binary.ok, binary.error
             assert binary.cubin[:4] == b"\x7fELF" and binary.resources.registers > 0
             assert binary.resources.spills == 0, (spec.name_expression, binary.resources)
+
+
+def test_register_rule_refuses_a_tile_that_cannot_fit_the_register_file(t, h100):
+    """256x256 blocks of 64x64 warps (512 threads: at most 128 registers each) with 4x8 thread
+    tiles and WNITER 4 need 180: measured on the H100 it spilled 19 KB a thread and took 188 ms
+    at 4096^3 (59x the best).  The rule removes it; the measured best stays."""
+    from autosched.templates.sgemm import registers_needed
+    w = Sgemm(4096, 4096, 4096)
+    space = t.space(w, h100)
+    spilled = {"bm": 256, "bn": 256, "wm": 64, "wn": 64, "wniter": 4, "tm": 4, "tn": 8, "bk": 16,
+               "stages": 1, "pad": 0, "splitk": 1}
+    assert registers_needed(*(spilled[k] for k in ("bm", "bn", "wm", "wn", "wniter", "tm", "tn", "bk", "stages"))) == 180
+    with pytest.raises(ConfigError, match="registers"):
+        space.validate(spilled)
+    best = {"bm": 256, "bn": 128, "wm": 64, "wn": 32, "wniter": 2, "tm": 4, "tn": 4, "bk": 16,
+            "stages": 2, "pad": 0, "splitk": 1}
+    assert space.contains(best) and space.contains(t.default_config(w, h100))
