@@ -110,3 +110,26 @@ def test_stories15m_graph_with_programmatic_launch_matches_the_reference(builder
     eng = Engine(cfg, w, fmt, builder=builder, pdl=True)
     assert eng.pdl and eng.graphs_enabled
     assert run_both(eng, ref, [1, 450, 4996, 17354, 1701, 432, 17204, 975]) < TOL[fmt]
+
+
+def test_generate_command_streams_the_engines_greedy_tokens(tmp_path, builder, capsysbinary):
+    """`autosched generate` on a llama2.c checkpoint with its tokenizer.bin: the text printed is the
+    prompt and then the decoded greedy tokens an Engine with the same weights chooses."""
+    from autosched.cli import main
+    from autosched.engine.engine import Engine
+    from autosched.models.llama2c import Tokenizer, write_checkpoint
+    cfg = LlamaConfig(dim=128, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=320, seq_len=64)
+    w = random_weights(cfg, 21)
+    write_checkpoint(tmp_path / "m.bin", cfg, w)
+    vocab = [b"<unk>", b"<s>", b"</s>"] + [f"<0x{i:02X}>".encode() for i in range(256)]
+    vocab += [b" ", b"a", b"b", b"ab", b" ab"] + [f"w{i}".encode() for i in range(320 - 264)]
+    tok = Tokenizer(vocab, [0.0] * 259 + [-1.0, -1.0, -1.0, -0.5, -0.2] + [-9.0] * (320 - 264), 3)
+    tok.save(tmp_path / "tokenizer.bin")
+    assert main(["generate", "--model", str(tmp_path / "m.bin"), "--prompt", "ab ab", "--max-tokens", "12",
+                 "--quant", "fp16"]) == 0
+    out, err = capsysbinary.readouterr()
+    prompt = tok.encode("ab ab")
+    want = Engine(cfg, w, "fp16", builder=builder).generate(prompt, 12)
+    text = b"".join(tok.decode(a, b) for a, b in zip([1] + want, want) if b != 1)
+    assert out == text + b"\n"
+    assert b"tokens/s" in err
