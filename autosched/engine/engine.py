@@ -23,7 +23,6 @@ from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
 
-MATMULS = ("qkv", "o", "gate_up", "down")
 
 def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
     """(N, K) of each matmul the engine launches (Q, K, V fused; gate and up fused)."""
@@ -42,6 +41,9 @@ def rope_table(cfg: LlamaConfig, device):
 
 
 class Engine:
+    """One model, one weight format, batch 1: its kernels built, its weights packed on the GPU, a
+    KV cache of the model's seq_len.  step() feeds a token; decode() and generate() are greedy."""
+
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  progress=None):
@@ -110,9 +112,9 @@ class Engine:
         torch.cuda.synchronize(self.dev)
 
     def _splits_that_fit(self, splits: int) -> int:
-        """Fewest splits >= `splits` whose slice of scores fits the 48 KiB of static shared memory."""
+        """Fewest splits >= `splits` whose slice of scores fits a launch's shared memory."""
         c = self.cfg
-        while 4 * (3 * c.head_size + max(-(-c.seq_len // splits), min(c.seq_len, 64))) > 48 * 1024:
+        while dk.attention_smem_bytes(c.head_size, c.seq_len, splits) > dk.MAX_STATIC_SMEM:
             splits += 1
         return splits
 

@@ -63,6 +63,15 @@ def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
     return max(1, min(-(-2 * sm_count // n_heads), seq_len // 32))
 
 
+MAX_STATIC_SMEM = 48 * 1024     # dynamic shared memory a launch gets without opting in
+
+
+def attention_smem_bytes(head_size: int, seq_len: int, splits: int) -> int:
+    """q, the new k and v, and the scores of a slice: ceil(seq_len / splits) positions, or up to
+    64 while the context is short enough for one slice."""
+    return 4 * (3 * head_size + max(-(-seq_len // splits), min(seq_len, 64)))
+
+
 def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int, act: str, arch: str,
                         threads: int | None = None) -> KernelSpec:
     threads = threads or attention_threads(head_size)
@@ -73,9 +82,8 @@ def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int,
     if not head_size <= threads <= 256 or threads % 32:
         raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
                          f"for head size {head_size}")
-    # a slice is ceil(seq_len / splits) positions, or up to 64 while the context is short
-    smem = 4 * (3 * head_size + max(-(-seq_len // splits), min(seq_len, 64)))
-    if smem > 48 * 1024:
+    smem = attention_smem_bytes(head_size, seq_len, splits)
+    if smem > MAX_STATIC_SMEM:
         raise ValueError(f"{smem} bytes of scores: use more splits than {splits} for seq_len {seq_len}")
     return _spec("rope_attention", f"rope_attention<{_ctype(act)}, {threads}>", arch, (n_heads, splits, 1),
                  (threads, 1, 1), smem)
