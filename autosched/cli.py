@@ -290,7 +290,7 @@ def cmd_convert(args) -> int:
 
 def load_model(spec: str):
     """A llama2.c checkpoint (.bin), a Hugging Face Llama directory, or `random:NAME` (seeded random
-    weights at one of the seed's sizes): (config, weights, where the tokenizer would be)."""
+    weights at one of the seed's sizes): (config, weights, the path it came from or None)."""
     from autosched.models.hf import read_hf
     from autosched.models.llama2c import SEED_CONFIGS, random_weights, read_checkpoint
     if spec.startswith("random:"):
@@ -305,30 +305,29 @@ def load_model(spec: str):
     path = Path(spec)
     if not path.exists():
         raise CliError(f"model {path} does not exist (a llama2.c .bin, a Hugging Face directory, or random:NAME)")
-    if path.is_dir():
-        cfg, w = read_hf(path)
-        return cfg, w, path / "tokenizer.bin"
-    cfg, w = read_checkpoint(path)
-    return cfg, w, path.with_name("tokenizer.bin")
+    cfg, w = read_hf(path) if path.is_dir() else read_checkpoint(path)
+    return cfg, w, path
 
 
 def cmd_generate(args) -> int:
     import time
 
     from autosched.device import gpu_count
-    from autosched.models.llama2c import Tokenizer
+    from autosched.models.text import Llama2cText, find_text
     if gpu_count() == 0:
         raise CliError("`autosched generate` runs the decode engine on a CUDA GPU and there is none here")
-    cfg, weights, tok_path = load_model(args.model)
-    tok_path = Path(args.tokenizer) if args.tokenizer else tok_path
-    tokenizer = Tokenizer.load(tok_path) if tok_path is not None and tok_path.exists() else None
+    cfg, weights, source = load_model(args.model)
+    text = find_text(source, args.tokenizer)
+    if isinstance(text, Llama2cText) and text.vocab_size != cfg.vocab_size:
+        raise CliError(f"the tokenizer has {text.vocab_size} tokens and the model {cfg.vocab_size}: not a pair")
     if args.prompt_tokens:
         prompt = [int(t) for t in args.prompt_tokens.split(",")]
-    elif tokenizer is not None:
-        prompt = tokenizer.encode(args.prompt or "")
+    elif text is not None:
+        prompt = text.encode(args.prompt or "")
     else:
-        raise CliError(f"no llama2.c tokenizer at {tok_path or '(none for a random model)'}: pass --tokenizer "
-                       "PATH or the prompt as ids with --prompt-tokens 1,2,3")
+        raise CliError(f"no tokenizer found for {args.model} (a llama2.c tokenizer.bin beside the model, or a "
+                       "Hugging Face tokenizer.json in its directory): pass --tokenizer PATH, or the prompt as "
+                       "ids with --prompt-tokens 1,2,3")
     bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
     if bad:
         raise CliError(f"prompt tokens {bad} are outside the vocabulary of {cfg.vocab_size}")
@@ -339,18 +338,14 @@ def cmd_generate(args) -> int:
         eng = Engine(cfg, weights, args.quant, db=db, progress=progress)
     for line in eng.describe():
         err_console.print(f"[dim]{line}[/]")
-    prev = prompt[-1]
     out = sys.stdout.buffer
 
     def emit(t):
-        nonlocal prev
-        piece = tokenizer.decode(prev, t) if tokenizer else f" {t}".encode()
-        out.write(piece)
+        out.write(text.push(t) if text else f" {t}".encode())
         out.flush()
-        prev = t
 
-    if tokenizer:
-        out.write(b"".join(tokenizer.decode(a, b) for a, b in zip([1] + prompt, prompt) if b != 1))
+    if text:
+        out.write(text.start(prompt))
     t0 = time.perf_counter()
     eng.reset()
     for t in prompt:
@@ -475,9 +470,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--model", required=True,
                    help="llama2.c checkpoint .bin, Hugging Face Llama directory, or random:stories15M | "
                         "random:stories42M | random:llama2-7b (seeded random weights)")
-    s.add_argument("--prompt", default="", help="text (needs a llama2.c tokenizer.bin)")
+    s.add_argument("--prompt", default="", help="text (needs a tokenizer: llama2.c tokenizer.bin or a Hugging "
+                                                 "Face tokenizer.json, the latter through transformers)")
     s.add_argument("--prompt-tokens", default=None, help="the prompt as comma-separated token ids instead")
-    s.add_argument("--tokenizer", default=None, help="llama2.c tokenizer.bin (default: next to the model)")
+    s.add_argument("--tokenizer", default=None, help="tokenizer.bin, tokenizer.json or a directory with one "
+                                                     "(default: beside the model, or in its directory)")
     s.add_argument("--quant", choices=("fp32", "fp16", "int8", "q4f16_1"), default="q4f16_1",
                    help="weight format of the matmuls (default q4f16_1)")
     s.add_argument("--max-tokens", type=_positive, default=128)

@@ -380,8 +380,8 @@ def test_generate_model_loading(tmp_path):
     assert cfg == SEED_CONFIGS["stories15M"] and w["wq"].shape == (6, 288, 288) and tok is None
     small = LlamaConfig(64, 96, 1, 4, 4, 40, 8)
     write_checkpoint(tmp_path / "m.bin", small, random_weights(small, 1))
-    cfg, w, tok = load_model(str(tmp_path / "m.bin"))
-    assert cfg == small and tok == tmp_path / "tokenizer.bin"
+    cfg, w, src = load_model(str(tmp_path / "m.bin"))
+    assert cfg == small and src == tmp_path / "m.bin"
     with pytest.raises(CliError, match="unknown random model"):
         load_model("random:gpt5")
     with pytest.raises(CliError, match="does not exist"):
