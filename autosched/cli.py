@@ -321,13 +321,20 @@ def cmd_generate(args) -> int:
     if isinstance(text, Llama2cText) and text.vocab_size != cfg.vocab_size:
         raise CliError(f"the tokenizer has {text.vocab_size} tokens and the model {cfg.vocab_size}: not a pair")
     if args.prompt_tokens:
-        prompt = [int(t) for t in args.prompt_tokens.split(",")]
+        try:
+            prompt = [int(t) for t in args.prompt_tokens.split(",")]
+        except ValueError:
+            raise CliError(f"--prompt-tokens wants comma-separated token ids, got {args.prompt_tokens!r}") from None
     elif text is not None:
         prompt = text.encode(args.prompt or "")
     else:
         raise CliError(f"no tokenizer found for {args.model} (a llama2.c tokenizer.bin beside the model, or a "
                        "Hugging Face tokenizer.json in its directory): pass --tokenizer PATH, or the prompt as "
                        "ids with --prompt-tokens 1,2,3")
+    if not prompt:
+        raise CliError("the prompt is empty: the model needs at least one token (BOS) to start from")
+    if args.temperature < 0 or not 0 < args.top_p <= 1:
+        raise CliError(f"--temperature must be >= 0 and --top-p in (0, 1], got {args.temperature} and {args.top_p}")
     bad = [t for t in prompt if not 0 <= t < cfg.vocab_size]
     if bad:
         raise CliError(f"prompt tokens {bad} are outside the vocabulary of {cfg.vocab_size}")
@@ -346,25 +353,36 @@ def cmd_generate(args) -> int:
 
     if text:
         out.write(text.start(prompt))
+    import numpy as np
+
+    from autosched.engine.sampling import sample
+    rng = np.random.default_rng(args.seed)
+
+    def choose(logits):
+        if args.temperature == 0:
+            return eng.next_token()           # the argmax the step took on the GPU
+        return sample(logits.cpu().numpy(), args.temperature, args.top_p, rng)
+
     t0 = time.perf_counter()
     eng.reset()
     for t in prompt:
-        eng.step(t)
+        logits = eng.step(t)
     t1 = time.perf_counter()
     n = 0
     for _ in range(args.max_tokens):
-        nxt = eng.next_token()
+        nxt = choose(logits)
         if args.stop_at_eos and nxt == 2:
             break
         emit(nxt)
         n += 1
         if eng.pos >= cfg.seq_len:
             break
-        eng.step(nxt)
+        logits = eng.step(nxt)
     t2 = time.perf_counter()
     out.write(b"\n")
+    how = "greedy" if args.temperature == 0 else f"sampled at T={args.temperature}, top-p {args.top_p}"
     err_console.print(f"prompt {len(prompt)} tokens in {t1 - t0:.3f} s; generated {n} tokens at "
-                      f"{n / max(t2 - t1, 1e-9):.1f} tokens/s ({args.quant}, streamed one by one; "
+                      f"{n / max(t2 - t1, 1e-9):.1f} tokens/s ({args.quant}, {how}, streamed one by one; "
                       f"`autosched bench decode` times the device loop)")
     return 0
 
@@ -479,6 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="weight format of the matmuls (default q4f16_1)")
     s.add_argument("--max-tokens", type=_positive, default=128)
     s.add_argument("--stop-at-eos", action="store_true", help="stop at token 2 (llama2.c's EOS)")
+    s.add_argument("--temperature", type=float, default=0.0,
+                   help="0 (default): greedy, chosen on the GPU; > 0: sample on the host from softmax(logits / T)")
+    s.add_argument("--top-p", type=float, default=0.9, help="with --temperature: nucleus mass kept (default 0.9)")
+    s.add_argument("--seed", type=int, default=0, help="with --temperature: sampling seed")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_generate)
     return p

@@ -386,3 +386,13 @@ def test_generate_model_loading(tmp_path):
         load_model("random:gpt5")
     with pytest.raises(CliError, match="does not exist"):
         load_model(str(tmp_path / "nope.bin"))
+
+
+def test_generate_refuses_bad_sampling_and_prompt_arguments(cli, monkeypatch):
+    monkeypatch.setattr(autosched.device, "gpu_count", lambda: 1)    # reach the argument checks
+    rc, out, err = cli("generate", "--model", "random:stories15M", "--prompt-tokens", "1,x")
+    assert rc == 2 and "comma-separated token ids" in flat(err)
+    rc, out, err = cli("generate", "--model", "random:stories15M", "--prompt-tokens", "1", "--top-p", "0")
+    assert rc == 2 and "--top-p" in flat(err)
+    rc, out, err = cli("generate", "--model", "random:stories15M")
+    assert rc == 2 and "no tokenizer found" in flat(err)

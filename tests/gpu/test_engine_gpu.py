@@ -133,3 +133,13 @@ def test_generate_command_streams_the_engines_greedy_tokens(tmp_path, builder, c
     text = b"".join(tok.decode(a, b) for a, b in zip([1] + want, want) if b != 1)
     assert out == text + b"\n"
     assert b"tokens/s" in err
+
+    # sampled: seeded runs repeat, and the text differs from greedy for some seed
+    runs = []
+    for seed in (3, 3, 4):
+        assert main(["generate", "--model", str(tmp_path / "m.bin"), "--prompt", "ab ab", "--max-tokens", "12",
+                     "--quant", "fp16", "--temperature", "1.5", "--top-p", "0.95", "--seed", str(seed)]) == 0
+        runs.append(capsysbinary.readouterr().out)
+    assert runs[0] == runs[1]                                     # a seed repeats
+    # at T=1.5 over 320 tokens, two seeds' 12 draws both equal to the greedy text would be absurd luck
+    assert runs[0] != text + b"\n" or runs[2] != text + b"\n"
