@@ -396,3 +396,31 @@ def test_generate_refuses_bad_sampling_and_prompt_arguments(cli, monkeypatch):
     assert rc == 2 and "--top-p" in flat(err)
     rc, out, err = cli("generate", "--model", "random:stories15M")
     assert rc == 2 and "no tokenizer found" in flat(err)
+
+
+def test_report_renders_the_committed_decode_and_sgemm_results(cli, tmp_path):
+    """The README's decode and SGEMM blocks come from bench/results: every number in them is read
+    from the newest results file, and the plots are written."""
+    import shutil
+    repo = Path(__file__).resolve().parents[1] / "bench" / "results"
+    res = _results(tmp_path)
+    decode = sorted(repo.glob("decode-*.json"))[-1]
+    sgemm = sorted(repo.glob("sgemm-*.json"))[-1]
+    shutil.copy(decode, res)
+    shutil.copy(sgemm, res)
+    readme = tmp_path / "README_COPY.md"
+    readme.write_text(HEAD + "<!-- results:gemv-q4f16 -->\n<!-- /results:gemv-q4f16 -->\n"
+                      "<!-- results:sgemm -->\nOLD\n<!-- /results:sgemm -->\n"
+                      "<!-- results:decode -->\nOLD\n<!-- /results:decode -->" + TAIL)
+    rc, out, err = cli("report", "--results", str(res), "--plots", str(tmp_path / "plots"), "--readme", str(readme))
+    assert rc == 0, err
+    text = readme.read_text()
+    assert "OLD" not in text and text.endswith(TAIL)
+    d = json.loads(decode.read_text())
+    q4 = next(r for r in d["rows"] if r["model"] == "llama2-7b" and r["format"] == "q4f16_1")
+    assert f"| llama2-7b | q4f16_1 | {q4['tokens_per_s']:.1f} |" in text
+    s = json.loads(sgemm.read_text())
+    big = next(r for r in s["rows"] if r["M"] == r["N"] == r["K"] == 4096)
+    assert f"| 4096 x 4096 x 4096 | {big['tuned_us']:.2f} |" in text
+    assert (tmp_path / "plots" / "decode-quality-speed.png").is_file()
+    assert (tmp_path / "plots" / "decode-attention.png").is_file()
