@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 START = "<!-- results:{name} -->"
@@ -30,7 +31,13 @@ def all_results(results_dir: Path, benchmark: str) -> list[dict]:
         if doc.get("benchmark") == benchmark:
             doc["_path"] = str(p)
             docs.append(doc)
-    return sorted(docs, key=lambda d: (d.get("date", ""), d["_path"]), reverse=True)
+    return sorted(docs, key=lambda d: (d.get("date", ""), _run_number(d["_path"]), d["_path"]), reverse=True)
+
+
+def _run_number(path: str) -> int:
+    """N of name-DATE-N.json (the Nth run of a day); 0 for name-DATE.json, the first."""
+    m = re.search(r"-\d{4}-\d{2}-\d{2}-(\d+)\.json$", path)
+    return int(m.group(1)) if m else 0
 
 
 def _f(x, fmt="{:.2f}") -> str:

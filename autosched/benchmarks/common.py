@@ -90,7 +90,8 @@ def err_text(e: Exception) -> str:
 
 
 def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, extra: dict | None = None):
-    """bench/results/<benchmark>-<device>-<date>.json in the format of BENCHMARKS.md."""
+    """bench/results/<benchmark>-<device>-<date>[-N].json in the format of BENCHMARKS.md (-N for the
+    Nth run of a day)."""
     import datetime
     import json
     from pathlib import Path
@@ -109,7 +110,12 @@ def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, ex
            "rows": rows, "summary": summary}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{benchmark}-{device.name.replace(' ', '_')}-{today}.json"
+    stem = f"{benchmark}-{device.name.replace(' ', '_')}-{today}"
+    path = out / f"{stem}.json"
+    run = 1
+    while path.exists():          # a second run on the same day keeps the first: stem-2, stem-3, ...
+        run += 1
+        path = out / f"{stem}-{run}.json"
     path.write_text(json.dumps(doc, indent=1))
     return path
 
