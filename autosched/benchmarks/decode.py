@@ -249,7 +249,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     import torch.nn.functional as F
 
     from autosched.engine.engine import rope_table
-    from autosched.engine.matmul import LoadedKernel, ptr
+    from autosched.launch import LoadedKernel, ptr
     from autosched.templates import decode as dk
     from cuda.core import Stream
     cfg = SEED_CONFIGS["llama2-7b"]

@@ -71,17 +71,12 @@ class Q4Linear:
         self.choice = choose_config(self.workload, self.device_info, db)
         template = template_for(self.workload)
         self.spec = template.render(self.workload, self.choice.config, self.device_info)
+        from autosched.launch import LoadedKernel
         if builder is None:
             with Builder(workers=1) as b:
-                binary = b.build(self.spec)
+                self._kernel = LoadedKernel(self.spec, b)
         else:
-            binary = builder.build(self.spec)
-        if not binary.ok:
-            raise RuntimeError(f"kernel for {self.workload.key} failed to build: {binary.error}")
-        from cuda.core import LaunchConfig, ObjectCode
-        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={self.spec.name_expression: binary.symbol.encode()})
-        self._kernel = mod.get_kernel(self.spec.name_expression)
-        self._launch_cfg = LaunchConfig(grid=self.spec.grid, block=self.spec.block, shmem_size=self.spec.smem_bytes)
+            self._kernel = LoadedKernel(self.spec, builder)
         host = {"A_q": a_q, "A_scale": a_scale}
         self._packed = {a.name: torch.from_numpy(np.ascontiguousarray(
             layouts.apply(a.layout, a.params(), host[a.name])).view(np.uint8)).to(f"cuda:{device_id}")
@@ -89,9 +84,9 @@ class Q4Linear:
 
     def __call__(self, v, out=None):
         import torch
-        from cuda.core import Stream, launch
+        from cuda.core import Stream
 
-        from autosched.measure.protocol import ptr
+        from autosched.launch import ptr
         K, N = self.workload.K, self.workload.N
         if v.dtype != torch.float16 or v.numel() != K or not v.is_cuda or not v.is_contiguous():
             raise ValueError(f"v must be a contiguous CUDA float16 tensor of {K} elements, got "
@@ -101,5 +96,5 @@ class Q4Linear:
         args = [ptr(out) if a.role == "output" else ptr(v) if a.name == "V" else ptr(self._packed[a.name])
                 for a in self.spec.args]
         stream = Stream.from_handle(torch.cuda.current_stream(v.device).cuda_stream)
-        launch(stream, self._launch_cfg, self._kernel, *args)
+        self._kernel(stream, *args)
         return out

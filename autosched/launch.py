@@ -1,0 +1,46 @@
+"""A built kernel, ready to launch on a stream: what the engine and the ops share (needs a GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def launch_config(spec, pdl: bool):
+    """The spec's launch shape; with `pdl`, launched with programmatic stream serialization (the
+    kernel may start while its predecessor runs: see kernels/pdl.cuh)."""
+    from cuda.core import LaunchConfig
+    kw = {"programmatic_stream_serialization": True} if pdl else {}
+    return LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes, **kw)
+
+
+def pdl_supported() -> bool:
+    try:
+        from cuda.core import LaunchConfig
+        LaunchConfig(grid=(1, 1, 1), block=(32, 1, 1), programmatic_stream_serialization=True)
+        return True
+    except TypeError:         # a cuda.core without the option: launch the ordinary way
+        return False
+
+
+class LoadedKernel:
+    """A built KernelSpec, ready to launch."""
+
+    def __init__(self, spec, builder, pdl: bool = False):
+        from cuda.core import ObjectCode
+        binary = builder.build(spec)
+        if not binary.ok:
+            raise RuntimeError(f"{spec.name_expression} failed to build:\n{binary.error}")
+        self.spec = spec
+        self.binary = binary
+        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
+        self.kernel = mod.get_kernel(spec.name_expression)
+        self.config = launch_config(spec, pdl)
+
+    def __call__(self, stream, *args):
+        from cuda.core import launch
+        launch(stream, self.config, self.kernel, *args)
+
+
+def ptr(t) -> np.uint64:
+    """A tensor's device address as a kernel argument; None is the null pointer."""
+    return np.uint64(t.data_ptr()) if t is not None else np.uint64(0)
