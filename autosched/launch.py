@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def launch_config(spec, pdl: bool):
     """The spec's launch shape; with `pdl`, launched with programmatic stream serialization (the
@@ -40,7 +38,3 @@ class LoadedKernel:
         from cuda.core import launch
         launch(stream, self.config, self.kernel, *args)
 
-
-def ptr(t) -> np.uint64:
-    """A tensor's device address as a kernel argument; None is the null pointer."""
-    return np.uint64(t.data_ptr()) if t is not None else np.uint64(0)

@@ -31,7 +31,8 @@ def _nibbles(words):
     return (words[..., None] >> shifts) & np.uint32(0xF)
 
 
-def _words(nibbles):
+def pack_nibbles(nibbles):
+    """(..., 8) values of 4 bits -> (...) words, value j at bits 4j..4j+3."""
     if _is_torch(nibbles):
         out = nibbles[..., 0].clone()
         for j in range(1, 8):
@@ -50,7 +51,7 @@ def _cat(parts, axis):
 
 def interleave_k(a_q: np.ndarray) -> np.ndarray:
     """Reorder the nibbles of every word to NIBBLE_ORDER_K."""
-    return _words(_nibbles(a_q)[..., list(NIBBLE_ORDER_K)])
+    return pack_nibbles(_nibbles(a_q)[..., list(NIBBLE_ORDER_K)])
 
 
 def interleave_rows(a_q: np.ndarray) -> np.ndarray:
@@ -62,7 +63,7 @@ def interleave_rows(a_q: np.ndarray) -> np.ndarray:
     nib = _nibbles(a_q)
     a, b = nib[0::2], nib[1::2]
     out = _cat([_cat([a[..., :4], b[..., :4]], -1)[:, None], _cat([a[..., 4:], b[..., 4:]], -1)[:, None]], 1)
-    return _words(out.reshape(nib.shape))
+    return pack_nibbles(out.reshape(nib.shape))
 
 
 def tile(a: np.ndarray, n: int, k: int) -> np.ndarray:

@@ -137,11 +137,12 @@ def compiled_tokens_per_s(torch, model, steps: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
-def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8) -> list[dict]:
+def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 32) -> list[dict]:
     """Per matmul of the q4f16_1 engine: the served (tuned) GEMV vs the rule-based default vs cuBLAS
-    fp16, each a CUDA graph of launches over `copies` layers' weights (more bytes than the L2)."""
+    fp16, each a CUDA graph of `count` launches over `copies` layers' weights (more bytes than the L2)."""
     from cuda.core import Stream
 
+    from autosched.benchmarks.common import time_graph
     from autosched.engine.matmul import Matmul
     from autosched.engine.weights import as_torch, classifier, fused
     from autosched.templates import template_for
@@ -173,41 +174,16 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8) -> list[dict]
             return lambda i: m(Stream.from_handle(torch.cuda.current_stream().cuda_stream), i, out, x)
 
         row = {"matmul": name, "N": n, "K": k, "served_config": served.choice.config,
-               "served_source": served.choice.source, "served_us": graph_us(torch, launches(served), copies),
-               "served_pdl_us": graph_us(torch, launches(served_pdl), copies),
-               "default_config": dflt.choice.config, "default_us": graph_us(torch, launches(dflt), copies),
-               "cublas_fp16_us": graph_us(torch, lambda i: torch.mv(dense[i], x, out=out), copies),
+               "served_source": served.choice.source, "served_us": time_graph(launches(served), copies, count),
+               "served_pdl_us": time_graph(launches(served_pdl), copies, count),
+               "default_config": dflt.choice.config, "default_us": time_graph(launches(dflt), copies, count),
+               "cublas_fp16_us": time_graph(lambda i: torch.mv(dense[i], x, out=out), copies, count),
                "q4_bytes": served.nbytes(0)}
         row["served_gbps"] = row["q4_bytes"] / row["served_us"] / 1e3
         row["served_pdl_gbps"] = row["q4_bytes"] / row["served_pdl_us"] / 1e3
         rows.append(row)
         torch.cuda.empty_cache()
     return rows
-
-
-def graph_us(torch, fn, copies: int, rounds: int = 4, replays: int = 10) -> float:
-    """Time of one launch inside a CUDA graph of `rounds` x `copies` launches, copy i using weight i."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for i in range(copies):
-            fn(i)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=stream):
-        for _ in range(rounds):
-            for i in range(copies):
-                fn(i)
-    g.replay()
-    torch.cuda.synchronize()
-    a, b = _events(torch)
-    a.record()
-    for _ in range(replays):
-        g.replay()
-    b.record()
-    b.synchronize()
-    return a.elapsed_time(b) * 1e3 / (replays * rounds * copies)
 
 
 def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> dict:
@@ -248,8 +224,10 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     timed inside a CUDA graph (the launch cost a step pays, not Python's)."""
     import torch.nn.functional as F
 
+    from autosched.benchmarks.common import time_graph
     from autosched.engine.engine import rope_table
-    from autosched.launch import LoadedKernel, ptr
+    from autosched.launch import LoadedKernel
+    from autosched.measure.protocol import ptr
     from autosched.templates import decode as dk
     from cuda.core import Stream
     cfg = SEED_CONFIGS["llama2-7b"]
@@ -274,7 +252,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
         return f
 
     def time_it(f):
-        return graph_us(torch, lambda i: f(), copies=1, rounds=20)
+        return time_graph(lambda i: f(), copies=1, count=20)
 
     rows = []
     for L in contexts:

@@ -13,7 +13,8 @@ import numpy as np
 
 from autosched import layouts
 from autosched.engine.weights import quantize_int8, quantize_q4f16_1
-from autosched.launch import LoadedKernel, ptr
+from autosched.launch import LoadedKernel
+from autosched.measure.protocol import ptr
 from autosched.templates import template_for
 from autosched.templates.decode import gemv_dense_spec
 from autosched.workloads import GemvQ4F16
@@ -72,7 +73,7 @@ class Matmul:
             args = [ptr(out) if a.role == "output" else ptr(x) if a.name == "V" else ptr(p[a.name])
                     for a in self.spec.args]
         else:
-            args = [ptr(out), ptr(p["w"]), ptr(p.get("scale")), ptr(x), np.int32(self.n), np.int32(self.k)]
+            args = [ptr(out), ptr(p["w"]), ptr(p["scale"]) if "scale" in p else np.uint64(0), ptr(x), np.int32(self.n), np.int32(self.k)]
         self.kernel(stream, *args)
 
     def describe(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autosched.layouts import pack_nibbles
 from autosched.models.llama2c import LlamaConfig
 from autosched.workloads.gemv_q4f16 import GROUP
 
@@ -35,10 +36,7 @@ def quantize_q4f16_1(w):
     s = scale.float()[..., None]
     q = torch.where(s > 0, g / torch.where(s > 0, s, torch.ones_like(s)), torch.zeros_like(g))
     q = (torch.round(q) + 7).clamp_(0, 15).to(torch.int32).reshape(n, k // 8, 8)
-    words = q[..., 0].clone()
-    for j in range(1, 8):
-        words |= q[..., j] << (4 * j)
-    return words, scale
+    return pack_nibbles(q), scale
 
 
 def quantize_int8(w):

@@ -86,7 +86,7 @@ class Q4Linear:
         import torch
         from cuda.core import Stream
 
-        from autosched.launch import ptr
+        from autosched.measure.protocol import ptr
         K, N = self.workload.K, self.workload.N
         if v.dtype != torch.float16 or v.numel() != K or not v.is_cuda or not v.is_contiguous():
             raise ValueError(f"v must be a contiguous CUDA float16 tensor of {K} elements, got "
