@@ -1,9 +1,11 @@
 """Pieces every benchmark shares: the commit measured, a built kernel launchable on torch's
-stream, CUDA-graph timing, error text for a results file."""
+stream, CUDA-graph timing, error text for a results file, the tune-then-time session."""
 
 from __future__ import annotations
 
 import subprocess
+from contextlib import contextmanager
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -89,9 +91,11 @@ def err_text(e: Exception) -> str:
     return "".join(traceback.format_exception(e))[-1500:]
 
 
-def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, extra: dict | None = None):
+def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, extra: dict | None = None,
+                  path=None):
     """bench/results/<benchmark>-<device>-<date>[-N].json in the format of BENCHMARKS.md (-N for the
-    Nth run of a day)."""
+    Nth run of a day).  A run that writes its progress as it goes passes back the `path` it got
+    first, so each write replaces its own file."""
     import datetime
     import json
     from pathlib import Path
@@ -108,14 +112,16 @@ def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, ex
                                                 "torch": torch_version},
            "device_info": device.to_json(), "protocol": Protocol().to_json(), **(extra or {}),
            "rows": rows, "summary": summary}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"{benchmark}-{device.name.replace(' ', '_')}-{today}"
-    path = out / f"{stem}.json"
-    run = 1
-    while path.exists():          # a second run on the same day keeps the first: stem-2, stem-3, ...
-        run += 1
-        path = out / f"{stem}-{run}.json"
+    if path is None:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = f"{benchmark}-{device.name.replace(' ', '_')}-{today}"
+        path = out / f"{stem}.json"
+        run = 1
+        while path.exists():          # a second run on the same day keeps the first: stem-2, stem-3, ...
+            run += 1
+            path = out / f"{stem}-{run}.json"
+    path = Path(path)
     path.write_text(json.dumps(doc, indent=1))
     return path
 
@@ -143,3 +149,32 @@ def tune_all(workloads, template, runner, db, builder, *, strategy: str, trials:
         log(f"tuned {w.shape_str}: {best} after {res.trials} trials in {res.elapsed_s:.0f} s {res.statuses}")
     return tuned
 
+
+
+@contextmanager
+def tuned_then_timed(workloads, template, db_path, *, strategy: str, trials: int | None,
+                     time_per_shape_s: float | None, log=print):
+    """The benchmarks' two phases: tune every workload through the GPU runner (a worker process),
+    then, with the worker gone, give this process the GPU, a protocol Timer on torch's stream
+    (so cuBLAS and our kernels queue on one), the database and the builder."""
+    import torch
+    from cuda.core import Device, Stream
+
+    from autosched.build import Builder
+    from autosched.database import Database
+    from autosched.measure.gpu import GpuRunner
+    from autosched.measure.protocol import Protocol, Timer
+    with Database(db_path) as db, Builder() as builder:
+        with GpuRunner() as runner:
+            device = runner.device_info
+            tuned = tune_all(workloads, template, runner, db, builder, strategy=strategy, trials=trials,
+                             time_per_shape_s=time_per_shape_s, log=log)
+        dev = Device(0)
+        dev.set_current()
+        torch.cuda.init()
+        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+        timer = Timer(dev, stream, Protocol())
+        try:
+            yield SimpleNamespace(device=device, tuned=tuned, db=db, builder=builder, stream=stream, timer=timer)
+        finally:
+            timer.close()

@@ -7,15 +7,13 @@ times every kernel of a shape back to back, each checked against the float64 ref
 
 from __future__ import annotations
 
-import datetime
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
-from autosched.benchmarks.common import Launchable, err_text, git_commit, time_graph, tune_all
-from autosched.measure.protocol import Protocol, Timer, ptr
+from autosched.benchmarks.common import Launchable, err_text, time_graph, tuned_then_timed, write_results
+from autosched.measure.protocol import ptr
 
 SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "14336x4096",
           "4096x14336", "128256x4096"]
@@ -106,8 +104,7 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
     return row
 
 
-def _write(rows, device, strategy, trials, out_dir, planned=()) -> Path:
-    import torch
+def _write(rows, device, strategy, trials, out_dir, planned=(), path=None) -> Path:
     done = [r for r in rows if "time_over_floor" in r and "speedup_vs_default" in r]
     summary = {
         "max_time_over_floor": max((r["time_over_floor"] for r in done), default=None),
@@ -117,45 +114,24 @@ def _write(rows, device, strategy, trials, out_dir, planned=()) -> Path:
         "shapes": len(rows),
         "shapes_complete": len(done),
     }
-    today = datetime.date.today().isoformat()
-    doc = {"benchmark": "gemv-q4f16", "device": device.name, "device_key": device.key, "date": today,
-           "commit": git_commit(), "versions": {"cuda": device.cuda_version, "driver": device.driver_version,
-                                                "torch": torch.__version__},
-           "device_info": device.to_json(),
-           "protocol": Protocol().to_json(), "tuning": {"strategy": strategy, "trials": trials},
-           "shapes_planned": [list(p) for p in planned], "rows": rows, "summary": summary}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"gemv-q4f16-{device.name.replace(' ', '_')}-{today}.json"
-    path.write_text(json.dumps(doc, indent=1))
-    return path
+    return write_results("gemv-q4f16", device, rows, summary, out_dir,
+                         {"tuning": {"strategy": strategy, "trials": trials},
+                          "shapes_planned": [list(p) for p in planned]}, path=path)
 
 
 def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_dir="bench/results",
                   db_path=None, console=None, time_per_shape_s: float | None = None) -> Path:
     import torch
-    from cuda.core import Device, Stream
-    from autosched.build import Builder
-    from autosched.database import Database
-    from autosched.measure.gpu import GpuRunner
     from autosched.templates import template_for
     from autosched.workloads import GemvQ4F16
 
     log = console.print if console else print
     workloads = [GemvQ4F16.from_shape(s) for s in (shapes or SHAPES)]
     template = template_for(workloads[0])
-    with Database(db_path) as db, Builder() as builder:
-        with GpuRunner() as runner:
-            device = runner.device_info
-            tuned = tune_all(workloads, template, runner, db, builder, strategy=strategy, trials=trials,
-                             time_per_shape_s=time_per_shape_s, log=log)
-        # the worker is gone: from here this process has the GPU to itself
-        dev = Device(0)
-        dev.set_current()
-        torch.cuda.init()
-        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
-        timer = Timer(dev, stream, Protocol())
-        rows = []
+    with tuned_then_timed(workloads, template, db_path, strategy=strategy, trials=trials,
+                          time_per_shape_s=time_per_shape_s, log=log) as s:
+        device, tuned, builder, timer, stream = s.device, s.tuned, s.builder, s.timer, s.stream
+        rows, path = [], None
         for w in workloads:
             res = tuned[w.key]
             inputs = w.inputs(seed=1234)
@@ -192,7 +168,6 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
                                                if k.endswith("_us") and isinstance(v, float)))
             if errors:
                 log(f"  errors: {errors}")
-            path = _write(rows, device, strategy, trials, out_dir, [(x.N, x.K) for x in workloads])
+            path = _write(rows, device, strategy, trials, out_dir, [(x.N, x.K) for x in workloads], path)
             torch.cuda.empty_cache()
-        timer.close()
     return path

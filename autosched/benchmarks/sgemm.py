@@ -3,8 +3,7 @@ timed in one process under one protocol; JSON under bench/results/."""
 
 from __future__ import annotations
 
-from autosched.benchmarks.common import Launchable, err_text, tune_all, write_results
-from autosched.measure.protocol import Protocol, Timer
+from autosched.benchmarks.common import Launchable, err_text, tuned_then_timed, write_results
 
 SHAPES = ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
           "1x4096x4096", "64x11008x4096", "4096x512x4096"]
@@ -35,28 +34,18 @@ def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, timer
 def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-model",
                   out_dir="bench/results", db_path=None, console=None, time_per_shape_s=None):
     import torch
-    from cuda.core import Device, Stream
-    from autosched.build import Builder
-    from autosched.database import Database
-    from autosched.measure.gpu import GpuRunner
     from autosched.templates import SgemmTemplate
     from autosched.workloads import Sgemm
 
     log = console.print if console else print
     workloads = [Sgemm.from_shape(s) for s in (shapes or SHAPES)]
     template = SgemmTemplate()
-    with Database(db_path) as db, Builder() as builder:
-        with GpuRunner() as runner:
-            device = runner.device_info
-            tuned = tune_all(workloads, template, runner, db, builder, strategy=strategy, trials=trials,
-                             time_per_shape_s=time_per_shape_s, log=log)
-        dev = Device(0)
-        dev.set_current()
+    with tuned_then_timed(workloads, template, db_path, strategy=strategy, trials=trials,
+                          time_per_shape_s=time_per_shape_s, log=log) as s:
+        device, tuned, builder, timer, stream = s.device, s.tuned, s.builder, s.timer, s.stream
         torch.backends.cuda.matmul.allow_tf32 = False       # cuBLAS in true FP32, as our kernels
         torch.backends.cudnn.allow_tf32 = False
-        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
-        timer = Timer(dev, stream, Protocol())
-        rows = []
+        rows, path = [], None
         for w in workloads:
             res = tuned[w.key]
             inputs = w.inputs(seed=1234)
@@ -101,7 +90,6 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
                        "shapes": len(rows)}
             path = write_results("sgemm", device, rows, summary, out_dir,
                                  {"tuning": {"strategy": strategy, "trials": trials},
-                                  "shapes_planned": [[x.M, x.N, x.K] for x in workloads]})
+                                  "shapes_planned": [[x.M, x.N, x.K] for x in workloads]}, path=path)
             torch.cuda.empty_cache()
-        timer.close()
     return path

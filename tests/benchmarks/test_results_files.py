@@ -17,3 +17,10 @@ def test_runs_of_one_day_keep_their_files_and_sort_newest_first(tmp_path, h100):
     older["date"] = "2000-01-01"
     (tmp_path / "decode-x-2000-01-01-7.json").write_text(json.dumps(older))
     assert all_results(tmp_path, "decode")[-1]["date"] == "2000-01-01"
+
+
+def test_a_run_writing_as_it_goes_replaces_its_own_file(tmp_path, h100):
+    first = write_results("sgemm", h100, [{"shape": 1}], {}, tmp_path)
+    again = write_results("sgemm", h100, [{"shape": 1}, {"shape": 2}], {}, tmp_path, path=first)
+    assert again == first and len(list(tmp_path.iterdir())) == 1
+    assert json.loads(first.read_text())["rows"] == [{"shape": 1}, {"shape": 2}]
