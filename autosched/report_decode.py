@@ -95,13 +95,8 @@ def decode_plots(doc: dict, plot_dir: Path) -> list[Path]:
     ax.set_yscale("log")
     ax.set_xlabel("tokens/s (batch 1)")
     ax.set_ylabel("KL(fp32 || format) per token")
-    ax.set_title(f"Weight format: quality vs speed ({doc['device']})", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = plot_dir / "decode-quality-speed.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(_save(plt, fig, ax, f"Weight format: quality vs speed ({doc['device']})",
+                       plot_dir / "decode-quality-speed.png"))
     att = doc.get("attention") or []
     if att:
         split_key = next(k for k in att[0] if k.startswith("ours_split"))
@@ -113,14 +108,17 @@ def decode_plots(doc: dict, plot_dir: Path) -> list[Path]:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("context length")
         ax.set_ylabel("us per layer")
-        ax.set_title("Decode attention, 32 heads x 128, fp16", fontsize=9)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = plot_dir / "decode-attention.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(_save(plt, fig, ax, "Decode attention, 32 heads x 128, fp16", plot_dir / "decode-attention.png"))
     return paths
+
+
+def _save(plt, fig, ax, title: str, path: Path) -> Path:
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def sgemm_table(doc: dict) -> str:

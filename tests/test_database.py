@@ -9,6 +9,7 @@ import pytest
 from autosched.database import Database, default_db_path
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
+from db_rows import measurement_rows
 
 WK = "gemv_q4f16:N=4096,K=4096"
 DEV = "NVIDIA H100 80GB HBM3|sm_90|driver 580.159.04|cuda 13.0"
@@ -27,14 +28,6 @@ def ok(med, **kw):
 def db(tmp_path):
     with Database(tmp_path / "sub" / "m.db") as d:
         yield d
-
-
-def rows(path) -> int:
-    conn = sqlite3.connect(str(path))
-    try:
-        return conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-    finally:
-        conn.close()
 
 
 def test_creates_parent_folder_and_wal_mode(tmp_path):
@@ -150,7 +143,7 @@ def test_survives_close_and_reopen(tmp_path):
     d.add(WK, DEV, TPL, CFG_A, ok(30.0), {"v": 1})
     d.add(WK, DEV, TPL, CFG_B, Measurement(Status.WRONG, 1.0, 2.0, 0.1, 3.0, error="e"))
     d.close()
-    assert rows(path) == 2
+    assert measurement_rows(path) == 2
     with Database(path) as d2:
         got = d2.measured(WK, DEV, TPL)
         assert set(got) == {config_hash(CFG_A), config_hash(CFG_B)}
@@ -160,7 +153,7 @@ def test_survives_close_and_reopen(tmp_path):
         assert d2.best(WK, DEV, TPL).config == CFG_A
         # and keeps accepting writes
         d2.add(WK, DEV, TPL, CFG_C, ok(1.0))
-    assert rows(path) == 3
+    assert measurement_rows(path) == 3
 
 
 def test_two_connections_see_each_others_commits(tmp_path):

@@ -3,7 +3,6 @@ recorded best, failed configs never win, budgets hold, and a second run resumes 
 
 import functools
 import math
-import sqlite3
 
 import pytest
 
@@ -14,6 +13,7 @@ from autosched.space import config_hash
 import autosched.templates.gemv_q4f16 as tmod
 from autosched.templates import GemvQ4F16Template
 from autosched.tuner import measure_configs, tune
+from db_rows import measurement_rows
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
 
 
@@ -27,14 +27,6 @@ class CountingRunner(ReplayRunner):
     def measure(self, spec, binary=None):
         self.asked.append(config_hash(dict(spec.config)))
         return super().measure(spec, binary)
-
-
-def row_count(path) -> int:
-    conn = sqlite3.connect(str(path))
-    try:
-        return conn.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +111,7 @@ def test_trials_budget(synthetic, loaded, tmp_path, strategy):
                    on_result=lambda c, m, r: calls.append(c))
     assert res.trials == res.measured_now == len(runner.asked) == len(calls) == 150
     assert res.resumed == 0
-    assert row_count(path) == 150
+    assert measurement_rows(path) == 150
     assert len(set(runner.asked)) == 150
     assert sum(res.statuses.values()) == 150
     if strategy == "exhaustive":
@@ -140,7 +132,7 @@ def test_resume(synthetic, loaded, tmp_path):
     with Database(path) as db:
         first = tune(w, t, r1, db, strategy="random", trials=300, seed=0)
     assert (first.trials, first.measured_now, first.resumed) == (300, 300, 0)
-    assert row_count(path) == 300
+    assert measurement_rows(path) == 300
 
     r2 = CountingRunner(loaded)
     with Database(path) as db:          # a new process would reopen the file like this
@@ -149,7 +141,7 @@ def test_resume(synthetic, loaded, tmp_path):
     assert second.measured_now == 200
     assert second.resumed == 300
     assert second.trials == 500
-    assert row_count(path) == 500
+    assert measurement_rows(path) == 500
     assert len(measured) == 500
     # nothing measured twice: the second run asked only for configs the first did not
     assert len(r2.asked) == 200
@@ -171,7 +163,7 @@ def test_time_budget_zero_measures_nothing(synthetic, loaded, tmp_path):
     assert res.trials == res.measured_now == res.resumed == 0
     assert runner.asked == []
     assert res.best is None and res.best_config is None
-    assert row_count(path) == 0
+    assert measurement_rows(path) == 0
 
 
 def test_not_recorded_configs_do_not_win(synthetic, loaded, tmp_path):
