@@ -33,6 +33,16 @@ def _workload(op: str, shape: str):
         raise CliError(str(e)) from e
 
 
+def _factor_over_one(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    if not f > 1:
+        raise argparse.ArgumentTypeError(f"must be above 1 (a factor over the best time), got {text}")
+    return f
+
+
 def _positive(text: str) -> int:
     try:
         n = int(text)
@@ -178,10 +188,13 @@ def cmd_record(args) -> int:
     import datetime
     workload = _workload(args.op, args.shape)
     template = template_for(workload)
-    with GpuRunner() as runner, Database(args.db) as db, Builder(args.jobs) as builder:
+    with GpuRunner(screen=args.screen) as runner, Database(args.db) as db, Builder(args.jobs) as builder:
         device = runner.device_info
         space = template.space(workload, device)
         size = _print_space(space, workload)
+        if args.screen:
+            console.print(f"screening: a config slower than {args.screen:g}x the best so far in its first "
+                          "runs is recorded from those runs")
         with _progress() as prog:
             task = prog.add_task(f"record {workload.shape_str}", total=size, best="")
             res = tune(workload, template, runner, db, strategy=args.strategy, builder=builder,
@@ -441,6 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--time", type=float, default=None, help="stop after S seconds (resume later)")
     s.add_argument("--strategy", choices=("exhaustive", "random"), default="exhaustive",
                    help="order of measurement: random makes a time-limited recording a uniform sample")
+    s.add_argument("--screen", type=_factor_over_one, default=None, metavar="F",
+                   help="time a config in full only if its first 3 runs are within F x the best so far "
+                        "(e.g. 2); others keep those runs' figures (the recording's runs column says so). "
+                        "Configs that slow cannot be the optimum; a space of slow kernels records many "
+                        "times faster")
     s.set_defaults(fn=cmd_record)
 
     s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")

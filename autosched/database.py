@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     cost_s       REAL,
     versions     TEXT,
     timestamp    REAL NOT NULL,
+    runs         INTEGER,
     PRIMARY KEY (workload_key, device_key, template, config_hash)
 );
 CREATE INDEX IF NOT EXISTS by_median ON measurements (workload_key, device_key, template, median_us);
@@ -45,7 +46,7 @@ CREATE INDEX IF NOT EXISTS by_median ON measurements (workload_key, device_key, 
 # still reads: the column is appended by _migrate)
 COLUMNS = ("workload_key", "device_key", "template", "config_hash", "config", "status", "min_us",
            "median_us", "spread_us", "max_abs_err", "error", "registers", "smem_bytes", "spills",
-           "source", "cost_s", "versions", "timestamp")
+           "source", "cost_s", "versions", "timestamp", "runs")
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM measurements"
 
 
@@ -80,9 +81,10 @@ class Database:
 
     def _migrate(self) -> None:
         have = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
-        if "cost_s" not in have:
-            with self.conn:
-                self.conn.execute("ALTER TABLE measurements ADD COLUMN cost_s REAL")
+        for col, kind in (("cost_s", "REAL"), ("runs", "INTEGER")):
+            if col not in have:
+                with self.conn:
+                    self.conn.execute(f"ALTER TABLE measurements ADD COLUMN {col} {kind}")
 
     def add(self, workload_key: str, device_key: str, template: str, config: dict,
             m: Measurement, versions: dict | None = None, cost_s: float | None = None) -> None:
@@ -94,7 +96,7 @@ class Database:
                 (workload_key, device_key, template, config_hash(config),
                  json.dumps(config, sort_keys=True), m.status.value, _num(m.min_us), _num(m.median_us),
                  _num(m.spread_us), _num(m.max_abs_err), m.error, m.registers, m.smem_bytes, m.spills,
-                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time()))
+                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time(), m.runs))
 
     def measured(self, workload_key: str, device_key: str, template: str) -> dict[str, Record]:
         """config_hash -> Record of everything already measured for this workload and device."""
@@ -171,5 +173,5 @@ def _num(x: float):
 def _record(r) -> Record:
     m = Measurement(Status(r[5]), *(float("nan") if v is None else v for v in r[6:10]),
                     error=r[10] or "", registers=r[11] or 0, smem_bytes=r[12] or 0, spills=r[13] or 0,
-                    source=r[14] or "")
+                    source=r[14] or "", runs=r[18] or 0)
     return Record(r[0], r[1], r[2], json.loads(r[4]), m, json.loads(r[16] or "{}"), r[17], r[15])

@@ -97,6 +97,8 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
                 rec = done.get(config_hash(cfg))
                 if rec is not None:
                     res.resumed += 1
+                    if hasattr(runner, "observe"):      # a screening runner learns the best so far
+                        runner.observe(workload.key, rec.measurement)
                     account(cfg, rec.measurement)
                 else:
                     fresh.append(cfg)

@@ -201,3 +201,32 @@ def test_default_path_honours_autosched_home(tmp_path, monkeypatch):
     monkeypatch.delenv("AUTOSCHED_HOME")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     assert default_db_path() == tmp_path / "xdg" / "autosched" / "autosched.db"
+
+
+def test_runs_round_trip(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(3.0, runs=3))
+    db.add(WK, DEV, TPL, CFG_B, ok(2.0, runs=100))
+    got = db.measured(WK, DEV, TPL)
+    assert got[config_hash(CFG_A)].measurement.runs == 3
+    assert got[config_hash(CFG_B)].measurement.runs == 100
+
+
+def test_database_from_before_runs_gains_the_column(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(str(path))
+    old_schema = """CREATE TABLE measurements (workload_key TEXT NOT NULL, device_key TEXT NOT NULL,
+        template TEXT NOT NULL, config_hash TEXT NOT NULL, config TEXT NOT NULL, status TEXT NOT NULL,
+        min_us REAL, median_us REAL, spread_us REAL, max_abs_err REAL, error TEXT, registers INTEGER,
+        smem_bytes INTEGER, spills INTEGER, source TEXT, cost_s REAL, versions TEXT, timestamp REAL NOT NULL,
+        PRIMARY KEY (workload_key, device_key, template, config_hash))"""
+    conn.execute(old_schema)
+    conn.execute("INSERT INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 (WK, DEV, TPL, config_hash(CFG_A), json.dumps(CFG_A, sort_keys=True), "ok", 1.0, 1.5, 0.1,
+                  0.0, "", 32, 0, 0, "gpu", 0.5, "{}", 1.0))
+    conn.commit()
+    conn.close()
+    with Database(path) as d:
+        r = d.measured(WK, DEV, TPL)[config_hash(CFG_A)]
+        assert r.measurement.median_us == 1.5 and r.measurement.runs == 0      # 0: not known
+        d.add(WK, DEV, TPL, CFG_B, ok(2.0, runs=3))
+        assert d.measured(WK, DEV, TPL)[config_hash(CFG_B)].measurement.runs == 3

@@ -67,13 +67,14 @@ class _Slot:
         self.restarts += 1
         self._start()
 
-    def measure(self, spec, binary, timeout: float, prepare_timeout: float) -> Measurement:
+    def measure(self, spec, binary, timeout: float, prepare_timeout: float,
+                screen_over_us: float | None = None) -> Measurement:
         try:
             if self.prepared != spec.workload_key:
                 self.conn.send(("prepare", spec.workload_key))
                 self._recv(prepare_timeout, "input preparation")
                 self.prepared = spec.workload_key
-            self.conn.send(("measure", spec, binary))
+            self.conn.send(("measure", spec, binary, screen_over_us))
             kind, result = self._recv(timeout, "measure")
         except TimeoutError as e:
             self.restart()
@@ -97,13 +98,26 @@ class _Slot:
 
 
 class GpuRunner:
-    """Measures (spec, binary) pairs on every GPU at once, one config per GPU at a time."""
+    """Measures (spec, binary) pairs on every GPU at once, one config per GPU at a time.
+
+    screen: with a factor F (> 1), a config whose first few timed runs take over F x the best median
+    measured so far in full is recorded from those runs (Measurement.runs says how many) instead of
+    the protocol's 100: a whole-space recording then spends its time near the top, where a search
+    needs exact figures.  Such a config can never be the best (it is F x slower than one that is),
+    so the search a recording replays reaches the same optimum.  observe() feeds the runner results
+    it did not measure (a resumed run's database rows).
+    """
 
     name = "gpu"
     needs_binary = True
 
     def __init__(self, device_ids: Iterable[int] | None = None, protocol: Protocol = Protocol(),
-                 timeout_s: float = 60.0, prepare_timeout_s: float = 600.0, start_timeout_s: float = 120.0):
+                 timeout_s: float = 60.0, prepare_timeout_s: float = 600.0, start_timeout_s: float = 120.0,
+                 screen: float | None = None):
+        if screen is not None and not screen > 1:
+            raise ValueError(f"screen factor must be > 1, got {screen}")
+        self.screen = screen
+        self._best_us: dict[str, float] = {}      # workload key -> best median timed in full
         from autosched.device import gpu_count
         ids = list(device_ids) if device_ids is not None else list(range(gpu_count()))
         if not ids:
@@ -124,10 +138,19 @@ class GpuRunner:
     def measure(self, spec, binary) -> Measurement:
         return self._measure_on(self.slots[0], spec, binary)
 
+    def observe(self, workload_key: str, m: Measurement) -> None:
+        full = m.runs == 0 or m.runs >= self.protocol.repeat      # 0: a row from before runs were kept
+        if m.ok and full and m.median_us < self._best_us.get(workload_key, float("inf")):
+            self._best_us[workload_key] = m.median_us
+
     def _measure_on(self, slot: _Slot, spec, binary) -> Measurement:
         if not binary.ok:
             return Measurement(Status.COMPILE_ERROR, error=binary.error or "")
-        return slot.measure(spec, binary, self.timeout_s, self.prepare_timeout_s)
+        best = self._best_us.get(spec.workload_key)
+        bar = self.screen * best if (self.screen and best is not None) else None
+        m = slot.measure(spec, binary, self.timeout_s, self.prepare_timeout_s, bar)
+        self.observe(spec.workload_key, m)
+        return m
 
     def measure_stream(self, items: Iterable[tuple]) -> Iterator[tuple]:
         """items: (tag, spec, binary_or_future).  Yields (tag, Measurement) as each finishes, with

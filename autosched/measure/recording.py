@@ -24,7 +24,10 @@ from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
 
 FORMAT = "autosched-recording/1"
-COLUMNS = ("status", "min_us", "median_us", "spread_us", "max_abs_err", "registers", "smem_bytes", "spills")
+# "runs" (timed runs behind the times: fewer than the protocol's repeat for a config screened out
+# as far slower than the best) came later: a recording without it reads with runs 0 (not known)
+COLUMNS = ("status", "min_us", "median_us", "spread_us", "max_abs_err", "registers", "smem_bytes", "spills",
+           "runs")
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Recording:
         for i, (cfg, m) in enumerate(self.entries.values()):
             rows.append([cfg[k] for k in self.knobs] +
                         [m.status.value, *(_r(x) for x in (m.min_us, m.median_us, m.spread_us)),
-                         _r(m.max_abs_err, 6), m.registers, m.smem_bytes, m.spills])
+                         _r(m.max_abs_err, 6), m.registers, m.smem_bytes, m.spills, m.runs])
             if m.error:
                 errors[str(i)] = m.error[:500]
         doc = {"format": FORMAT, "workload": self.workload_key, "template": self.template,
@@ -89,11 +92,13 @@ class Recording:
                   doc.get("space_size", 0), path=str(path))
         nk = len(rec.knobs)
         errors = doc.get("errors", {})
+        columns = doc.get("columns", COLUMNS[:8])
         for i, row in enumerate(doc["rows"]):
             cfg = dict(zip(rec.knobs, row[:nk]))
-            st, mn, med, spr, err, regs, smem, spills = row[nk:]
-            m = Measurement(Status(st), _f(mn), _f(med), _f(spr), _f(err), errors.get(str(i), ""),
-                            regs, smem, spills, source=f"replay:{rec.name}")
+            v = dict(zip(columns, row[nk:]))
+            m = Measurement(Status(v["status"]), _f(v["min_us"]), _f(v["median_us"]), _f(v["spread_us"]),
+                            _f(v["max_abs_err"]), errors.get(str(i), ""), v["registers"], v["smem_bytes"],
+                            v["spills"], source=f"replay:{rec.name}", runs=v.get("runs") or 0)
             rec.add(cfg, m)
         return rec
 

@@ -31,6 +31,9 @@ class Measurement:
     spills: int = 0
     source: str = "gpu"                 # "gpu" or "replay:<data set>"
     extra: dict = field(default_factory=dict)
+    # timed runs behind the figures: the protocol's repeat, or fewer for a config screened out
+    # early as far slower than the best (GpuRunner(screen=...)); 0 when not timed or not known
+    runs: int = 0
 
     @property
     def ok(self) -> bool:

@@ -37,3 +37,25 @@ def test_corner_configs_are_correct_on_ragged_shapes(tmp_path, shape, trans_a):
         results = dict(runner.measure_stream((i, s, builder.submit(s)) for i, s in enumerate(specs)))
     bad = [(cfgs[i], m.status.value, m.error[:200]) for i, m in results.items() if not m.ok]
     assert len(results) == len(cfgs) and not bad, bad[:3]
+
+
+def test_screening_times_a_slow_config_from_a_few_runs(tmp_path):
+    """With a best already far below it, a config is checked, timed for SCREEN_RUNS runs and
+    recorded from those; without screening it gets the protocol's repeat."""
+    from autosched.measure.result import Measurement, Status
+    from autosched.measure.worker import SCREEN_RUNS
+    t = SgemmTemplate()
+    w = Sgemm.from_shape("512x512x512")
+    proto = Protocol(flush_bytes=1 << 24, warmup=2, repeat=20)
+    with Builder(cache=BuildCache(tmp_path)) as builder:
+        with GpuRunner(protocol=proto, screen=2.0) as runner:
+            spec = t.render(w, t.default_config(w, runner.device_info), runner.device_info)
+            binary = builder.build(spec)
+            runner.observe(w.key, Measurement(Status.OK, 0.01, 0.01, 0.0, 0.0, runs=20))
+            screened = runner.measure(spec, binary)
+        with GpuRunner(protocol=proto) as runner:
+            full = runner.measure(spec, binary)
+    assert screened.ok and screened.runs == SCREEN_RUNS and screened.median_us > 0.02
+    assert full.ok and full.runs == 20
+    # the screened figures are the same kernel's time: same order as the full protocol's
+    assert 0.5 < screened.median_us / full.median_us < 2.0

@@ -108,7 +108,7 @@ def test_lookup_ignores_key_order_and_misses(loaded, synthetic):
 def test_small_round_trip_error_text_and_nan(tmp_path, h100):
     rec = Recording("w:N=1,K=32", "fam", h100, ["a", "b"], date="d")
     rec.add({"a": 1, "b": "x"}, Measurement(Status.OK, 1.23456789, 2.00004999, 0.333333333, 1.23456789e-3,
-                                            registers=10, smem_bytes=20, spills=1))
+                                            registers=10, smem_bytes=20, spills=1, runs=3))
     rec.add({"a": 2, "b": "y"}, Measurement(Status.COMPILE_ERROR, error="E" * 800))
     rec.add({"a": 3, "b": "y"}, Measurement(Status.TIMEOUT, error="hung"))
     rec.save(tmp_path / "deep" / "r.json.gz")
@@ -116,7 +116,7 @@ def test_small_round_trip_error_text_and_nan(tmp_path, h100):
     m = back.lookup({"a": 1, "b": "x"})
     assert (m.min_us, m.median_us, m.spread_us) == (1.2346, 2.0, 0.3333)
     assert m.max_abs_err == 0.001235
-    assert (m.registers, m.smem_bytes, m.spills) == (10, 20, 1)
+    assert (m.registers, m.smem_bytes, m.spills, m.runs) == (10, 20, 1, 3)
     assert m.error == ""
     ce = back.lookup({"a": 2, "b": "y"})
     assert ce.status is Status.COMPILE_ERROR and math.isnan(ce.median_us) and math.isnan(ce.min_us)
@@ -259,3 +259,20 @@ def test_best_is_the_fastest_passing_config_even_with_ties(h100):
     cfg, m = rec.best()
     assert cfg in ({"a": 1}, {"a": 2}) and m.median_us == 2.0
     assert Recording("x:N=1", "t", h100, ["a"]).best() is None
+
+
+def test_recording_without_runs_column_reads_runs_zero(tmp_path, h100):
+    """Recordings written before the runs column existed (8 columns) still load."""
+    import gzip
+    import json
+    rec = Recording("w:N=1,K=32", "fam", h100, ["a"], date="d")
+    rec.add({"a": 1}, Measurement(Status.OK, 1.0, 2.0, 0.5, 1e-3, registers=10, smem_bytes=20, spills=0, runs=100))
+    rec.save(tmp_path / "r.json.gz")
+    with gzip.open(tmp_path / "r.json.gz", "rt") as f:
+        doc = json.load(f)
+    doc["columns"] = doc["columns"][:8]
+    doc["rows"] = [row[:-1] for row in doc["rows"]]
+    with gzip.open(tmp_path / "old.json.gz", "wt") as f:
+        json.dump(doc, f)
+    m = Recording.load(tmp_path / "old.json.gz").lookup({"a": 1})
+    assert (m.median_us, m.registers, m.runs) == (2.0, 10, 0)
