@@ -355,7 +355,7 @@ def cmd_generate(args) -> int:
     from autosched.engine.engine import Engine
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress, Database(args.db) as db:
-        eng = Engine(cfg, weights, args.quant, db=db, progress=progress)
+        eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, progress=progress)
     for line in eng.describe():
         err_console.print(f"[dim]{line}[/]")
     out = sys.stdout.buffer
@@ -519,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="0 (default): greedy, chosen on the GPU; > 0: sample on the host from softmax(logits / T)")
     s.add_argument("--top-p", type=float, default=0.9, help="with --temperature: nucleus mass kept (default 0.9)")
     s.add_argument("--seed", type=int, default=0, help="with --temperature: sampling seed")
+    s.add_argument("--verify", type=_positive, default=4, metavar="N",
+                   help="q4f16_1: per matmul shape, serve the fastest of the N best measured GEMV configs "
+                        "timed in a CUDA graph (default 4; 1 serves the tuning winner as is)")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_generate)
     return p

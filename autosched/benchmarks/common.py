@@ -58,34 +58,6 @@ class Launchable:
         launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
 
 
-def time_graph(enqueue_copy, copies: int, count: int = 200) -> float:
-    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
-    graph (no per-launch event or launch-API cost: what a decode step sees)."""
-    import torch
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        for i in range(count):
-            enqueue_copy(i % copies)
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(10):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / count)
-    return float(np.median(times))
-
-
 def err_text(e: Exception) -> str:
     import traceback
     return "".join(traceback.format_exception(e))[-1500:]

@@ -138,17 +138,20 @@ def compiled_tokens_per_s(torch, model, steps: int) -> float:
 
 
 def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 32) -> list[dict]:
-    """Per matmul of the q4f16_1 engine: the served (tuned) GEMV vs the rule-based default vs cuBLAS
-    fp16, each a CUDA graph of `count` launches over `copies` layers' weights (more bytes than the L2)."""
+    """Per matmul of the q4f16_1 engine: the served (tuned, then verified in a graph) GEMV vs the
+    rule-based default vs cuBLAS fp16, each a CUDA graph of `count` launches over `copies` layers'
+    weights (more bytes than the L2); `verified` lists each candidate's time in the engine's check."""
     from cuda.core import Stream
 
-    from autosched.benchmarks.common import time_graph
+    from autosched.engine.engine import served_gemv_choices
     from autosched.engine.matmul import Matmul
+    from autosched.engine.verify import time_graph
     from autosched.engine.weights import as_torch, classifier, fused
     from autosched.templates import template_for
     from autosched.workloads import GemvQ4F16
     rows = []
     names = ("qkv", "o", "gate_up", "down", "cls")
+    choices = served_gemv_choices(cfg, info, db, builder, verify=4)
     for name in names:
         def mat(layer):
             if name == "cls":
@@ -157,8 +160,8 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 
         mats = [mat(i % cfg.n_layers) for i in range(copies)]
         n, k = mats[0].shape
         wl = GemvQ4F16(n, k)
-        served = Matmul(name, "q4f16_1", n, k, "half", "half", info, db)
-        served_pdl = Matmul(name, "q4f16_1", n, k, "half", "half", info, db, pdl=True)
+        served = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=choices[name][0])
+        served_pdl = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=choices[name][0], pdl=True)
         dflt = Matmul(name, "q4f16_1", n, k, "half", "half", info,
                       config=template_for(wl).default_config(wl, info))
         for m in (served, served_pdl, dflt):
@@ -178,7 +181,9 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 
                "served_pdl_us": time_graph(launches(served_pdl), copies, count),
                "default_config": dflt.choice.config, "default_us": time_graph(launches(dflt), copies, count),
                "cublas_fp16_us": time_graph(lambda i: torch.mv(dense[i], x, out=out), copies, count),
-               "q4_bytes": served.nbytes(0)}
+               "q4_bytes": served.nbytes(0),
+               "verified": [{"config": c.config, "source": c.source, "tuning_us": c.median_us, "graph_pdl_us": us}
+                            for c, us in choices[name][1]]}
         row["served_gbps"] = row["q4_bytes"] / row["served_us"] / 1e3
         row["served_pdl_gbps"] = row["q4_bytes"] / row["served_pdl_us"] / 1e3
         rows.append(row)
@@ -224,7 +229,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     timed inside a CUDA graph (the launch cost a step pays, not Python's)."""
     import torch.nn.functional as F
 
-    from autosched.benchmarks.common import time_graph
+    from autosched.engine.verify import time_graph
     from autosched.engine.engine import rope_table
     from autosched.launch import LoadedKernel
     from autosched.measure.protocol import ptr

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.benchmarks.common import Launchable, err_text, time_graph, tuned_then_timed, write_results
+from autosched.benchmarks.common import Launchable, err_text, tuned_then_timed, write_results
+from autosched.engine.verify import time_graph
 from autosched.measure.protocol import ptr
 
 SHAPES = ["12288x4096", "15360x5120", "4096x4096", "11008x4096", "4096x11008", "14336x4096",

@@ -12,6 +12,9 @@ is long enough to give every slice 64 positions.
     eng = Engine(cfg, weights, "q4f16_1")     # weights: numpy or torch float32, llama2.c names
     logits = eng.step(token)                  # float32 (vocab,) torch tensor on the GPU
     tokens = eng.generate(prompt, 64)         # greedy
+
+A q4f16_1 engine serves, per matmul shape, the fastest in a CUDA graph of the `verify` (4) best
+configs the database (or a same-device recording) has measured: see engine/verify.py.
 """
 
 from __future__ import annotations
@@ -33,6 +36,20 @@ def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
             "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
 
 
+def served_gemv_choices(cfg: LlamaConfig, info, db, builder, verify: int, pdl: bool = True) -> dict:
+    """name -> (Choice, [(Choice, graph us)]) of each q4f16_1 matmul: the ranked configs' best, or
+    with verify > 1 the fastest of the top `verify` in a CUDA graph (engine/verify.py)."""
+    from autosched.engine.verify import fastest_in_graph
+    from autosched.ops.gemv import ranked_configs
+    from autosched.workloads import GemvQ4F16
+    out = {}
+    for name, (n, k) in matmul_shapes(cfg).items():
+        choices = ranked_configs(GemvQ4F16(n, k), info, db, k=max(1, verify))
+        out[name] = (fastest_in_graph(name, n, k, choices, info, builder, pdl=pdl) if len(choices) > 1
+                     else (choices[0], []))
+    return out
+
+
 def rope_table(cfg: LlamaConfig, device):
     """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs), in float32 the way
     transformers computes them (inverse frequencies first, then one float32 product)."""
@@ -48,7 +65,7 @@ class Engine:
 
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
-                 progress=None):
+                 verify: int = 4, progress=None):
         import torch
         from cuda.core import Device
 
@@ -69,14 +86,14 @@ class Engine:
             from autosched.build import Builder
             builder = Builder()
         try:
-            self._build(weights, builder, db, progress, splits)
+            self._build(weights, builder, db, progress, splits, verify)
         finally:
             if own_builder:
                 builder.close()
         self._alloc()
 
     # -- set-up -----------------------------------------------------------------------------
-    def _build(self, weights, builder, db, progress, splits) -> None:
+    def _build(self, weights, builder, db, progress, splits, verify) -> None:
         import torch
         c, act, arch = self.cfg, self.act, self.info.arch
         hs = c.head_size
@@ -90,7 +107,11 @@ class Engine:
             "argmax": dk.argmax_spec(act, arch),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
-        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl)
+        # q4f16_1: per shape, the fastest in a graph of the `verify` best measured configs
+        self.verification = (served_gemv_choices(c, self.info, db, builder, verify, self.pdl)
+                             if self.fmt == "q4f16_1" else {})
+        self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,
+                                choice=self.verification[name][0] if self.verification else None)
                    for name, (n, kk) in shapes.items()}
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values())]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
@@ -125,7 +146,10 @@ class Engine:
         c, dev, t = self.cfg, self.dev, self.tdtype
         q_dim = c.n_heads * c.head_size
         z = lambda n, dt=t: torch.zeros(n, dtype=dt, device=dev)  # noqa: E731
-        self.x = z(c.dim, torch.float32)
+        # the residual stream, in two buffers: a norm reads one and writes the sum to the other
+        # (its blocks read the whole vector while each writes its part); embed starts every step
+        # in x[0], so each step is the same launch sequence
+        self.x = [z(c.dim, torch.float32), z(c.dim, torch.float32)]
         self.xb, self.y = z(c.dim), z(c.dim)
         self.qkv = z(q_dim + 2 * c.kv_dim)
         self.att = z(q_dim)
@@ -145,21 +169,30 @@ class Engine:
     def _launch_step(self, stream) -> None:
         c, k, mm = self.cfg, self.k, self.mm
         i32, f32 = np.int32, np.float32
-        k["embed"](stream, ptr(self.x), ptr(self.embedding), ptr(self.token), i32(c.dim))
+        cur = 0         # which residual buffer holds x
+
+        def norm(w, add: bool, keep: bool = True):
+            # x + y (when add) normalized into xb; the sum goes to the other buffer when kept
+            nonlocal cur
+            out = ptr(self.x[1 - cur]) if add and keep else np.uint64(0)
+            k["norm"](stream, ptr(self.x[cur]), ptr(self.y) if add else np.uint64(0), ptr(w), ptr(self.xb), out,
+                      i32(c.dim), f32(c.norm_eps))
+            if add and keep:
+                cur = 1 - cur
+
+        k["embed"](stream, ptr(self.x[0]), ptr(self.embedding), ptr(self.token), i32(c.dim))
         for layer in range(c.n_layers):
-            k["norm"](stream, ptr(self.x), ptr(self.y) if layer else np.uint64(0), ptr(self.rms_att[layer]),
-                      ptr(self.xb), i32(c.dim), f32(c.norm_eps))
+            norm(self.rms_att[layer], add=layer > 0)
             mm["qkv"](stream, layer, self.qkv, self.xb)
             k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
                                ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
                                i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
             mm["o"](stream, layer, self.y, self.att)
-            k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_ffn[layer]), ptr(self.xb), i32(c.dim),
-                      f32(c.norm_eps))
+            norm(self.rms_ffn[layer], add=True)
             mm["gate_up"](stream, layer, self.gu, self.xb)
             k["silu"](stream, ptr(self.hb), ptr(self.gu), i32(c.hidden_dim))
             mm["down"](stream, layer, self.y, self.hb)
-        k["norm"](stream, ptr(self.x), ptr(self.y), ptr(self.rms_final), ptr(self.xb), i32(c.dim), f32(c.norm_eps))
+        norm(self.rms_final, add=True, keep=False)
         mm["cls"](stream, 0, self.logits, self.xb)
         k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d))
 

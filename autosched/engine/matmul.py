@@ -24,7 +24,8 @@ class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None, pdl: bool = False):
+                 config: dict | None = None, pdl: bool = False, choice=None):
+        """The q4f16_1 config: `choice` (an ops.gemv.Choice), else `config`, else choose_config."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.layers: list[dict] = []
         if fmt == "q4f16_1":
@@ -32,7 +33,7 @@ class Matmul:
                 raise ValueError("the q4f16_1 GEMV reads and writes fp16")
             from autosched.ops.gemv import Choice, choose_config
             self.workload = GemvQ4F16(n, k)
-            self.choice = (Choice(config, "given") if config is not None
+            self.choice = (choice if choice is not None else Choice(config, "given") if config is not None
                            else choose_config(self.workload, device_info, db))
             self.spec = template_for(self.workload).render(self.workload, self.choice.config, device_info)
             if pdl:    # the same kernel plus the weight prefetch and the dependency wait

@@ -7,7 +7,8 @@
 // graph serves every step: argmax_step writes the next token and advances pos at the end of a step.
 //
 //   embed           x (dim) = table[token]
-//   add_rmsnorm     x += y (unless y is null); out = x * rsqrt(mean(x^2) + eps) * w   one block
+//   add_rmsnorm     v = x_in + y (y may be null); x_out = v (unless null);
+//                   out = v * rsqrt(mean(v^2) + eps) * w          a block per THREADS elements
 //   rope_attention  per head: RoPE (cos/sin table rope_cs (seq_len, hs/2)) on q and the new k, the
 //                   new k, v appended to the cache, then softmax(q . K[0..pos] / sqrt(hs)) . V[0..pos];
 //                   grid (heads, splits): each block a slice of the context (split-KV), merged by
@@ -128,9 +129,14 @@ __global__ void embed(float* __restrict__ x, const float* __restrict__ table, co
   if (i < dim) x[i] = table[(long long)token[0] * dim + i];
 }
 
+// Every block sums the squares of the whole vector (16 KB of x and 8 KB of y at dim 4096, from the
+// L2) and writes its own THREADS elements, so the norm spreads over dim / THREADS SMs instead of
+// walking the vector with one.  The blocks add in the same order, so all get the same scale.  The
+// sum x + y goes to x_out, not back to x_in: another block may still be reading x_in (the engine
+// alternates two residual buffers); x_out is null where the sum is not needed again.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-add_rmsnorm(float* x, const T* y, const float* __restrict__ w, T* out,
+add_rmsnorm(const float* x_in, const T* y, const float* __restrict__ w, T* out, float* x_out,
             int dim, float eps) {
   using namespace autosched_decode;
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
@@ -138,16 +144,18 @@ add_rmsnorm(float* x, const T* y, const float* __restrict__ w, T* out,
   grid_dependents_launch();
   grid_dependency_wait();
   float ss = 0.f;
+#pragma unroll 4
   for (int i = threadIdx.x; i < dim; i += THREADS) {
-    float v = x[i];
-    if (y != nullptr) {
-      v += to_f(y[i]);
-      x[i] = v;
-    }
+    const float v = y != nullptr ? x_in[i] + to_f(y[i]) : x_in[i];
     ss += v * v;
   }
   const float inv = rsqrtf(block_sum<THREADS>(ss, red) / dim + eps);
-  for (int i = threadIdx.x; i < dim; i += THREADS) out[i] = from_f<T>(x[i] * inv * w[i]);
+  const int i = blockIdx.x * THREADS + threadIdx.x;
+  if (i < dim) {
+    const float v = y != nullptr ? x_in[i] + to_f(y[i]) : x_in[i];
+    if (x_out != nullptr) x_out[i] = v;
+    out[i] = from_f<T>(v * inv * w[i]);
+  }
 }
 
 // Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.  head_size * sizeof(T)

@@ -25,30 +25,42 @@ class Choice:
     median_us: float | None = None
 
 
-def from_database(workload, template, device, db) -> Choice | None:
+def from_database(workload, template, device, db, k: int = 1) -> list[Choice]:
+    """Up to k configs that passed, fastest first, measured for this exact device key."""
     if db is None:
-        return None
-    rec = db.best(workload.key, device.key, template.family)
-    return Choice(rec.config, "database", rec.measurement.median_us) if rec else None
+        return []
+    if k == 1:
+        rec = db.best(workload.key, device.key, template.family)
+        return [Choice(rec.config, "database", rec.measurement.median_us)] if rec else []
+    rows = sorted((r for r in db.measured(workload.key, device.key, template.family).values()
+                   if r.measurement.ok), key=lambda r: r.measurement.median_us)
+    return [Choice(r.config, "database", r.measurement.median_us) for r in rows[:k]]
 
 
-def from_recording(workload, template, device, recordings=None) -> Choice | None:
+def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Choice]:
     from autosched.measure.recording import find_recording
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
-        return None               # numbers from another GPU or driver say nothing about this one
-    best = rec.best()
-    return Choice(best[0], f"recording {rec.name}", best[1].median_us) if best else None
+        return []                 # numbers from another GPU or driver say nothing about this one
+    ok = sorted(((c, m) for c, m in rec.entries.values() if m.ok), key=lambda cm: cm[1].median_us)
+    return [Choice(c, f"recording {rec.name}", m.median_us) for c, m in ok[:k]]
+
+
+def ranked_configs(workload, device, db=None, recordings=None, k: int = 1) -> list[Choice]:
+    """Up to k configs, fastest first, from the first source that has any: the database, then a
+    same-device recording; the rule-based default when neither has one."""
+    template = template_for(workload)
+    space = template.space(workload, device)
+    for source in (lambda: from_database(workload, template, device, db, k),
+                   lambda: from_recording(workload, template, device, recordings, k)):
+        choices = [c for c in source() if space.contains(c.config)]
+        if choices:
+            return choices
+    return [Choice(template.default_config(workload, device), "default")]
 
 
 def choose_config(workload, device, db=None, recordings=None) -> Choice:
-    template = template_for(workload)
-    for source in (lambda: from_database(workload, template, device, db),
-                   lambda: from_recording(workload, template, device, recordings)):
-        choice = source()
-        if choice is not None and template.space(workload, device).contains(choice.config):
-            return choice
-    return Choice(template.default_config(workload, device), "default")
+    return ranked_configs(workload, device, db, recordings, 1)[0]
 
 
 class Q4Linear:

@@ -37,16 +37,18 @@ def embed_spec(dim: int, arch: str, threads: int = 256) -> KernelSpec:
 
 
 def rmsnorm_threads(dim: int) -> int:
-    """One block walks the vector: enough warps that each thread has a few elements."""
-    t = 32
-    while t < 1024 and t * 4 < dim:
-        t *= 2
+    """Threads a block (each block writes that many elements): 256, fewer for a short vector so
+    that it still spreads over a few blocks."""
+    t = 256
+    while t > 64 and t * 4 > dim:
+        t //= 2
     return t
 
 
 def add_rmsnorm_spec(dim: int, act: str, arch: str, threads: int | None = None) -> KernelSpec:
     threads = threads or rmsnorm_threads(dim)
-    return _spec("add_rmsnorm", f"add_rmsnorm<{_ctype(act)}, {threads}>", arch, (1, 1, 1), (threads, 1, 1))
+    return _spec("add_rmsnorm", f"add_rmsnorm<{_ctype(act)}, {threads}>", arch, (_blocks(dim, threads), 1, 1),
+                 (threads, 1, 1))
 
 
 def attention_threads(head_size: int) -> int:

@@ -143,3 +143,30 @@ def test_generate_command_streams_the_engines_greedy_tokens(tmp_path, builder, c
     assert runs[0] == runs[1]                                     # a seed repeats
     # at T=1.5 over 320 tokens, two seeds' 12 draws both equal to the greedy text would be absurd luck
     assert runs[0] != text + b"\n" or runs[2] != text + b"\n"
+
+
+def test_engine_serves_the_fastest_in_a_graph_of_the_ranked_configs(weights, builder, tmp_path):
+    """With three measured configs of the qkv shape in the database, the engine times all three in
+    a graph, serves the fastest, and still matches the reference."""
+    from autosched.database import Database
+    from autosched.device import query
+    from autosched.engine.engine import Engine, matmul_shapes
+    from autosched.measure.result import Measurement, Status
+    from autosched.templates import GemvQ4F16Template
+    from autosched.workloads import GemvQ4F16
+    info = query(0)
+    n, k = matmul_shapes(CFG)["qkv"]
+    w = GemvQ4F16(n, k)
+    t = GemvQ4F16Template()
+    cfgs = [c for i, c in enumerate(t.space(w, info)) if i % 997 == 0][:3]
+    with Database(tmp_path / "db") as db:
+        for i, c in enumerate(cfgs):
+            db.add(w.key, info.key, t.family, c, Measurement(Status.OK, 1.0 + i, 1.0 + i, 0.0, 0.0, runs=100))
+        eng = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
+    served, timed = eng.verification["qkv"]
+    assert [c.config for c, _ in timed] == cfgs and all(us > 0 for _, us in timed)
+    assert served.config == min(timed, key=lambda cu: cu[1])[0].config
+    assert "fastest of 3 in a CUDA graph" in eng.mm["qkv"].choice.source
+    assert eng.verification["o"][1] == []        # one candidate (the default): nothing to time
+    ref = ReferenceDecoder(CFG, quantized_model(weights, "q4f16_1"))
+    assert run_both(eng, ref, TOKENS) < TOL["q4f16_1"]

@@ -28,7 +28,8 @@ def test_launch_shapes_and_refusals(h100):
     a = dk.rope_attention_spec(32, 128, 4096, 4, "half", arch)
     assert a.grid == (32, 4, 1) and a.block == (128, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
     assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
-    assert dk.rmsnorm_threads(288) == 128 and dk.rmsnorm_threads(4096) == 1024
+    assert dk.rmsnorm_threads(288) == 64 and dk.rmsnorm_threads(512) == 128 and dk.rmsnorm_threads(4096) == 256
+    assert dk.add_rmsnorm_spec(4096, "half", "sm_90").grid == (16, 1, 1)
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
     assert dk.attention_splits(32, 4096, 132) == 9 and dk.attention_splits(6, 256, 132) == 8
     assert dk.attention_splits(8, 16, 132) == 1
