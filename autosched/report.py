@@ -136,10 +136,11 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
         readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
         written.append(readme)
     written += write_decode_report(results_dir, readme, plot_dir, console)
-    sgemm = latest_results(results_dir, "sgemm")
-    if sgemm is not None and readme is not None:
-        from autosched.report_decode import sgemm_table
-        readme.write_text(replace_block(readme.read_text(), "sgemm", sgemm_table(sgemm)))
+    from autosched.report_sgemm import search_table, sgemm_table
+    for bench, name, render in (("sgemm", "sgemm", sgemm_table), ("search-efficiency", "search", search_table)):
+        doc = latest_results(results_dir, bench)
+        if doc is not None and readme is not None:
+            readme.write_text(replace_block(readme.read_text(), name, render(doc)))
     return written
 
 

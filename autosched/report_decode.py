@@ -1,7 +1,7 @@
 """Tables and plots of the decode benchmark (bench/results/decode-*.json), for the README block
 `<!-- results:decode -->`: throughput per model and format beside the bandwidth limit, quantization
 quality vs speed, matmuls (served vs default vs cuBLAS), attention vs SDPA, and the baselines.
-Also the SGEMM table (bench/results/sgemm-*.json, block `<!-- results:sgemm -->`)."""
+(The SGEMM tables are in report_sgemm.py.)"""
 
 from __future__ import annotations
 
@@ -119,15 +119,3 @@ def _save(plt, fig, ax, title: str, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-def sgemm_table(doc: dict) -> str:
-    out = [f"**FP32 SGEMM**, {doc['device']}, {doc['date']}, commit `{str(doc.get('commit', ''))[:10]}` "
-           f"(`{Path(doc['_path']).name}`; cuBLAS with TF32 off; every kernel checked against float64 first)", "",
-           "| M x N x K | tuned (us) | TFLOP/s | default (us) | cuBLAS (us) | % of cuBLAS | configs measured |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
-    for r in doc["rows"]:
-        out.append(f"| {r['M']} x {r['N']} x {r['K']} | {_f(r['tuned_us'], '{:.2f}')} | {_f(r['tuned_tflops'], '{:.1f}')} | "
-                   f"{_f(r['default_us'], '{:.2f}')} | {_f(r['cublas_us'], '{:.2f}')} | {_f(r['pct_of_cublas'])}% | "
-                   f"{r.get('trials', '–')} |")
-    return "\n".join(out)

@@ -36,7 +36,8 @@ def test_curves_are_monotone_and_reach_the_optimum(whole_space):
         assert all(b <= a for a, b in zip(c, c[1:]))
         reach = s["trials_within_5pct"][0]
         assert reach is None or c[reach - 1] <= r["optimum_us"] * 1.05
-        assert 0 < s["median_fraction_within_5pct"] <= 1
+        f = s["median_fraction_within_5pct"]
+        assert f is None or 0 < f <= 1
 
 
 def test_trials_to_within():
@@ -50,3 +51,29 @@ def test_a_partial_recording_is_refused(h100, tmp_path):
     rec.save(tmp_path / "part.json.gz")
     with pytest.raises(SystemExit):
         main([str(tmp_path / "part.json.gz"), "--out", str(tmp_path)])
+
+
+def test_median_fraction_counts_a_seed_that_never_got_there_as_infinite():
+    from autosched.benchmarks.search_efficiency import median_fraction
+    assert median_fraction([10, 20, None], 100) == 0.2
+    assert median_fraction([10, None, None], 100) is None
+
+
+def test_the_study_renders_into_the_readme_block(whole_space, tmp_path, h100):
+    import json
+
+    from autosched.report import replace_block
+    from autosched.report_sgemm import search_table
+    assert main([whole_space.path, "--seeds", "2", "--trial-fraction", "0.03", "--out", str(tmp_path),
+                 "--plots", str(tmp_path / "plots")]) == 0
+    (path,) = tmp_path.glob("search-efficiency-*.json")
+    doc = json.loads(path.read_text())
+    doc["_path"] = str(path)
+    r = doc["rows"][0]
+    assert r["workload"] == whole_space.workload_key and len(r["strategies"]["random"]["curves"]) == 2
+    text = search_table(doc)
+    for name in ("random", "evolutionary", "evolutionary-model"):
+        assert f"| {name} |" in text
+    assert "bar: ≤ 10%" in text and (tmp_path / "plots" / "search-efficiency.png").exists()
+    readme = replace_block("a\n<!-- results:search -->\nold\n<!-- /results:search -->\nb", "search", text)
+    assert "old" not in readme and text in readme

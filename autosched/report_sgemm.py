@@ -1,0 +1,47 @@
+"""README blocks of the SGEMM issue: `<!-- results:sgemm -->` (tuned vs cuBLAS, from
+bench/results/sgemm-*.json) and `<!-- results:search -->` (the search-efficiency study, from
+bench/results/search-efficiency-*.json)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _f(x, fmt="{:.1f}") -> str:
+    return "–" if x is None or x != x else fmt.format(x)
+
+
+def sgemm_table(doc: dict) -> str:
+    out = [f"**FP32 SGEMM**, {doc['device']}, {doc['date']}, commit `{str(doc.get('commit', ''))[:10]}` "
+           f"(`{Path(doc['_path']).name}`; cuBLAS with TF32 off; every kernel checked against float64 first)", "",
+           "| M x N x K | tuned (us) | TFLOP/s | default (us) | cuBLAS (us) | % of cuBLAS | configs measured |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in doc["rows"]:
+        out.append(f"| {r['M']} x {r['N']} x {r['K']} | {_f(r['tuned_us'], '{:.2f}')} | {_f(r['tuned_tflops'], '{:.1f}')} | "
+                   f"{_f(r['default_us'], '{:.2f}')} | {_f(r['cublas_us'], '{:.2f}')} | {_f(r['pct_of_cublas'])}% | "
+                   f"{r.get('trials', '–')} |")
+    return "\n".join(out)
+
+
+def search_table(doc: dict) -> str:
+    """Per recorded shape and strategy: trials (and fraction of the space) to come within 5% of the
+    exhaustive optimum, per seed and as the median."""
+    out = [f"**Search efficiency**, {doc['device']}, {doc['date']} (`{Path(doc['_path']).name}`): replays of "
+           "whole-space recordings, so every strategy sees the same real measurements and the recording's "
+           "best is the exhaustive optimum. Trials to reach within 5% of it, per seed (– : not within the "
+           f"{doc['rows'][0]['trials'] if doc['rows'] else '?'}-trial budget).", "",
+           "| shape | space | optimum (us) | strategy | trials per seed | median fraction of the space |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for r in doc["rows"]:
+        for name, s in r["strategies"].items():
+            seeds = ", ".join("–" if t is None else str(t) for t in s["trials_within_5pct"])
+            frac = s["median_fraction_within_5pct"]
+            out.append(f"| {r['workload']} | {r['recorded']:,} | {r['optimum_us']:.2f} | {name} | {seeds} | "
+                       f"{'not within the budget' if frac is None else f'{100 * frac:.1f}%'} |")
+    s = doc.get("summary", {})
+    if "trials_fraction_within_5pct" in s:
+        frac = s["trials_fraction_within_5pct"]
+        shown = "not within the budget" if frac is None else f"{100 * frac:.1f}%"
+        out += ["", f"Model-guided (evolutionary-model), median over shapes of the median over seeds: "
+                    f"**{shown}** of the trials exhaustive search needs (bar: ≤ 10%)."]
+    return "\n".join(out)
