@@ -192,6 +192,9 @@ def cmd_record(args) -> int:
         device = runner.device_info
         space = template.space(workload, device)
         size = _print_space(space, workload)
+        if args.resume_from:
+            n = _import_recording(Path(args.resume_from), workload, template, device, db)
+            console.print(f"resumed from {args.resume_from}: {n:,} configs already measured")
         if args.screen:
             console.print(f"screening: a config slower than {args.screen:g}x the best so far in its first "
                           "runs is recorded from those runs")
@@ -208,6 +211,26 @@ def cmd_record(args) -> int:
         console.print(f"recorded {len(rec.entries):,} of {size:,} configs to {out} "
                       f"({res.statuses})")
     return 0
+
+
+def _import_recording(path: Path, workload, template, device, db) -> int:
+    """Put an earlier recording's measurements of this workload into the database (so a record run
+    on another machine goes on where that one stopped); refuses one from another GPU or shape."""
+    import dataclasses
+
+    from autosched.measure.recording import Recording
+    try:
+        rec = Recording.load(path)
+    except (OSError, ValueError) as e:
+        raise CliError(str(e)) from e
+    if (rec.workload_key, rec.template) != (workload.key, template.family):
+        raise CliError(f"{path} records {rec.template} {rec.workload_key}, not {template.family} {workload.key}")
+    if rec.device.key != device.key:
+        raise CliError(f"{path} was measured on {rec.device.key}, not on this GPU ({device.key})")
+    for cfg, m in rec.entries.values():
+        db.add(workload.key, device.key, template.family, cfg, dataclasses.replace(m, source=f"gpu (recording {rec.name})"),
+               rec.versions)
+    return len(rec.entries)
 
 
 def cmd_bench(args) -> int:
@@ -454,6 +477,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--time", type=float, default=None, help="stop after S seconds (resume later)")
     s.add_argument("--strategy", choices=("exhaustive", "random"), default="exhaustive",
                    help="order of measurement: random makes a time-limited recording a uniform sample")
+    s.add_argument("--resume-from", default=None, metavar="REC",
+                   help="a recording of an earlier (partial) run of this shape on this kind of GPU: its "
+                        "measurements go into the database first and are not taken again")
     s.add_argument("--screen", type=_factor_over_one, default=None, metavar="F",
                    help="time a config in full only if its first 3 runs are within F x the best so far "
                         "(e.g. 2); others keep those runs' figures (the recording's runs column says so). "

@@ -424,3 +424,31 @@ def test_report_renders_the_committed_decode_and_sgemm_results(cli, tmp_path):
     assert f"| 4096 x 4096 x 4096 | {big['tuned_us']:.2f} |" in text
     assert (tmp_path / "plots" / "decode-quality-speed.png").is_file()
     assert (tmp_path / "plots" / "decode-attention.png").is_file()
+
+
+def test_record_resumes_from_an_earlier_recording(cli, synthetic, loaded, tmp_path, monkeypatch):
+    """A record run on a fresh database, given an earlier partial recording, starts from its
+    measurements (they are not taken again) and refuses one of another shape."""
+    import autosched.measure.gpu as gpu
+    from autosched.measure.recording import ReplayRunner
+
+    monkeypatch.setattr(gpu, "GpuRunner", lambda *a, **k: ReplayRunner(loaded))
+    first = tmp_path / "first.json.gz"
+    rc, _, err = cli("record", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db1"),
+                     "--out", str(first), "--strategy", "random", "--time", "0.3")
+    assert rc == 0, err
+    n_first = len(Recording.load(first).entries)
+    second = tmp_path / "second.json.gz"
+    rc, text, err = cli("record", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db2"),
+                        "--out", str(second), "--resume-from", str(first), "--time", "0.3")
+    assert rc == 0, err
+    assert f"resumed from {first}: {n_first:,} configs" in flat(text)
+    rec2 = Recording.load(second)
+    assert set(Recording.load(first).entries) <= set(rec2.entries)
+    with Database(tmp_path / "db2") as d:
+        rows = d.measured(synthetic.workload.key, synthetic.device.key, "gemv_q4f16")
+        imported = [r for r in rows.values() if r.measurement.source.startswith("gpu (recording")]
+        assert len(imported) == n_first
+    rc, _, err = cli("record", "gemv-q4f16", "--shape", "4096x2048", "--db", str(tmp_path / "db3"),
+                     "--resume-from", str(first))
+    assert rc == 2 and "not gemv_q4f16" in flat(err)
