@@ -165,7 +165,7 @@ add_rmsnorm(const float* x_in, const T* y, const float* __restrict__ w, T* out, 
 // of them to finish (a ticket in count[h], which it resets for the next step) merges them, so there
 // is no second launch.
 template <typename T, int THREADS>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 1)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
                int head_size, int kv_mul) {
   using namespace autosched_decode;
@@ -227,7 +227,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
       for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
     } else {
       const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)t * kv_dim + kv_off);
-#pragma unroll 4
+#pragma unroll 8
       for (int v = 0; v < nvec; ++v) {
         float f[E];
         Vec16<T>::unpack(__ldg(kt + v), f);
@@ -256,15 +256,40 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = 0.f;
   if (g < groups) {
-#pragma unroll 2   // 4 spills under some ptxas versions (13.5), none does under 2 or 13.0
-    for (int t = t0 + g; t < t1; t += groups) {
+    // four rows in flight before any is used: at a short context each group walks only a few
+    // positions, so the time is the number of dependent round trips, not bandwidth
+    const T* vrow = v_cache + kv_off;
+    int t = t0 + g;
+    for (; t + 3 * groups < t1; t += 4 * groups) {
+      uint4 raw[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int tu = t + u * groups;
+        raw[u] = tu == pos ? make_uint4(0u, 0u, 0u, 0u)
+                           : __ldg(reinterpret_cast<const uint4*>(vrow + (long long)tu * kv_dim) + c);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int tu = t + u * groups;
+        const float p = scores[tu - t0];
+        float f[E];
+        Vec16<T>::unpack(raw[u], f);
+        if (tu == pos) {
+#pragma unroll
+          for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
+        }
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] += p * f[e];
+      }
+    }
+    for (; t < t1; t += groups) {
       const float p = scores[t - t0];
       float f[E];
       if (t == pos) {
 #pragma unroll
         for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
       } else {
-        Vec16<T>::unpack(__ldg(reinterpret_cast<const uint4*>(v_cache + (long long)t * kv_dim + kv_off) + c), f);
+        Vec16<T>::unpack(__ldg(reinterpret_cast<const uint4*>(vrow + (long long)t * kv_dim) + c), f);
       }
 #pragma unroll
       for (int e = 0; e < E; ++e) acc[e] += p * f[e];

@@ -52,11 +52,12 @@ def add_rmsnorm_spec(dim: int, act: str, arch: str, threads: int | None = None) 
 
 
 def attention_threads(head_size: int) -> int:
-    """A thread a position for the scores; the merge takes a thread a dimension."""
-    t = 128
-    while t < head_size:
-        t += 32
-    return t
+    """A thread a position for the scores, and THREADS / (head_size / 8) groups of positions for
+    the output: 256 (the most the kernel's merge buffer takes), so that a short context is walked
+    in as few dependent loads as possible."""
+    if head_size > 256:
+        raise ValueError(f"head size {head_size} > 256: the attention kernel takes a thread a dimension")
+    return 256
 
 
 def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:

@@ -26,7 +26,7 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
 def test_launch_shapes_and_refusals(h100):
     arch = h100.arch
     a = dk.rope_attention_spec(32, 128, 4096, 4, "half", arch)
-    assert a.grid == (32, 4, 1) and a.block == (128, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
+    assert a.grid == (32, 4, 1) and a.block == (256, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
     assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
     assert dk.rmsnorm_threads(288) == 64 and dk.rmsnorm_threads(512) == 128 and dk.rmsnorm_threads(4096) == 256
     assert dk.add_rmsnorm_spec(4096, "half", "sm_90").grid == (16, 1, 1)
