@@ -30,14 +30,23 @@ def search_table(doc: dict) -> str:
            "whole-space recordings, so every strategy sees the same real measurements and the recording's "
            "best is the exhaustive optimum. Trials to reach within 5% of it, per seed (– : not within the "
            f"{doc['rows'][0]['trials'] if doc['rows'] else '?'}-trial budget).", "",
-           "| shape | space | optimum (us) | strategy | trials per seed | median fraction of the space |",
-           "| --- | --- | --- | --- | --- | --- |"]
+           "| shape | space (within 5% / 1% of the optimum) | optimum (us) | strategy | trials to 5%, per seed | "
+           "median, % of the space | trials to 1%, per seed | median, % of the space |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def pct(frac):
+        return "not within the budget" if frac is None else f"{100 * frac:.1f}%"
+
+    def seeds(reach):
+        return ", ".join("–" if t is None else str(t) for t in reach or [])
+
     for r in doc["rows"]:
+        near = f" ({r['configs_within_5pct']:,} / {r['configs_within_1pct']:,})" if "configs_within_5pct" in r else ""
         for name, s in r["strategies"].items():
-            seeds = ", ".join("–" if t is None else str(t) for t in s["trials_within_5pct"])
-            frac = s["median_fraction_within_5pct"]
-            out.append(f"| {r['workload']} | {r['recorded']:,} | {r['optimum_us']:.2f} | {name} | {seeds} | "
-                       f"{'not within the budget' if frac is None else f'{100 * frac:.1f}%'} |")
+            out.append(f"| {r['workload']} | {r['recorded']:,}{near} | {r['optimum_us']:.2f} | {name} | "
+                       f"{seeds(s['trials_within_5pct'])} | {pct(s['median_fraction_within_5pct'])} | "
+                       f"{seeds(s.get('trials_within_1pct'))} | "
+                       f"{pct(s['median_fraction_within_1pct']) if 'median_fraction_within_1pct' in s else '–'} |")
     s = doc.get("summary", {})
     if "trials_fraction_within_5pct" in s:
         frac = s["trials_fraction_within_5pct"]

@@ -59,14 +59,20 @@ def study(recording, seeds=(0, 1, 2, 3, 4), strategies=STRATEGIES, trial_fractio
     optimum = min(ok)
     total = len(recording.entries)
     trials = max(16, int(total * trial_fraction))
+    # how hard the target is: with c configs within 5% of the optimum, random search needs about
+    # total / c trials to hit one
     result = {"workload": recording.workload_key, "recorded": total, "space_size": recording.space_size,
-              "optimum_us": optimum, "trials": trials, "strategies": {}}
+              "optimum_us": optimum, "trials": trials,
+              "configs_within_5pct": sum(t <= optimum * 1.05 for t in ok),
+              "configs_within_1pct": sum(t <= optimum * 1.01 for t in ok), "strategies": {}}
     for s in strategies:
         curves = [curve(recording, s, seed, trials) for seed in seeds]
         reach = [trials_to_within(c, optimum) for c in curves]
+        reach1 = [trials_to_within(c, optimum, 0.01) for c in curves]
         result["strategies"][s] = {
             "curves": curves, "trials_within_5pct": reach,
             "median_fraction_within_5pct": median_fraction(reach, total),
+            "trials_within_1pct": reach1, "median_fraction_within_1pct": median_fraction(reach1, total),
         }
     return result
 
