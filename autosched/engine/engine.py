@@ -137,7 +137,7 @@ class Engine:
     def _splits_that_fit(self, splits: int) -> int:
         """Fewest splits >= `splits` whose slice of scores fits a launch's shared memory."""
         c = self.cfg
-        while dk.attention_smem_bytes(c.head_size, c.seq_len, splits) > dk.MAX_STATIC_SMEM:
+        while dk.attention_smem_bytes(c.head_size, c.seq_len, splits) > dk.STATIC_SMEM_LIMIT:
             splits += 1
         return splits
 

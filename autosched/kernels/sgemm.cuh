@@ -25,6 +25,8 @@ struct Sgemm {
   static constexpr int LDB = BN + PAD;    // shared B: [BK][BN + PAD]
   static constexpr int A_PER_THREAD = BM * BK / THREADS;   // floats each thread stages per slice
   static constexpr int B_PER_THREAD = BK * BN / THREADS;
+  static constexpr int SMEM_BYTES = 4 * STAGES * BK * (LDA + LDB);
+  static constexpr int STATIC_SMEM_LIMIT = 48 * 1024;     // what a launch gets without opting in
 
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
   static_assert(WMITER >= 1 && (WM * WN) % (32 * TM * TN * WNITER) == 0, "warp tile vs thread tiles");
@@ -104,7 +106,16 @@ struct Sgemm {
 
   __device__ static __forceinline__ void run(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K) {
-    __shared__ float smem[STAGES * BK * (LDA + LDB)];
+    // up to 48 KB a static array, as before; beyond it dynamic shared memory, which the launcher
+    // opts in to (cudaFuncAttributeMaxDynamicSharedMemorySize) and sizes to SMEM_BYTES
+    float* smem;
+    if constexpr (SMEM_BYTES <= STATIC_SMEM_LIMIT) {
+      __shared__ float stage_buf[SMEM_BYTES / 4];
+      smem = stage_buf;
+    } else {
+      extern __shared__ __align__(16) float dyn_buf[];
+      smem = dyn_buf;
+    }
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int t_row = lane / (WSUBN / TN), t_col = lane % (WSUBN / TN);

@@ -19,8 +19,10 @@ import traceback
 import numpy as np
 
 from autosched import layouts
+from autosched.launch import allow_dynamic_smem
 from autosched.measure.protocol import Protocol, Timer, check, ptr
 from autosched.measure.result import Measurement, Status, summarize
+from autosched.templates.base import STATIC_SMEM_LIMIT
 from autosched.workloads import workload_from_key
 
 
@@ -112,11 +114,19 @@ class Worker:
         if res.registers * spec.threads > self.info.regs_per_block:
             return Measurement(Status.LAUNCH_ERROR, error=f"{res.registers} registers x "
                                f"{spec.threads} threads > {self.info.regs_per_block} per block", **base)
-        if res.smem_static + spec.smem_bytes > self.info.smem_per_block:
+        # over 48 KB of dynamic shared memory a kernel opts in, up to the GPU's opt-in maximum
+        smem_limit = (self.info.smem_per_block_optin if spec.smem_bytes > STATIC_SMEM_LIMIT
+                      else self.info.smem_per_block)
+        if res.smem_static + spec.smem_bytes > smem_limit:
             return Measurement(Status.LAUNCH_ERROR, error=f"{res.smem_static + spec.smem_bytes} B of "
-                               f"shared memory > {self.info.smem_per_block} per block", **base)
+                               f"shared memory > {smem_limit} per block", **base)
         module = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
         kernel = module.get_kernel(spec.name_expression)
+        try:
+            allow_dynamic_smem(kernel, spec.smem_bytes, self.device.device_id)
+        except Exception as e:      # refused before anything ran: the context is fine, go on
+            return Measurement(Status.LAUNCH_ERROR, error=f"opting in to {spec.smem_bytes} B of dynamic "
+                               f"shared memory: {type(e).__name__}: {e}"[:2000], **base)
         args = [kernel_arg(a, st) for a in spec.args]
         cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
 

@@ -8,7 +8,7 @@ arguments (see the signatures in the .cuh), so the specs list none.
 
 from __future__ import annotations
 
-from autosched.templates.base import KernelSpec, kernel_source
+from autosched.templates.base import STATIC_SMEM_LIMIT, KernelSpec, kernel_source
 
 HEADER = "decode.cuh"
 ACT_TYPES = {"float": "float", "half": "__half"}
@@ -66,7 +66,6 @@ def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
     return max(1, min(-(-2 * sm_count // n_heads), seq_len // 32))
 
 
-MAX_STATIC_SMEM = 48 * 1024     # dynamic shared memory a launch gets without opting in
 
 
 def attention_smem_bytes(head_size: int, seq_len: int, splits: int) -> int:
@@ -86,7 +85,7 @@ def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int,
         raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
                          f"for head size {head_size}")
     smem = attention_smem_bytes(head_size, seq_len, splits)
-    if smem > MAX_STATIC_SMEM:
+    if smem > STATIC_SMEM_LIMIT:
         raise ValueError(f"{smem} bytes of scores: use more splits than {splits} for seq_len {seq_len}")
     return _spec("rope_attention", f"rope_attention<{_ctype(act)}, {threads}>", arch, (n_heads, splits, 1),
                  (threads, 1, 1), smem)

@@ -59,3 +59,22 @@ def test_screening_times_a_slow_config_from_a_few_runs(tmp_path):
     assert full.ok and full.runs == 20
     # the screened figures are the same kernel's time: same order as the full protocol's
     assert 0.5 < screened.median_us / full.median_us < 2.0
+
+
+@pytest.mark.parametrize("shape", ["300x260x200", "1024x1024x1024"])
+def test_configs_over_48kb_of_shared_memory_run_and_are_correct(tmp_path, shape):
+    """The dynamic shared-memory path (over the 48 KB a launch gets without opting in): the worker
+    opts the kernel in, and the result passes the float64 check."""
+    t = SgemmTemplate()
+    w = Sgemm.from_shape(shape)
+    with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=1, repeat=3), timeout_s=30) as runner, \
+            Builder(cache=BuildCache(tmp_path)) as builder:
+        info = runner.device_info
+        big = [c for c in t.space(w, info).enumerate()
+               if t.render(w, c, info).smem_bytes > info.smem_per_block]
+        assert big
+        cfgs = sorted(big, key=lambda c: -t.render(w, c, info).smem_bytes)[:3] + random.Random(1).sample(big, 5)
+        specs = [t.render(w, c, info) for c in cfgs]
+        results = dict(runner.measure_stream((i, s, builder.submit(s)) for i, s in enumerate(specs)))
+    bad = [(cfgs[i], m.status.value, m.error[:200]) for i, m in results.items() if not m.ok]
+    assert len(results) == len(cfgs) and not bad, bad[:3]

@@ -36,7 +36,7 @@ def test_space_holds_the_seed_ranges_and_rules(t, h100, shape):
         wmiter = c["wm"] * c["wn"] // (32 * c["tm"] * c["tn"] * c["wniter"])
         assert c["wm"] % wmiter == 0 and c["wn"] % c["wniter"] == 0
         assert (c["bm"] * c["bk"]) % (4 * n) == 0 and (c["bn"] * c["bk"]) % (4 * n) == 0
-        assert 4 * c["stages"] * c["bk"] * (c["bm"] + c["bn"] + 2 * c["pad"]) <= h100.smem_per_block
+        assert 4 * c["stages"] * c["bk"] * (c["bm"] + c["bn"] + 2 * c["pad"]) <= h100.smem_per_block_optin
     assert space.contains(t.default_config(w, h100))
 
 
@@ -84,3 +84,20 @@ def test_register_rule_refuses_a_tile_that_cannot_fit_the_register_file(t, h100)
     best = {"bm": 256, "bn": 128, "wm": 64, "wn": 32, "wniter": 2, "tm": 4, "tn": 4, "bk": 16,
             "stages": 2, "pad": 0, "splitk": 1}
     assert space.contains(best) and space.contains(t.default_config(w, h100))
+
+
+def test_over_48kb_of_shared_memory_is_dynamic_and_compiles(t, h100, tmp_path):
+    """A config staging more than 48 KB asks for it as dynamic shared memory (the kernel switches to
+    an extern array; the launcher opts in); one at or under 48 KB keeps its static array."""
+    w = Sgemm(4096, 4096, 4096)
+    big = {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "wniter": 1, "tm": 8, "tn": 8, "bk": 32, "stages": 2,
+           "pad": 0, "splitk": 1}
+    small = dict(big, bk=16)
+    assert t.space(w, h100).contains(big)
+    s_big, s_small = t.render(w, big, h100), t.render(w, small, h100)
+    assert s_big.smem_bytes == 4 * 2 * 32 * (128 + 128) > 48 * 1024 and s_small.smem_bytes == 0
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        bb, bs = b.build(s_big), b.build(s_small)
+    assert bb.ok and bs.ok, (bb.error, bs.error)
+    assert bb.resources.smem_static == 0 and bs.resources.smem_static == 4 * 2 * 16 * (128 + 128)
+    assert bb.resources.spills == 0
