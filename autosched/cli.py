@@ -59,15 +59,17 @@ def _progress() -> Progress:
                     console=console, transient=False)
 
 
-def _make_runner(kind: str, workload, template):
-    """(runner, note).  auto: the GPU if there is one, else the replay runner."""
+def _make_runner(kind: str, workload, template, screen: float | None = None):
+    """(runner, note).  auto: the GPU if there is one, else the replay runner (which answers from
+    what was measured, so `screen` only applies on the GPU)."""
     from autosched.device import gpu_count
     from autosched.measure.recording import ReplayRunner, find_recording, shipped_recordings
     if kind == "auto":
         kind = "gpu" if gpu_count() > 0 else "replay"
     if kind == "gpu":
         from autosched.measure.gpu import GpuRunner
-        return GpuRunner(), "measuring on the GPU"
+        return GpuRunner(screen=screen), "measuring on the GPU" + (
+            f" (screening at {screen:g}x the best)" if screen else "")
     rec = find_recording(workload.key, template.family)
     if rec is None:
         have = ", ".join(p.name for p in shipped_recordings()) or "none"
@@ -119,7 +121,7 @@ def cmd_tune(args) -> int:
     from autosched.tuner import tune
     workload = _workload(args.op, args.shape)
     template = template_for(workload)
-    runner, note = _make_runner(args.runner, workload, template)
+    runner, note = _make_runner(args.runner, workload, template, args.screen)
     console.print(note)
     with runner, Database(args.db) as db:
         device = runner.device_info
@@ -469,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--time", type=float, default=None, help="stop after S seconds")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--build", action="store_true", help="with --runner replay, also compile every config")
+    s.add_argument("--screen", type=_factor_over_one, default=None, metavar="F",
+                   help="on the GPU: a config whose first 3 runs are over F x the best so far keeps those "
+                        "runs' figures instead of the full 100 (it cannot be the best)")
     s.set_defaults(fn=cmd_tune)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")
