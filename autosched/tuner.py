@@ -56,7 +56,8 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         # everything this template has measured on this GPU trains the model; what this workload
         # already has is not proposed again
         context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),
-                   "exclude": set(done)}
+                   "exclude": set(done),
+                   "derive": lambda cfg, params: template.derived_features(cfg, params, device)}
         # these strategies never propose what is already measured, so the best known so far comes
         # from the database: a resumed run reports the best over every run, not only its own
         known = [r for r in done.values() if r.measurement.ok and space.contains(r.config)]

@@ -1,7 +1,9 @@
 """A learned cost model: gradient-boosted trees on config features, predicting log(time).
 
-Features are the knobs (log2 of numeric values, one column per categorical value) plus the
-workload's parameters, so measurements of other shapes of the same template train it too.
+Features are the knobs (log2 of numeric values, one column per categorical value), the workload's
+parameters, so measurements of other shapes of the same template train it too, and what the
+template derives from a config on a shape (Template.derived_features: blocks, waves, occupancy,
+...), which no single knob says.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import numpy as np
 
 
 class Featurizer:
-    def __init__(self, space, workload_params: dict):
+    def __init__(self, space, workload_params: dict, derive=None):
+        """derive(config, params) -> {name: value >= 0}: the template's derived features."""
         self.space = space
         self.params = dict(workload_params)
+        self.derive = derive
+        self._rows: dict = {}       # a strategy asks for the same configs' rows batch after batch
         self.columns: list[tuple[str, object]] = []
         for k in space.knobs:
             if all(isinstance(v, int) for v in k.values):
@@ -25,11 +30,21 @@ class Featurizer:
 
     def row(self, config: dict, params: dict | None = None) -> list[float]:
         p = self.params if params is None else params
+        key = (tuple(sorted(config.items())), tuple(sorted(p.items())))
+        hit = self._rows.get(key)
+        if hit is None:
+            hit = self._rows[key] = self._row(config, p)
+        return hit
+
+    def _row(self, config: dict, p: dict) -> list[float]:
         out = []
         for name, value in self.columns:
             v = config[name]
             out.append(math.log2(v + 1) if value is None else float(v == value))
         out += [math.log2(p[n] + 1) for n in self.param_names]     # +1: flags such as trans_a are 0
+        if self.derive is not None:
+            d = self.derive(config, p)
+            out += [math.log2(d[k] + 1) for k in sorted(d)]
         return out
 
     def matrix(self, configs, params: dict | None = None) -> np.ndarray:

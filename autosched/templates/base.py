@@ -88,3 +88,8 @@ class Template:
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         raise NotImplementedError
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """Cost-model features of a config on a shape (workload params) beyond its knobs: what the
+        hardware sees (blocks, waves, occupancy, ...).  Values >= 0; none by default."""
+        return {}

@@ -137,6 +137,24 @@ class SgemmTemplate(Template):
         ]
         return Space(knobs, rules)
 
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """What a launch of `config` on M x N x K looks like to the GPU: its blocks and waves, the
+        blocks an SM can hold (threads, shared memory, estimated registers), the share of each tile
+        that is inside the matrix, K per split, and FMAs per shared-memory load."""
+        c, M, N, K = config, params["M"], params["N"], params["K"]
+        t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
+        smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"])
+        regs = registers_needed(c["bm"], c["bn"], c["wm"], c["wn"], c["wniter"], c["tm"], c["tn"], c["bk"], c["stages"])
+        per_sm = max(1, min(device.max_threads_per_sm // t, device.smem_per_sm // max(1, smem),
+                            device.regs_per_block // max(1, min(255, regs) * t)))
+        blocks = tiles(M, N, c["bm"], c["bn"]) * c["splitk"]
+        wmiter = _wmiter(c["wm"], c["wn"], c["wniter"], c["tm"], c["tn"])
+        frag = c["tm"] * wmiter + c["tn"] * c["wniter"]
+        return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
+                "blocks_per_sm": per_sm, "smem_bytes": smem, "regs_est": regs,
+                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"]),
+                "k_per_split": -(-K // c["splitk"]), "fma_per_load": c["tm"] * c["tn"] * wmiter * c["wniter"] / frag}
+
     def default_config(self, workload, device) -> dict:
         """The seed's default (BM=BN=128, BK=8, TM=TN=8) with 64x64 warps: one stage, no padding,
         no split, as the seed ran it before its listed improvements."""
