@@ -118,12 +118,16 @@ class Database:
             out.append((json.loads(cfg), params[wk], med if st == "ok" and med is not None else float("inf")))
         return out
 
-    def best(self, workload_key: str, device_key: str, template: str | None = None) -> Record | None:
+    def fastest(self, workload_key: str, device_key: str, template: str | None = None, k: int = 1) -> list[Record]:
+        """Up to k measurements that passed their check, fastest first."""
         q = (_SELECT + " WHERE workload_key=? AND device_key=? AND status='ok'"
-             + (" AND template=?" if template else "") + " ORDER BY median_us LIMIT 1")
-        args = (workload_key, device_key) + ((template,) if template else ())
-        row = self.conn.execute(q, args).fetchone()
-        return _record(row) if row else None
+             + (" AND template=?" if template else "") + " ORDER BY median_us LIMIT ?")
+        args = (workload_key, device_key) + ((template,) if template else ()) + (k,)
+        return [_record(r) for r in self.conn.execute(q, args).fetchall()]
+
+    def best(self, workload_key: str, device_key: str, template: str | None = None) -> Record | None:
+        top = self.fastest(workload_key, device_key, template, 1)
+        return top[0] if top else None
 
     def tuning_seconds(self, workload_key: str, device_key: str, template: str) -> float:
         """Wall time all tuning runs spent on this workload (sum of the per-measurement costs)."""

@@ -50,10 +50,15 @@ class Recording:
         hit = self.entries.get(config_hash(config))
         return hit[1] if hit else None
 
+    def fastest(self, k: int = 1) -> list[tuple[dict, Measurement]]:
+        """Up to k configs that passed their check, fastest first, with their measurements."""
+        ok = sorted(((c, m) for c, m in self.entries.values() if m.ok), key=lambda cm: cm[1].median_us)
+        return ok[:k]
+
     def best(self) -> tuple[dict, Measurement] | None:
         """The fastest config that passed its check, with its measurement (None if none did)."""
-        ok = [(c, m) for c, m in self.entries.values() if m.ok]
-        return min(ok, key=lambda cm: cm[1].median_us) if ok else None
+        top = self.fastest(1)
+        return top[0] if top else None
 
     @property
     def name(self) -> str:

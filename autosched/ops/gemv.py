@@ -29,12 +29,8 @@ def from_database(workload, template, device, db, k: int = 1) -> list[Choice]:
     """Up to k configs that passed, fastest first, measured for this exact device key."""
     if db is None:
         return []
-    if k == 1:
-        rec = db.best(workload.key, device.key, template.family)
-        return [Choice(rec.config, "database", rec.measurement.median_us)] if rec else []
-    rows = sorted((r for r in db.measured(workload.key, device.key, template.family).values()
-                   if r.measurement.ok), key=lambda r: r.measurement.median_us)
-    return [Choice(r.config, "database", r.measurement.median_us) for r in rows[:k]]
+    return [Choice(r.config, "database", r.measurement.median_us)
+            for r in db.fastest(workload.key, device.key, template.family, k)]
 
 
 def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Choice]:
@@ -42,8 +38,7 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
-    ok = sorted(((c, m) for c, m in rec.entries.values() if m.ok), key=lambda cm: cm[1].median_us)
-    return [Choice(c, f"recording {rec.name}", m.median_us) for c, m in ok[:k]]
+    return [Choice(c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
 
 
 def ranked_configs(workload, device, db=None, recordings=None, k: int = 1) -> list[Choice]:
