@@ -450,6 +450,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("devices", help="list GPUs (and shipped recordings)")
     s.set_defaults(fn=cmd_devices)
 
+    def screen_arg(s):
+        s.add_argument("--screen", type=_factor_over_one, default=None, metavar="F",
+                       help="on the GPU, time a config in full only if its first 3 runs are within F x the "
+                            "best so far (e.g. 2); others keep those runs' figures (the database's and a "
+                            "recording's runs column says so). Configs that slow cannot be the best; a "
+                            "space of slow kernels is measured many times faster")
+
     def common(s, with_runner=True):
         s.add_argument("op", choices=list(OPS), help="operator to tune")
         s.add_argument("--shape", required=True, help="gemv-q4f16: NxK (e.g. 12288x4096); sgemm: MxNxK")
@@ -471,9 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--time", type=float, default=None, help="stop after S seconds")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--build", action="store_true", help="with --runner replay, also compile every config")
-    s.add_argument("--screen", type=_factor_over_one, default=None, metavar="F",
-                   help="on the GPU: a config whose first 3 runs are over F x the best so far keeps those "
-                        "runs' figures instead of the full 100 (it cannot be the best)")
+    screen_arg(s)
     s.set_defaults(fn=cmd_tune)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")
@@ -485,11 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--resume-from", default=None, metavar="REC",
                    help="a recording of an earlier (partial) run of this shape on this kind of GPU: its "
                         "measurements go into the database first and are not taken again")
-    s.add_argument("--screen", type=_factor_over_one, default=None, metavar="F",
-                   help="time a config in full only if its first 3 runs are within F x the best so far "
-                        "(e.g. 2); others keep those runs' figures (the recording's runs column says so). "
-                        "Configs that slow cannot be the optimum; a space of slow kernels records many "
-                        "times faster")
+    screen_arg(s)
     s.set_defaults(fn=cmd_record)
 
     s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")

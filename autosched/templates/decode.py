@@ -66,8 +66,6 @@ def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
     return max(1, min(-(-2 * sm_count // n_heads), seq_len // 32))
 
 
-
-
 def attention_smem_bytes(head_size: int, seq_len: int, splits: int) -> int:
     """q, the new k and v, and the scores of a slice: ceil(seq_len / splits) positions, or up to
     64 while the context is short enough for one slice."""

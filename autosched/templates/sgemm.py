@@ -34,7 +34,7 @@ def smem_bytes(bm, bn, bk, stages, pad) -> int:
     return 4 * stages * bk * (bm + pad + bn + pad)
 
 
-def dynamic_smem(cfg: dict, device) -> int:
+def dynamic_smem(cfg: dict) -> int:
     """Dynamic shared memory a launch needs: 0 up to the static limit (the kernel declares a static
     array), else the whole staging buffer (the kernel switches to an extern array)."""
     b = smem_bytes(cfg["bm"], cfg["bn"], cfg["bk"], cfg["stages"], cfg["pad"])
@@ -146,7 +146,7 @@ class SgemmTemplate(Template):
         smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"])
         regs = registers_needed(c["bm"], c["bn"], c["wm"], c["wn"], c["wniter"], c["tm"], c["tn"], c["bk"], c["stages"])
         per_sm = max(1, min(device.max_threads_per_sm // t, device.smem_per_sm // max(1, smem),
-                            device.regs_per_block // max(1, min(255, regs) * t)))
+                            device.regs_per_block // max(1, min(MAX_REGS, regs) * t)))
         blocks = tiles(M, N, c["bm"], c["bn"]) * c["splitk"]
         wmiter = _wmiter(c["wm"], c["wn"], c["wniter"], c["tm"], c["tn"])
         frag = c["tm"] * wmiter + c["tn"] * c["wniter"]
@@ -179,7 +179,7 @@ class SgemmTemplate(Template):
         return KernelSpec(
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(self.header), name_expression=expr, grid=grid,
-            block=(threads(cfg["bm"], cfg["bn"], cfg["wm"], cfg["wn"]), 1, 1), smem_bytes=dynamic_smem(cfg, device),
+            block=(threads(cfg["bm"], cfg["bn"], cfg["wm"], cfg["wn"]), 1, 1), smem_bytes=dynamic_smem(cfg),
             args=(ArgSpec("A", "input", ctype="const float*"), ArgSpec("B", "input", ctype="const float*"),
                   ArgSpec("C", "output", ctype="float*"), ArgSpec("M", "scalar", value=M, ctype="int"),
                   ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
