@@ -39,6 +39,8 @@ struct Sgemm {
   static_assert(STAGES == 1 || STAGES == 2, "one or two shared stages");
   static_assert(VEC_A == 1 || VEC_A == 4, "A loads: float or float4");
   static_assert(VEC_B == 1 || VEC_B == 4, "B loads: float or float4");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && LDA % 4 == 0 && LDB % 4 == 0 && (BK * LDA) % 4 == 0,
+                "fragments are read from shared memory as aligned float4s");
 
   // Element (r, c) of a rows x cols row-major matrix, zero outside it.
   __device__ static __forceinline__ float at(const float* __restrict__ p, int r, int c, int rows, int cols) {
@@ -110,7 +112,7 @@ struct Sgemm {
     // opts in to (cudaFuncAttributeMaxDynamicSharedMemorySize) and sizes to SMEM_BYTES
     float* smem;
     if constexpr (SMEM_BYTES <= STATIC_SMEM_LIMIT) {
-      __shared__ float stage_buf[SMEM_BYTES / 4];
+      __shared__ __align__(16) float stage_buf[SMEM_BYTES / 4];
       smem = stage_buf;
     } else {
       extern __shared__ __align__(16) float dyn_buf[];
@@ -149,17 +151,25 @@ struct Sgemm {
 
 #pragma unroll
       for (int k = 0; k < BK; ++k) {
+        // 16-byte shared loads (LDS.128): every offset here is a multiple of 4 floats (TM, TN,
+        // WSUBM, WSUBN, WM, WN, LDA and LDB all are) and the stages start 16-byte aligned
         float a[WMITER * TM], b[WNITER * TN];
 #pragma unroll
         for (int wi = 0; wi < WMITER; ++wi)
 #pragma unroll
-          for (int i = 0; i < TM; ++i)
-            a[wi * TM + i] = As[k * LDA + warp_row * WM + wi * WSUBM + t_row * TM + i];
+          for (int i = 0; i < TM; i += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(
+                As + k * LDA + warp_row * WM + wi * WSUBM + t_row * TM + i);
+            a[wi * TM + i] = v.x; a[wi * TM + i + 1] = v.y; a[wi * TM + i + 2] = v.z; a[wi * TM + i + 3] = v.w;
+          }
 #pragma unroll
         for (int wj = 0; wj < WNITER; ++wj)
 #pragma unroll
-          for (int j = 0; j < TN; ++j)
-            b[wj * TN + j] = Bs[k * LDB + warp_col * WN + wj * WSUBN + t_col * TN + j];
+          for (int j = 0; j < TN; j += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(
+                Bs + k * LDB + warp_col * WN + wj * WSUBN + t_col * TN + j);
+            b[wj * TN + j] = v.x; b[wj * TN + j + 1] = v.y; b[wj * TN + j + 2] = v.z; b[wj * TN + j + 3] = v.w;
+          }
 #pragma unroll
         for (int i = 0; i < WMITER * TM; ++i)
 #pragma unroll
