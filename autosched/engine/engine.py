@@ -3,7 +3,17 @@
 One step is a fixed sequence of launches that reads the token and the position from device memory
 and ends with argmax_step, which writes the greedy next token and advances the position.  So the
 step is captured once in a CUDA graph and replayed for every token; a small model is then not
-bound by the CPU cost of ~7 launches a layer.  Every kernel is launched with programmatic
+bound by the CPU cost of its launches.  A layer is five launches: the residual add, both RMSNorms
+and SiLU x up are epilogues of the matmuls (kernels/epilogue.cuh):
+
+    qkv      = (W_qkv diag(w_att)) . x16 * rsqrt(ss[2l] / dim + eps)             norm
+    att      = rope_attention(qkv)
+    x       += W_o . att;  x16 = x;  ss[2l+1] += x^2                               residual
+    h        = silu(g) * u,  (g, u) = (W_gu diag(w_ffn)) . x16 * rsqrt(...)       norm_swiglu
+    x       += W_down . h; x16 = x;  ss[2l+2] += x^2                               residual
+
+with x the float residual, x16 its copy in the activation type, ss the sums of squares (embed_norm
+writes ss[0] and zeroes the rest), and the classifier's matrix carrying the final norm's weight.  Every kernel is launched with programmatic
 dependent launch (kernels/pdl.cuh; pdl=False turns it off): a matmul streams the start of its
 weights into the L2 while the kernel before it finishes.
 Attention is split over the context (split-KV, slices merged in the same launch) once the context
@@ -36,15 +46,27 @@ def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
             "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
 
 
+# the epilogue each matmul of the step applies (templates/epilogue.py)
+EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "residual", "cls": "norm"}
+
+
 def served_gemv_choices(cfg: LlamaConfig, info, db, builder, verify: int, pdl: bool = True) -> dict:
     """name -> (Choice, [(Choice, graph us)]) of each q4f16_1 matmul: the ranked configs' best, or
-    with verify > 1 the fastest of the top `verify` in a CUDA graph (engine/verify.py)."""
+    with verify > 1 the fastest of the top `verify` in a CUDA graph (engine/verify.py).  gate_up
+    takes only configs whose blocks own an even number of rows (its epilogue pairs gate and up)."""
     from autosched.engine.verify import fastest_in_graph
-    from autosched.ops.gemv import ranked_configs
+    from autosched.ops.gemv import Choice, ranked_configs
+    from autosched.templates import template_for
+    from autosched.templates.epilogue import pairs_rows
     from autosched.workloads import GemvQ4F16
     out = {}
     for name, (n, k) in matmul_shapes(cfg).items():
-        choices = ranked_configs(GemvQ4F16(n, k), info, db, k=max(1, verify))
+        want = max(1, verify)
+        choices = ranked_configs(GemvQ4F16(n, k), info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
+        if pairs_rows(EPILOGUE[name]):
+            paired = [c for c in choices if c.config["ts"] * c.config["tile_s"] % 2 == 0]
+            choices = paired[:want] or [Choice(template_for(GemvQ4F16(n, k)).default_config(GemvQ4F16(n, k), info),
+                                               "default (no measured config pairs rows)")]
         out[name] = (fastest_in_graph(name, n, k, choices, info, builder, pdl=pdl) if len(choices) > 1
                      else (choices[0], []))
     return out
@@ -101,9 +123,7 @@ class Engine:
         # specs first, all built in the pool at once
         self.splits = self._splits_that_fit(splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count))
         specs = {
-            "embed": dk.embed_spec(c.dim, arch),
-            "norm": dk.add_rmsnorm_spec(c.dim, act, arch),
-            "silu": dk.silu_mul_spec(c.hidden_dim, act, arch),
+            "embed": dk.embed_norm_spec(act, arch),
             "argmax": dk.argmax_spec(act, arch),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
@@ -111,7 +131,8 @@ class Engine:
         self.verification = (served_gemv_choices(c, self.info, db, builder, verify, self.pdl)
                              if self.fmt == "q4f16_1" else {})
         self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,
-                                choice=self.verification[name][0] if self.verification else None)
+                                choice=self.verification[name][0] if self.verification else None,
+                                epilogue=EPILOGUE[name])
                    for name, (n, kk) in shapes.items()}
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values())]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
@@ -119,17 +140,16 @@ class Engine:
             m.load(builder)
 
         task = progress.add_task("packing weights", total=c.n_layers + 1) if progress else None
+        rms_att, rms_ffn = as_torch(weights["rms_att"], self.dev), as_torch(weights["rms_ffn"], self.dev)
         for layer in range(c.n_layers):
             # one layer at a time: a 7B model never sits on the GPU in float32 all at once
-            for name, w in fused(lambda n: as_torch(weights[n][layer], self.dev)).items():
+            get = lambda n: as_torch(weights[n][layer], self.dev)  # noqa: E731
+            for name, w in fused(get, rms_att[layer], rms_ffn[layer]).items():
                 self.mm[name].add_layer(w)
             if progress:
                 progress.advance(task)
-        self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev))
+        self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev) * as_torch(weights["rms_final"], self.dev)[None, :])
         self.embedding = as_torch(weights["token_embedding"], self.dev)
-        self.rms_att = as_torch(weights["rms_att"], self.dev)
-        self.rms_ffn = as_torch(weights["rms_ffn"], self.dev)
-        self.rms_final = as_torch(weights["rms_final"], self.dev)
         if progress:
             progress.advance(task)
         torch.cuda.synchronize(self.dev)
@@ -146,14 +166,13 @@ class Engine:
         c, dev, t = self.cfg, self.dev, self.tdtype
         q_dim = c.n_heads * c.head_size
         z = lambda n, dt=t: torch.zeros(n, dtype=dt, device=dev)  # noqa: E731
-        # the residual stream, in two buffers: a norm reads one and writes the sum to the other
-        # (its blocks read the whole vector while each writes its part); embed starts every step
-        # in x[0], so each step is the same launch sequence
-        self.x = [z(c.dim, torch.float32), z(c.dim, torch.float32)]
-        self.xb, self.y = z(c.dim), z(c.dim)
+        # the residual stream (float), its copy in the activation type (the V of the matmuls that
+        # follow a norm), and per norm the sum of squares of the residual it normalizes
+        self.x, self.x16 = z(c.dim, torch.float32), z(c.dim)
+        self.ss = z(2 * c.n_layers + 1, torch.float64)    # doubles: see kernels/epilogue.cuh
         self.qkv = z(q_dim + 2 * c.kv_dim)
         self.att = z(q_dim)
-        self.gu, self.hb = z(2 * c.hidden_dim), z(c.hidden_dim)
+        self.hb = z(c.hidden_dim)
         self.logits = z(c.vocab_size)
         self.logits_f = z(c.vocab_size, torch.float32)
         self.token = z(1, torch.int32)
@@ -168,32 +187,26 @@ class Engine:
     # -- one step ---------------------------------------------------------------------------
     def _launch_step(self, stream) -> None:
         c, k, mm = self.cfg, self.k, self.mm
-        i32, f32 = np.int32, np.float32
-        cur = 0         # which residual buffer holds x
+        i32, f32, none = np.int32, np.float32, np.uint64(0)
+        x, ss = ptr(self.x), ptr(self.ss)
+        dim, eps = i32(c.dim), f32(c.norm_eps)
 
-        def norm(w, add: bool, keep: bool = True):
-            # x + y (when add) normalized into xb; the sum goes to the other buffer when kept
-            nonlocal cur
-            out = ptr(self.x[1 - cur]) if add and keep else np.uint64(0)
-            k["norm"](stream, ptr(self.x[cur]), ptr(self.y) if add else np.uint64(0), ptr(w), ptr(self.xb), out,
-                      i32(c.dim), f32(c.norm_eps))
-            if add and keep:
-                cur = 1 - cur
+        def norm(i):            # the epilogue arguments of a matmul after norm i
+            return none, ss + np.uint64(8 * i), none, dim, eps
 
-        k["embed"](stream, ptr(self.x[0]), ptr(self.embedding), ptr(self.token), i32(c.dim))
+        def residual(i):        # ... of a matmul whose sum feeds norm i
+            return x, none, ss + np.uint64(8 * i), dim, eps
+
+        k["embed"](stream, x, ptr(self.x16), ss, i32(self.ss.numel()), ptr(self.embedding), ptr(self.token), dim)
         for layer in range(c.n_layers):
-            norm(self.rms_att[layer], add=layer > 0)
-            mm["qkv"](stream, layer, self.qkv, self.xb)
+            mm["qkv"](stream, layer, self.qkv, self.x16, norm(2 * layer))
             k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
                                ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
                                i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
-            mm["o"](stream, layer, self.y, self.att)
-            norm(self.rms_ffn[layer], add=True)
-            mm["gate_up"](stream, layer, self.gu, self.xb)
-            k["silu"](stream, ptr(self.hb), ptr(self.gu), i32(c.hidden_dim))
-            mm["down"](stream, layer, self.y, self.hb)
-        norm(self.rms_final, add=True, keep=False)
-        mm["cls"](stream, 0, self.logits, self.xb)
+            mm["o"](stream, layer, self.x16, self.att, residual(2 * layer + 1))
+            mm["gate_up"](stream, layer, self.hb, self.x16, norm(2 * layer + 1))
+            mm["down"](stream, layer, self.x16, self.hb, residual(2 * layer + 2))
+        mm["cls"](stream, 0, self.logits, self.x16, norm(2 * c.n_layers))
         k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d))
 
     def _stream(self):
@@ -272,11 +285,10 @@ class Engine:
 
     # -- accounting -------------------------------------------------------------------------
     def weight_bytes_per_token(self) -> int:
-        """Bytes of weights one step reads: every matmul weight, the norms, one embedding row."""
-        c = self.cfg
+        """Bytes of weights one step reads: every matmul weight and one embedding row (the norm
+        weights are folded into the matmuls')."""
         mm = sum(m.nbytes(i) for m in self.mm.values() for i in range(len(m.layers)))
-        norms = 4 * (self.rms_att.numel() + self.rms_ffn.numel() + self.rms_final.numel())
-        return mm + norms + 4 * c.dim
+        return mm + 4 * self.cfg.dim
 
     def describe(self) -> list[str]:
         return [m.describe() for m in self.mm.values()]

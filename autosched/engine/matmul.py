@@ -3,6 +3,9 @@
     q4f16_1          the tuned GEMV (config from the database, else a same-device recording,
                      else the rule-based default: ops.gemv.choose_config), fp16 in and out
     fp32/fp16/int8   gemv_dense of kernels/decode.cuh
+
+Each applies a decode-step epilogue to its sums (templates/epilogue.py): "store" is the plain
+matmul; the others take the epilogue's arguments at the call.
 """
 
 from __future__ import annotations
@@ -17,16 +20,23 @@ from autosched.launch import LoadedKernel
 from autosched.measure.protocol import ptr
 from autosched.templates import template_for
 from autosched.templates.decode import gemv_dense_spec
+from autosched.templates.epilogue import epilogue_id
+from autosched.templates.gemv_q4f16 import fused_spec
 from autosched.workloads import GemvQ4F16
+
+# the epilogue arguments of a "store" matmul: no residual, no sums
+NO_EPILOGUE = (np.uint64(0), np.uint64(0), np.uint64(0), np.int32(0), np.float32(0))
 
 
 class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None, pdl: bool = False, choice=None):
+                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store"):
         """The q4f16_1 config: `choice` (an ops.gemv.Choice), else `config`, else choose_config."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
+        self.epilogue = epilogue
+        epilogue_id(epilogue)           # refuse an unknown name before anything is built
         self.layers: list[dict] = []
         if fmt == "q4f16_1":
             if act != "half" or out != "half":
@@ -35,13 +45,15 @@ class Matmul:
             self.workload = GemvQ4F16(n, k)
             self.choice = (choice if choice is not None else Choice(config, "given") if config is not None
                            else choose_config(self.workload, device_info, db))
-            self.spec = template_for(self.workload).render(self.workload, self.choice.config, device_info)
+            self.spec = (template_for(self.workload).render(self.workload, self.choice.config, device_info)
+                         if epilogue == "store" else
+                         fused_spec(self.workload, self.choice.config, device_info, epilogue))
             if pdl:    # the same kernel plus the weight prefetch and the dependency wait
                 self.spec = dataclasses.replace(self.spec, options=(*self.spec.options, "-DAUTOSCHED_PDL"))
         else:
             self.workload = None
             self.choice = None
-            self.spec = gemv_dense_spec(n, k, fmt, act, out, device_info.arch)
+            self.spec = gemv_dense_spec(n, k, fmt, act, out, device_info.arch, epilogue=epilogue)
         self.kernel = None
         self.pdl = pdl
 
@@ -68,16 +80,22 @@ class Matmul:
     def nbytes(self, layer: int) -> int:
         return sum(t.numel() * t.element_size() for t in self.layers[layer].values())
 
-    def __call__(self, stream, layer: int, out, x) -> None:
+    def __call__(self, stream, layer: int, out, x, epilogue_args: tuple = NO_EPILOGUE) -> None:
+        """out = W_layer . x, then the epilogue, whose arguments (x residual, ss_in, ss_out: device
+        pointers; dim: int32; eps: float32) a fused matmul needs."""
         p = self.layers[layer]
         if self.fmt == "q4f16_1":
             args = [ptr(out) if a.role == "output" else ptr(x) if a.name == "V" else ptr(p[a.name])
                     for a in self.spec.args]
+            if self.epilogue != "store":
+                args += epilogue_args
         else:
-            args = [ptr(out), ptr(p["w"]), ptr(p["scale"]) if "scale" in p else np.uint64(0), ptr(x), np.int32(self.n), np.int32(self.k)]
+            args = [ptr(out), ptr(p["w"]), ptr(p["scale"]) if "scale" in p else np.uint64(0), ptr(x), np.int32(self.n),
+                    np.int32(self.k), *epilogue_args]
         self.kernel(stream, *args)
 
     def describe(self) -> str:
         if self.choice is not None:
-            return f"{self.name} {self.n}x{self.k} q4f16_1 GEMV, config from {self.choice.source}"
+            return (f"{self.name} {self.n}x{self.k} q4f16_1 GEMV + {self.epilogue}, config from "
+                    f"{self.choice.source}")
         return f"{self.name} {self.n}x{self.k} {self.fmt} {self.spec.name_expression}"

@@ -49,16 +49,23 @@ def quantize_int8(w):
     return torch.round(q).clamp_(-127, 127).to(torch.int8), scale
 
 
-def fused(get) -> dict:
+def fused(get, rms_att=None, rms_ffn=None) -> dict:
     """The four matrices of a layer as the engine multiplies by them; `get(name)` returns that
-    layer's matrix `name` (llama2.c names) as a float32 torch tensor."""
+    layer's matrix `name` (llama2.c names) as a float32 torch tensor.
+
+    Given the layer's norm weights (float32 torch vectors), the layout of the engine's fused step
+    (kernels/epilogue.cuh): each norm's weight folded into the columns of the matrices it feeds,
+    W diag(w), so the matmul reads the raw residual and applies only the norm's scalar scale; and
+    gate and up rows interleaved (row 2i gate i, row 2i + 1 up i) so that one block finishes both
+    halves of SiLU(gate) x up."""
     import torch
-    return {
-        "qkv": torch.cat([get("wq"), get("wk"), get("wv")], dim=0),
-        "o": get("wo"),
-        "gate_up": torch.cat([get("w1"), get("w3")], dim=0),
-        "down": get("w2"),
-    }
+    qkv = torch.cat([get("wq"), get("wk"), get("wv")], dim=0)
+    w1, w3 = get("w1"), get("w3")
+    if rms_att is None:
+        return {"qkv": qkv, "o": get("wo"), "gate_up": torch.cat([w1, w3], dim=0), "down": get("w2")}
+    gate_up = torch.stack([w1, w3], dim=1).reshape(2 * w1.shape[0], w1.shape[1])
+    return {"qkv": qkv * rms_att[None, :], "o": get("wo"), "gate_up": gate_up * rms_ffn[None, :],
+            "down": get("w2")}
 
 
 def classifier(weights) -> object:

@@ -6,15 +6,14 @@
 // The token and the position live in device memory (token[0], pos[0]) so that one captured CUDA
 // graph serves every step: argmax_step writes the next token and advances pos at the end of a step.
 //
-//   embed           x (dim) = table[token]
-//   add_rmsnorm     v = x_in + y (y may be null); x_out = v (unless null);
-//                   out = v * rsqrt(mean(v^2) + eps) * w          a block per THREADS elements
+//   embed_norm      x (dim) = table[token], its activation-type copy, and the first norm's sum of
+//                   squares; the other norms' sums zeroed (the matmul epilogues accumulate them)
 //   rope_attention  per head: RoPE (cos/sin table rope_cs (seq_len, hs/2)) on q and the new k, the
 //                   new k, v appended to the cache, then softmax(q . K[0..pos] / sqrt(hs)) . V[0..pos];
 //                   grid (heads, splits): each block a slice of the context (split-KV), merged by
 //                   the head's last block
-//   silu_mul        h (n) = silu(gu[0:n]) * gu[n:2n]      (gate and up come from one fused GEMV)
-//   gemv_dense      out (N) = W (N, K) . x  for W in float, __half or int8 (with a per-row scale)
+//   gemv_dense      out (N) = W (N, K) . x  for W in float, __half or int8 (with a per-row scale),
+//                   with the residual add, RMSNorm and SiLU x up as its epilogue (epilogue.cuh)
 //   argmax_step     token = argmax(logits) (first of ties, as numpy), pos += 1; logits -> float
 //
 // Buffers a predecessor in the step writes (activations, the KV cache, token and pos) are read
@@ -22,6 +21,7 @@
 // one may be hoisted above grid_dependency_wait() and see the previous step's data.
 #pragma once
 #include <cuda_fp16.h>
+#include "epilogue.cuh"
 #include "pdl.cuh"
 
 namespace autosched_decode {
@@ -121,41 +121,27 @@ __device__ __forceinline__ void load_x(const X* p, float* f) {
 
 }  // namespace autosched_decode
 
-__global__ void embed(float* __restrict__ x, const float* __restrict__ table, const int* token,
-                      int dim) {
-  autosched_pdl::grid_dependents_launch();
-  autosched_pdl::grid_dependency_wait();
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < dim) x[i] = table[(long long)token[0] * dim + i];
-}
-
-// Every block sums the squares of the whole vector (16 KB of x and 8 KB of y at dim 4096, from the
-// L2) and writes its own THREADS elements, so the norm spreads over dim / THREADS SMs instead of
-// walking the vector with one.  The blocks add in the same order, so all get the same scale.  The
-// sum x + y goes to x_out, not back to x_in: another block may still be reading x_in (the engine
-// alternates two residual buffers); x_out is null where the sum is not needed again.
+// x (dim) = table[token]; xa, its copy in the activation type, is the first matmul's V; ss[0] = the
+// sum of its squares (the first norm's input); ss[1 .. n_ss) zeroed for the matmul epilogues that
+// accumulate into them later in the step.  One block: dim is a few thousand elements.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
-add_rmsnorm(const float* x_in, const T* y, const float* __restrict__ w, T* out, float* x_out,
-            int dim, float eps) {
+embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ table, const int* token, int dim) {
   using namespace autosched_decode;
-  static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
   __shared__ float red[THREADS / 32];
   grid_dependents_launch();
   grid_dependency_wait();
-  float ss = 0.f;
-#pragma unroll 4
+  const float* row = table + (long long)token[0] * dim;
+  float sq = 0.f;
   for (int i = threadIdx.x; i < dim; i += THREADS) {
-    const float v = y != nullptr ? x_in[i] + to_f(y[i]) : x_in[i];
-    ss += v * v;
+    const float v = row[i];
+    x[i] = v;
+    xa[i] = from_f<T>(v);
+    sq += v * v;
   }
-  const float inv = rsqrtf(block_sum<THREADS>(ss, red) / dim + eps);
-  const int i = blockIdx.x * THREADS + threadIdx.x;
-  if (i < dim) {
-    const float v = y != nullptr ? x_in[i] + to_f(y[i]) : x_in[i];
-    if (x_out != nullptr) x_out[i] = v;
-    out[i] = from_f<T>(v * inv * w[i]);
-  }
+  sq = block_sum<THREADS>(sq, red);
+  if (threadIdx.x == 0) ss[0] = sq;
+  for (int i = 1 + threadIdx.x; i < n_ss; i += THREADS) ss[i] = 0.0;
 }
 
 // Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.  head_size * sizeof(T)
@@ -337,28 +323,19 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   if (threadIdx.x == 0) count[h] = 0;      // ready for the next step
 }
 
-template <typename T>
-__global__ void silu_mul(T* h, const T* gu, int n) {
-  using namespace autosched_decode;
-  grid_dependents_launch();
-  grid_dependency_wait();
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) {
-    const float g = to_f(gu[i]);
-    h[i] = from_f<T>(g / (1.f + __expf(-g)) * to_f(gu[n + i]));
-  }
-}
-
-// One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation.
+// One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and
+// a decode step's epilogue EPI on the row sums (epilogue.cuh; STORE writes them).
 // W rows must start 16-byte aligned (K * sizeof(W) % 16 == 0: the launcher checks).  scale: one
 // fp16 per row for int8 weights, null otherwise.
-template <typename W, typename X, typename O, int WARPS, int UNROLL>
+template <typename W, typename X, typename O, int WARPS, int UNROLL, int EPI>
 __global__ void __launch_bounds__(WARPS * 32)
-gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, const X* x,
-           int N, int K) {
+gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, const X* x, int N, int K,
+           float* res, const double* ss_in, double* ss_out, int dim, float eps) {
   using namespace autosched_decode;
   using V = Vec16<W>;
   constexpr int E = V::E;
+  constexpr bool STAGE = EPI == autosched_epi::RESIDUAL || EPI == autosched_epi::NORM_SWIGLU;
+  static_assert(EPI != autosched_epi::NORM_SWIGLU || WARPS % 2 == 0, "gate/up row pairs in one block");
   const int row = blockIdx.x * WARPS + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int rows = min(WARPS, N - (int)blockIdx.x * WARPS);
@@ -366,35 +343,42 @@ gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, co
               gridDim.x);
   grid_dependents_launch();
   grid_dependency_wait();
-  if (row >= N) return;
-  const uint4* wr = reinterpret_cast<const uint4*>(w + (long long)row * K);
-  const int nvec = K / E;
   float acc = 0.f;
-  int v = lane;
-  for (; v + (UNROLL - 1) * 32 < nvec; v += UNROLL * 32) {
-    uint4 r[UNROLL];
+  if (row < N) {
+    const uint4* wr = reinterpret_cast<const uint4*>(w + (long long)row * K);
+    const int nvec = K / E;
+    int v = lane;
+    for (; v + (UNROLL - 1) * 32 < nvec; v += UNROLL * 32) {
+      uint4 r[UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) r[u] = __ldg(wr + v + u * 32);
+      for (int u = 0; u < UNROLL; ++u) r[u] = __ldg(wr + v + u * 32);
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
+      for (int u = 0; u < UNROLL; ++u) {
+        float f[E], xf[E];
+        V::unpack(r[u], f);
+        load_x<X, E>(x + (v + u * 32) * E, xf);
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
+      }
+    }
+    for (; v < nvec; v += 32) {
       float f[E], xf[E];
-      V::unpack(r[u], f);
-      load_x<X, E>(x + (v + u * 32) * E, xf);
+      V::unpack(__ldg(wr + v), f);
+      load_x<X, E>(x + v * E, xf);
 #pragma unroll
       for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
     }
-  }
-  for (; v < nvec; v += 32) {
-    float f[E], xf[E];
-    V::unpack(__ldg(wr + v), f);
-    load_x<X, E>(x + v * E, xf);
-#pragma unroll
-    for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
-  }
-  acc = warp_sum(acc);
-  if (lane == 0) {
+    acc = warp_sum(acc);
     if (scale != nullptr) acc *= __half2float(scale[row]);
-    out[row] = from_f<O>(acc);
+  }
+  const autosched_epi::Args ea{res, ss_in, ss_out, dim, eps};
+  if constexpr (STAGE) {
+    __shared__ float fin[WARPS];
+    if (lane == 0) fin[threadIdx.x / 32] = acc;
+    __syncthreads();
+    autosched_epi::finish<EPI, WARPS * 32>(fin, WARPS, blockIdx.x * WARPS, N, out, ea);
+  } else if (row < N && lane == 0) {
+    out[row] = from_f<O>(EPI == autosched_epi::NORM ? acc * autosched_epi::norm_scale(ea) : acc);
   }
 }
 

@@ -7,12 +7,15 @@
 //   V       (K)       fp16
 //   C       (N)       fp16,  weight = (q - 7) * scale
 //
+// gemv_q4f16 stores C; gemv_q4f16_fused applies a decode step's epilogue to it (epilogue.cuh).
+//
 // One template covers the four schedule templates of the seed (vector load over N or K x vector
 // compute over N or K), both bindings of threadIdx.x, the thread tile and the layout.  Every
 // parameter comes from a validated config; static_asserts repeat the space's constraints so that
 // a config that slipped past Python fails at compile time, not with wrong numbers.
 #pragma once
 #include <cuda_fp16.h>
+#include "epilogue.cuh"
 #include "pdl.cuh"
 
 // NVRTC ships no <stdint.h>: plain types of the widths we need
@@ -233,9 +236,13 @@ struct Gemv {
     }
   }
 
+  template <int EPI>
   __device__ static __forceinline__ void run(const u32* __restrict__ wq, const half* __restrict__ sc,
-                                             const half* __restrict__ v, half* __restrict__ out) {
-    extern __shared__ uint4 smem[];   // [KW] V when V_SHARED, then [R_GROUPS][ROWS] partials
+                                             const half* __restrict__ v, half* __restrict__ out,
+                                             const autosched_epi::Args& ea) {
+    // [KW] V when V_SHARED, then [R_GROUPS][ROWS] partials (at least [ROWS] row sums when the
+    // epilogue needs them staged)
+    extern __shared__ uint4 smem[];
     const int s = TX_S ? threadIdx.x : threadIdx.y;
     const int r = TX_S ? threadIdx.y : threadIdx.x;
     const int tid = threadIdx.x + threadIdx.y * blockDim.x;
@@ -294,14 +301,26 @@ struct Gemv {
 #pragma unroll
       for (int i = 0; i < TILE_S; ++i) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], off * R_STRIDE);
     }
+    // STORE and NORM write each row sum as it completes; the other epilogues stage the sums in
+    // fin (over red's first row, which only the thread finishing that column touches) first
+    constexpr bool STAGE = EPI == autosched_epi::RESIDUAL || EPI == autosched_epi::NORM_SWIGLU;
+    static_assert(EPI != autosched_epi::NORM_SWIGLU || (ROWS % 2 == 0 && N % 2 == 0),
+                  "gate/up row pairs must not straddle blocks");
+    float* red = reinterpret_cast<float*>(smem + (V_SHARED ? KW : 0));   // [R_GROUPS][ROWS]
+    float scale = 1.f;
+    if constexpr (EPI == autosched_epi::NORM) scale = autosched_epi::norm_scale(ea);
     if constexpr (R_GROUPS == 1) {
       if (r == 0) {
 #pragma unroll
-        for (int i = 0; i < TILE_S; ++i)
-          if (EVEN_N || row0 + i < N) out[row0 + i] = __float2half_rn(acc[i]);
+        for (int i = 0; i < TILE_S; ++i) {
+          if constexpr (STAGE) {
+            red[s * TILE_S + i] = acc[i];
+          } else if (EVEN_N || row0 + i < N) {
+            out[row0 + i] = __float2half_rn(EPI == autosched_epi::NORM ? acc[i] * scale : acc[i]);
+          }
+        }
       }
     } else {
-      float* red = reinterpret_cast<float*>(smem + (V_SHARED ? KW : 0));   // [R_GROUPS][ROWS]
       if (r % R_IN_WARP == 0) {
 #pragma unroll
         for (int i = 0; i < TILE_S; ++i) red[(r / R_IN_WARP) * ROWS + s * TILE_S + i] = acc[i];
@@ -312,8 +331,16 @@ struct Gemv {
 #pragma unroll
         for (int g = 0; g < R_GROUPS; ++g) sum += red[g * ROWS + x];
         const int row = blockIdx.x * ROWS + x;
-        if (EVEN_N || row < N) out[row] = __float2half_rn(sum);
+        if constexpr (STAGE) {
+          red[x] = sum;
+        } else if (EVEN_N || row < N) {
+          out[row] = __float2half_rn(EPI == autosched_epi::NORM ? sum * scale : sum);
+        }
       }
+    }
+    if constexpr (STAGE) {
+      __syncthreads();
+      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea);
     }
   }
 };
@@ -326,5 +353,17 @@ __global__ void __launch_bounds__(TS * TR)
 gemv_q4f16(const u32* __restrict__ wq, const half* __restrict__ scales, const half* __restrict__ v,
            half* __restrict__ out) {
   autosched_gemv::Gemv<N, K, LOAD_K, COMPUTE_K, VEC_C, TX_S, TS, TR, TILE_S, TILE_R, VEC_LOAD, LN, LK,
-                       V_SHARED, UNROLL, HINT, PREFETCH>::run(wq, scales, v, out);
+                       V_SHARED, UNROLL, HINT, PREFETCH>::template run<autosched_epi::STORE>(wq, scales, v, out,
+                                                                                      autosched_epi::Args{});
+}
+
+// The same GEMV with a decode step's epilogue EPI (epilogue.cuh) on C.
+template <int N, int K, int LOAD_K, int COMPUTE_K, int VEC_C, int TX_S, int TS, int TR, int TILE_S,
+          int TILE_R, int VEC_LOAD, int LN, int LK, int V_SHARED, int UNROLL, int HINT, int PREFETCH, int EPI>
+__global__ void __launch_bounds__(TS * TR)
+gemv_q4f16_fused(const u32* __restrict__ wq, const half* __restrict__ scales, const half* __restrict__ v,
+                 half* __restrict__ out, float* x, const double* ss_in, double* ss_out, int dim, float eps) {
+  autosched_gemv::Gemv<N, K, LOAD_K, COMPUTE_K, VEC_C, TX_S, TS, TR, TILE_S, TILE_R, VEC_LOAD, LN, LK,
+                       V_SHARED, UNROLL, HINT, PREFETCH>::template run<EPI>(wq, scales, v, out,
+                                                                   autosched_epi::Args{x, ss_in, ss_out, dim, eps});
 }

@@ -9,6 +9,7 @@ arguments (see the signatures in the .cuh), so the specs list none.
 from __future__ import annotations
 
 from autosched.templates.base import STATIC_SMEM_LIMIT, KernelSpec, kernel_source
+from autosched.templates.epilogue import epilogue_id, pairs_rows
 
 HEADER = "decode.cuh"
 ACT_TYPES = {"float": "float", "half": "__half"}
@@ -32,23 +33,8 @@ def _blocks(n: int, threads: int) -> int:
     return max(1, -(-n // threads))
 
 
-def embed_spec(dim: int, arch: str, threads: int = 256) -> KernelSpec:
-    return _spec("embed", "embed", arch, (_blocks(dim, threads), 1, 1), (threads, 1, 1))
-
-
-def rmsnorm_threads(dim: int) -> int:
-    """Threads a block (each block writes that many elements): 256, fewer for a short vector so
-    that it still spreads over a few blocks."""
-    t = 256
-    while t > 64 and t * 4 > dim:
-        t //= 2
-    return t
-
-
-def add_rmsnorm_spec(dim: int, act: str, arch: str, threads: int | None = None) -> KernelSpec:
-    threads = threads or rmsnorm_threads(dim)
-    return _spec("add_rmsnorm", f"add_rmsnorm<{_ctype(act)}, {threads}>", arch, (_blocks(dim, threads), 1, 1),
-                 (threads, 1, 1))
+def embed_norm_spec(act: str, arch: str, threads: int = 1024) -> KernelSpec:
+    return _spec("embed_norm", f"embed_norm<{_ctype(act)}, {threads}>", arch, (1, 1, 1), (threads, 1, 1))
 
 
 def attention_threads(head_size: int) -> int:
@@ -89,18 +75,18 @@ def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int,
                  (threads, 1, 1), smem)
 
 
-def silu_mul_spec(hidden: int, act: str, arch: str, threads: int = 256) -> KernelSpec:
-    return _spec("silu_mul", f"silu_mul<{_ctype(act)}>", arch, (_blocks(hidden, threads), 1, 1), (threads, 1, 1))
-
-
 def gemv_dense_spec(n: int, k: int, weight: str, act: str, out: str, arch: str, warps: int = 4,
-                    unroll: int = 4) -> KernelSpec:
-    """out (n) = W (n, k) . x, one warp a row.  weight: fp32 | fp16 | int8 (per-row fp16 scale)."""
+                    unroll: int = 4, epilogue: str = "store") -> KernelSpec:
+    """out (n) = W (n, k) . x, one warp a row, then `epilogue` (templates/epilogue.py).
+    weight: fp32 | fp16 | int8 (per-row fp16 scale)."""
     if weight not in WEIGHT_TYPES:
         raise ValueError(f"dense weight format must be one of {sorted(WEIGHT_TYPES)}, got {weight!r}")
     if k * WEIGHT_BYTES[weight] % 16:
         raise ValueError(f"{weight} rows of {k} elements are not 16-byte aligned (k * {WEIGHT_BYTES[weight]} % 16 != 0)")
-    expr = f"gemv_dense<{WEIGHT_TYPES[weight]}, {_ctype(act)}, {_ctype(out)}, {warps}, {unroll}>"
+    epi = epilogue_id(epilogue)
+    if pairs_rows(epilogue) and (warps % 2 or n % 2):
+        raise ValueError(f"the {epilogue} epilogue pairs rows: warps ({warps}) and n ({n}) must be even")
+    expr = f"gemv_dense<{WEIGHT_TYPES[weight]}, {_ctype(act)}, {_ctype(out)}, {warps}, {unroll}, {epi}>"
     return _spec(f"gemv_dense_{weight}", expr, arch, (_blocks(n, warps), 1, 1), (32 * warps, 1, 1))
 
 

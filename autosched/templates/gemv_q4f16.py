@@ -21,8 +21,11 @@ below, each named as the rule it enforces; the GPU's limits come from the Device
 
 from __future__ import annotations
 
+import dataclasses
+
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.epilogue import epilogue_id, pairs_rows
 
 POW2_256 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MAX_TILE_WORDS = 32      # words of the weight tile a thread holds per step (registers)
@@ -206,6 +209,25 @@ class GemvQ4F16Template(Template):
             ),
             arch=device.arch,
         )
+
+
+def fused_smem_bytes(K: int, tx: str, ts: int, tr: int, tile_s: int, v_shared: int) -> int:
+    """Shared memory of gemv_q4f16_fused: the staged row sums need at least a float a row."""
+    groups = max(1, tr // _r_in_warp(tx, ts, tr))
+    return v_shared * 2 * K + 4 * groups * ts * tile_s
+
+
+def fused_spec(workload, config: dict, device, epilogue: str) -> KernelSpec:
+    """gemv_q4f16_fused: the config's GEMV with a decode step's `epilogue` (templates/epilogue.py);
+    the launcher appends the epilogue's five arguments to the GEMV's four."""
+    spec = GemvQ4F16Template().render(workload, config, device)
+    cfg = dict(spec.config)
+    if pairs_rows(epilogue) and (cfg["ts"] * cfg["tile_s"] % 2 or workload.N % 2):
+        raise ValueError(f"the {epilogue} epilogue pairs rows: a block's rows ({cfg['ts']} x {cfg['tile_s']}) "
+                         f"and N ({workload.N}) must be even")
+    expr = "gemv_q4f16_fused<" + spec.name_expression.split("<", 1)[1][:-1] + f", {epilogue_id(epilogue)}>"
+    return dataclasses.replace(spec, name_expression=expr, smem_bytes=fused_smem_bytes(
+        workload.K, cfg["tx"], cfg["ts"], cfg["tr"], cfg["tile_s"], cfg["v_shared"]))
 
 
 def family_of(cfg: dict) -> tuple:

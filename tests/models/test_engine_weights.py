@@ -42,5 +42,10 @@ def test_fused_matrices_and_random_weights():
     assert f["qkv"].shape == (64 + 2 * 32, 64) and torch.equal(f["qkv"][64:96], w["wk"][1])
     assert f["gate_up"].shape == (192, 64) and torch.equal(f["gate_up"][96:], w["w3"][1])
     assert ew.classifier(w) is w["wcls"]
+    # the fused step's layout: norm weights folded into the columns, gate and up rows interleaved
+    g = ew.fused(lambda name: w[name][1], w["rms_att"][1], w["rms_ffn"][1])
+    assert torch.equal(g["qkv"], f["qkv"] * w["rms_att"][1][None, :]) and torch.equal(g["o"], f["o"])
+    assert torch.equal(g["gate_up"][0::2], w["w1"][1] * w["rms_ffn"][1][None, :])
+    assert torch.equal(g["gate_up"][1::2], w["w3"][1] * w["rms_ffn"][1][None, :])
     with pytest.raises(ValueError, match="unknown weight format"):
         ew.check_format("q3")

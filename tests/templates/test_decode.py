@@ -5,18 +5,18 @@ import pytest
 
 from autosched.build import BuildCache, Builder
 from autosched.templates import decode as dk
+from autosched.templates.epilogue import EPILOGUES
 
 
 def test_every_decode_kernel_compiles(tmp_path, h100):
     arch = h100.arch
     specs = []
     for act in ("float", "half"):
-        specs += [dk.embed_spec(288, arch), dk.add_rmsnorm_spec(288, act, arch), dk.add_rmsnorm_spec(4096, act, arch),
+        specs += [dk.embed_norm_spec(act, arch),
                   dk.rope_attention_spec(6, 48, 256, 1, act, arch), dk.rope_attention_spec(32, 128, 4096, 9, act, arch),
-                  dk.silu_mul_spec(11008, act, arch),
                   dk.argmax_spec(act, arch)]
         for w in ("fp32", "fp16", "int8"):
-            specs.append(dk.gemv_dense_spec(4096, 11008, w, act, act, arch))
+            specs += [dk.gemv_dense_spec(4096, 11008, w, act, act, arch, epilogue=e) for e in EPILOGUES]
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
         for spec, binary in zip(specs, b.build_many(specs)):
             assert binary.ok, (spec.name_expression, binary.error)
@@ -28,8 +28,7 @@ def test_launch_shapes_and_refusals(h100):
     a = dk.rope_attention_spec(32, 128, 4096, 4, "half", arch)
     assert a.grid == (32, 4, 1) and a.block == (256, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
     assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
-    assert dk.rmsnorm_threads(288) == 64 and dk.rmsnorm_threads(512) == 128 and dk.rmsnorm_threads(4096) == 256
-    assert dk.add_rmsnorm_spec(4096, "half", "sm_90").grid == (16, 1, 1)
+    assert dk.embed_norm_spec("half", arch).grid == (1, 1, 1)
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
     assert dk.attention_splits(32, 4096, 132) == 9 and dk.attention_splits(6, 256, 132) == 8
     assert dk.attention_splits(8, 16, 132) == 1
@@ -40,19 +39,25 @@ def test_launch_shapes_and_refusals(h100):
     with pytest.raises(ValueError, match="16-byte aligned"):
         dk.gemv_dense_spec(8, 100, "fp16", "half", "half", arch)
     with pytest.raises(ValueError, match="activation type"):
-        dk.silu_mul_spec(8, "bf16", arch)
+        dk.embed_norm_spec("bf16", arch)
+    with pytest.raises(ValueError, match="unknown epilogue 'gelu'"):
+        dk.gemv_dense_spec(8, 64, "fp16", "half", "half", arch, epilogue="gelu")
+    with pytest.raises(ValueError, match="pairs rows"):
+        dk.gemv_dense_spec(9, 64, "fp16", "half", "half", arch, epilogue="norm_swiglu")
     with pytest.raises(ValueError, match="weight format"):
         dk.gemv_dense_spec(8, 64, "q8", "half", "half", arch)
 
 
 def test_engine_matmul_kernels_compile_with_programmatic_launch(tmp_path, h100):
     """The q4f16_1 GEMV as the engine serves it (weights prefetched into the L2 before the wait on
-    its predecessor) compiles for the configs the shipped H100 recordings serve, as do the dense ones."""
+    its predecessor, the step's epilogue on its sums) compiles for the configs the shipped H100
+    recordings serve, as do the dense ones."""
     from autosched.engine.matmul import Matmul
-    mats = [Matmul("gate_up", "q4f16_1", 22016, 4096, "half", "half", h100, pdl=True),
-            Matmul("o", "q4f16_1", 288, 288, "half", "half", h100, pdl=True),
-            Matmul("cls", "int8", 32000, 288, "half", "half", h100, pdl=True)]
+    mats = [Matmul("gate_up", "q4f16_1", 22016, 4096, "half", "half", h100, pdl=True, epilogue="norm_swiglu"),
+            Matmul("o", "q4f16_1", 288, 288, "half", "half", h100, pdl=True, epilogue="residual"),
+            Matmul("cls", "int8", 32000, 288, "half", "half", h100, pdl=True, epilogue="norm")]
     assert "-DAUTOSCHED_PDL" in mats[0].spec.options
+    assert mats[0].spec.name_expression.startswith("gemv_q4f16_fused<") and mats[0].spec.name_expression.endswith(", 3>")
     assert mats[0].choice.source.startswith("recording") and mats[1].choice.source.startswith("recording")
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
         for m, binary in zip(mats, b.build_many([m.spec for m in mats])):

@@ -263,7 +263,9 @@ def test_arguments_and_layouts(render_sample, w12288, h100):
 def test_source_is_the_cuh_text_with_local_includes_inlined(render_sample):
     golden = CUH.read_text()
     assert "gemv_q4f16(" in golden and '#include "pdl.cuh"' in golden
-    inlined = golden.replace('#include "pdl.cuh"\n', (CUH.parent / "pdl.cuh").read_text())
+    inlined = golden
+    for inc in ("epilogue.cuh", "pdl.cuh"):
+        inlined = inlined.replace(f'#include "{inc}"\n', (CUH.parent / inc).read_text())
     for _, spec in render_sample[:5]:
         assert spec.source == inlined and "#include \"" not in spec.source
 
@@ -271,3 +273,35 @@ def test_source_is_the_cuh_text_with_local_includes_inlined(render_sample):
 def test_distinct_configs_render_distinct_binaries(render_sample):
     hashes = {spec.source_hash for _, spec in render_sample}
     assert len(hashes) == len(render_sample)
+
+
+# -- the decode step's fused variants -------------------------------------------------------------
+
+def test_fused_variants_compile_for_every_template_family(tmp_path, gemv_template, h100):
+    """gemv_q4f16_fused with each epilogue compiles (NVRTC, no spills) for a corner config of every
+    template family; the row-pairing epilogue refuses blocks of an odd number of rows."""
+    from autosched.build import BuildCache, Builder
+    from autosched.templates.epilogue import EPILOGUES
+    w = GemvQ4F16(512, 1024)
+    configs = gemv_template.space(w, h100).enumerate()
+    corners = {}
+    for c in tmod.extreme_configs(configs):
+        corners.setdefault(tmod.family_of(c), c)
+    specs = []
+    for i, c in enumerate(sorted(corners.values(), key=lambda c: tmod.family_of(c))):
+        epi = list(EPILOGUES)[i % len(EPILOGUES)]
+        if epi == "norm_swiglu" and c["ts"] * c["tile_s"] % 2:
+            epi = "residual"
+        spec = tmod.fused_spec(w, c, h100, epi)
+        assert spec.name_expression.startswith("gemv_q4f16_fused<")
+        assert spec.name_expression.endswith(f", {EPILOGUES[epi]}>")
+        assert spec.smem_bytes >= 4 * c["ts"] * c["tile_s"] + 2 * w.K * c["v_shared"]
+        specs.append(spec)
+    assert {s.name_expression.rsplit(",", 1)[1] for s in specs} == {f" {i}>" for i in EPILOGUES.values()}
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        for spec, binary in zip(specs, b.build_many(specs)):
+            assert binary.ok, (spec.name_expression, binary.error)
+            assert binary.resources.spills == 0, spec.name_expression
+    odd = next(c for c in configs if c["ts"] * c["tile_s"] == 1)
+    with pytest.raises(ValueError, match="pairs rows"):
+        tmod.fused_spec(w, odd, h100, "norm_swiglu")
