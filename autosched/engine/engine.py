@@ -124,7 +124,7 @@ class Engine:
         self.splits = self._splits_that_fit(splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count))
         specs = {
             "embed": dk.embed_norm_spec(act, arch),
-            "argmax": dk.argmax_spec(act, arch),
+            "argmax": dk.argmax_spec(act, arch, c.vocab_size),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
         # q4f16_1: per shape, the fastest in a graph of the `verify` best measured configs
@@ -179,6 +179,8 @@ class Engine:
         self.pos_d = z(1, torch.int32)
         self.part = z(c.n_heads * self.splits * (c.head_size + 2), torch.float32)
         self.count = z(c.n_heads, torch.int32)       # split-KV tickets; the last block resets its own
+        blocks = dk.argmax_blocks(c.vocab_size)        # argmax: each block's winner, and its ticket
+        self.best_v, self.best_i, self.best_count = z(blocks, torch.float32), z(blocks, torch.int32), z(1, torch.int32)
         self.rope_cs = rope_table(c, dev)
         self.k_cache = torch.zeros((c.n_layers, c.seq_len, c.kv_dim), dtype=t, device=dev)
         self.v_cache = torch.zeros_like(self.k_cache)
@@ -207,7 +209,8 @@ class Engine:
             mm["gate_up"](stream, layer, self.hb, self.x16, norm(2 * layer + 1))
             mm["down"](stream, layer, self.x16, self.hb, residual(2 * layer + 2))
         mm["cls"](stream, 0, self.logits, self.x16, norm(2 * c.n_layers))
-        k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d))
+        k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d),
+                    ptr(self.best_v), ptr(self.best_i), ptr(self.best_count))
 
     def _stream(self):
         import torch

@@ -90,5 +90,13 @@ def gemv_dense_spec(n: int, k: int, weight: str, act: str, out: str, arch: str, 
     return _spec(f"gemv_dense_{weight}", expr, arch, (_blocks(n, warps), 1, 1), (32 * warps, 1, 1))
 
 
-def argmax_spec(act: str, arch: str, threads: int = 1024) -> KernelSpec:
-    return _spec("argmax_step", f"argmax_step<{_ctype(act)}, {threads}>", arch, (1, 1, 1), (threads, 1, 1))
+ARGMAX_SLICE = 2048      # logits a block of argmax_step takes: 16 blocks for a 32000-token vocabulary
+
+
+def argmax_blocks(vocab: int) -> int:
+    return _blocks(vocab, ARGMAX_SLICE)
+
+
+def argmax_spec(act: str, arch: str, vocab: int, threads: int = 256) -> KernelSpec:
+    return _spec("argmax_step", f"argmax_step<{_ctype(act)}, {threads}>", arch, (argmax_blocks(vocab), 1, 1),
+                 (threads, 1, 1))

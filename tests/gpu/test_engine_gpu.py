@@ -170,3 +170,35 @@ def test_engine_serves_the_fastest_in_a_graph_of_the_ranked_configs(weights, bui
     assert eng.verification["o"][1] == []        # one candidate (the default): nothing to time
     ref = ReferenceDecoder(CFG, quantized_model(weights, "q4f16_1"))
     assert run_both(eng, ref, TOKENS) < TOL["q4f16_1"]
+
+
+def test_argmax_step_takes_the_first_of_ties_across_blocks(builder):
+    """The multi-block argmax: the first index of the largest logit even when the tie spans two
+    blocks' slices, NaNs never win (all-NaN gives token 0), pos advances, and the ticket resets
+    so the next launch works too."""
+    from cuda.core import Stream
+    from autosched.device import query
+    from autosched.launch import LoadedKernel
+    from autosched.measure.protocol import ptr
+    from autosched.templates import decode as dk
+    n = 5000                                               # 3 slices of 2048, the last one short
+    kern = LoadedKernel(dk.argmax_spec("half", query(0).arch, n), builder)
+    blocks = dk.argmax_blocks(n)
+    part_v, part_i = torch.zeros(blocks, device="cuda"), torch.zeros(blocks, dtype=torch.int32, device="cuda")
+    count, token, pos = (torch.zeros(1, dtype=torch.int32, device="cuda") for _ in range(3))
+    out = torch.empty(n, device="cuda")
+
+    def argmax(logits):
+        kern(Stream.from_handle(torch.cuda.current_stream().cuda_stream), ptr(out), ptr(logits), np.int32(n),
+             ptr(token), ptr(pos), ptr(part_v), ptr(part_i), ptr(count))
+        torch.cuda.synchronize()
+        return int(token.item())
+
+    x = torch.randn(n, device="cuda").half()
+    x[4500], x[3000], x[100] = 9.0, 9.0, float("nan")      # a tie across slices 1 and 2, and a NaN
+    assert argmax(x) == 3000
+    torch.testing.assert_close(out, x.float(), rtol=0, atol=0, equal_nan=True)
+    x[10] = 9.0                                            # now the first is in slice 0
+    assert argmax(x) == 10
+    assert argmax(torch.full((n,), float("nan"), device="cuda").half()) == 0
+    assert int(pos.item()) == 3 and int(count.item()) == 0

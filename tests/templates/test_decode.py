@@ -14,7 +14,7 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
     for act in ("float", "half"):
         specs += [dk.embed_norm_spec(act, arch),
                   dk.rope_attention_spec(6, 48, 256, 1, act, arch), dk.rope_attention_spec(32, 128, 4096, 9, act, arch),
-                  dk.argmax_spec(act, arch)]
+                  dk.argmax_spec(act, arch, 32000)]
         for w in ("fp32", "fp16", "int8"):
             specs += [dk.gemv_dense_spec(4096, 11008, w, act, act, arch, epilogue=e) for e in EPILOGUES]
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
@@ -29,6 +29,7 @@ def test_launch_shapes_and_refusals(h100):
     assert a.grid == (32, 4, 1) and a.block == (256, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
     assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
     assert dk.embed_norm_spec("half", arch).grid == (1, 1, 1)
+    assert dk.argmax_spec("half", arch, 32000).grid == (16, 1, 1) and dk.argmax_spec("float", arch, 512).grid == (1, 1, 1)
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
     assert dk.attention_splits(32, 4096, 132) == 9 and dk.attention_splits(6, 256, 132) == 8
     assert dk.attention_splits(8, 16, 132) == 1
