@@ -130,8 +130,10 @@ __global__ void __launch_bounds__(THREADS)
 embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ table, const int* token, int dim) {
   using namespace autosched_decode;
   __shared__ float red[THREADS / 32];
-  grid_dependents_launch();
+  // waits before it lets the step's next kernels start: rope_attention reads pos, which the last
+  // step's argmax_step writes, before its own wait (so no kernel of this step may run before that)
   grid_dependency_wait();
+  grid_dependents_launch();
   const float* row = table + (long long)token[0] * dim;
   float sq = 0.f;
   for (int i = threadIdx.x; i < dim; i += THREADS) {
@@ -168,7 +170,11 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
 
   const int h = blockIdx.x, split = blockIdx.y;
   grid_dependents_launch();
-  grid_dependency_wait();
+  // Before the dependency wait, everything that does not come from this step's qkv, so that its
+  // round trips overlap the qkv matmul's tail: pos (argmax_step of the last step wrote it, and
+  // embed_norm lets no kernel of this step start before that finished), the cos/sin of pos, and
+  // this thread's first K row and first four V rows (cache rows before pos, written by earlier
+  // steps).  At a short context that is all the cache a block reads.
   const int pos = pos_p[0];
   // slices of at least 64 positions: a short context takes one block a head and no merge
   const int splits = min((int)gridDim.y, (pos + 64) / 64);
@@ -176,19 +182,47 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   const int kvh = h / kv_mul;
   const int q_dim = n_heads * head_size;
   const int kv_off = kvh * head_size;
+  const int n = pos + 1;
+  const int chunk = (n + splits - 1) / splits;
+  const int t0 = split * chunk, t1 = min(n, t0 + chunk);
+  const int nvec = head_size / E;
+  const int groups = THREADS / nvec;       // the launcher guarantees THREADS >= head_size >= nvec
+  const int c = threadIdx.x % nvec, g = threadIdx.x / nvec;
 
-  // RoPE on pairs (2j, 2j+1); cos and sin of pos * theta^(-2j/hs) come from a host table computed
-  // in float32 as HF does (no sincosf here: its large-argument path needs a stack)
-  const float2* cs = rope_cs + (long long)pos * (head_size / 2);
-  for (int j = threadIdx.x; j < head_size / 2; j += THREADS) {
-    const float c = cs[j].x, s = cs[j].y;
+  // RoPE on pairs (2j, 2j+1), j = threadIdx.x; cos and sin of pos * theta^(-2j/hs) come from a host
+  // table computed in float32 as HF does (no sincosf here: its large-argument path needs a stack)
+  const bool rope_lane = threadIdx.x < head_size / 2;
+  const float2 csj = rope_lane ? rope_cs[(long long)pos * (head_size / 2) + threadIdx.x] : make_float2(0.f, 0.f);
+  constexpr int KPRE = 16;                 // 16-byte vectors of the first K row held in registers
+  const int tk = t0 + threadIdx.x;
+  uint4 kpre[KPRE];
+  if (tk < t1 && tk != pos) {
+    const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)tk * kv_dim + kv_off);
+#pragma unroll
+    for (int v = 0; v < KPRE; ++v)
+      if (v < nvec) kpre[v] = __ldg(kt + v);
+  }
+  const T* vrow = v_cache + kv_off;
+  uint4 vpre[4];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int tu = t0 + g + u * groups;
+    vpre[u] = g < groups && tu < t1 && tu != pos
+                  ? __ldg(reinterpret_cast<const uint4*>(vrow + (long long)tu * kv_dim) + c)
+                  : make_uint4(0u, 0u, 0u, 0u);
+  }
+  grid_dependency_wait();
+
+  if (rope_lane) {
+    const int j = threadIdx.x;
+    const float cj = csj.x, sj = csj.y;
     const float q0 = to_f(qkv[h * head_size + 2 * j]), q1 = to_f(qkv[h * head_size + 2 * j + 1]);
-    qs[2 * j] = q0 * c - q1 * s;
-    qs[2 * j + 1] = q0 * s + q1 * c;
+    qs[2 * j] = q0 * cj - q1 * sj;
+    qs[2 * j + 1] = q0 * sj + q1 * cj;
     const float k0 = to_f(qkv[q_dim + kv_off + 2 * j]), k1 = to_f(qkv[q_dim + kv_off + 2 * j + 1]);
     // rounded to the cache type: position pos reads the same value now as in later steps
-    ks[2 * j] = to_f(from_f<T>(k0 * c - k1 * s));
-    ks[2 * j + 1] = to_f(from_f<T>(k0 * s + k1 * c));
+    ks[2 * j] = to_f(from_f<T>(k0 * cj - k1 * sj));
+    ks[2 * j + 1] = to_f(from_f<T>(k0 * sj + k1 * cj));
   }
   for (int i = threadIdx.x; i < head_size; i += THREADS) vs[i] = to_f(from_f<T>(to_f(qkv[q_dim + kv_dim + kv_off + i])));
   __syncthreads();
@@ -199,16 +233,37 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
       v_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(vs[i]);
     }
   }
-
-  const int n = pos + 1;
-  const int chunk = (n + splits - 1) / splits;
-  const int t0 = split * chunk, t1 = min(n, t0 + chunk);
   const float scale = rsqrtf((float)head_size);
-  const int nvec = head_size / E;
 
   // scores: a thread a position, its K row in 16-byte loads against q broadcast from shared memory
   float m = neg_inf();
-  for (int t = t0 + threadIdx.x; t < t1; t += THREADS) {
+  if (tk < t1) {          // the first position, its K row already in registers
+    float s = 0.f;
+    if (tk == pos) {
+      for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
+    } else {
+#pragma unroll
+      for (int v = 0; v < KPRE; ++v) {
+        if (v < nvec) {
+          float f[E];
+          Vec16<T>::unpack(kpre[v], f);
+#pragma unroll
+          for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
+        }
+      }
+      const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)tk * kv_dim + kv_off);
+      for (int v = KPRE; v < nvec; ++v) {
+        float f[E];
+        Vec16<T>::unpack(__ldg(kt + v), f);
+#pragma unroll
+        for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
+      }
+    }
+    s *= scale;
+    scores[tk - t0] = s;
+    m = s;
+  }
+  for (int t = tk + THREADS; t < t1; t += THREADS) {
     float s = 0.f;
     if (t == pos) {
       for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
@@ -237,16 +292,29 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   __syncthreads();
 
   // output: thread (g, c) owns E dims c*E.. and positions t0 + g, t0 + g + groups, ...
-  const int groups = THREADS / nvec;       // the launcher guarantees THREADS >= nvec
-  const int c = threadIdx.x % nvec, g = threadIdx.x / nvec;
   float acc[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = 0.f;
   if (g < groups) {
-    // four rows in flight before any is used: at a short context each group walks only a few
-    // positions, so the time is the number of dependent round trips, not bandwidth
-    const T* vrow = v_cache + kv_off;
-    int t = t0 + g;
+    // the first four positions from the rows loaded before the wait
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int tu = t0 + g + u * groups;
+      if (tu < t1) {
+        const float p = scores[tu - t0];
+        float f[E];
+        Vec16<T>::unpack(vpre[u], f);
+        if (tu == pos) {
+#pragma unroll
+          for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
+        }
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] += p * f[e];
+      }
+    }
+    // the rest four rows in flight before any is used: at a short context each group walks only a
+    // few positions, so the time is the number of dependent round trips, not bandwidth
+    int t = t0 + g + 4 * groups;
     for (; t + 3 * groups < t1; t += 4 * groups) {
       uint4 raw[4];
 #pragma unroll
