@@ -137,13 +137,13 @@ def compiled_tokens_per_s(torch, model, steps: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
-def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 32) -> list[dict]:
-    """Per matmul of the q4f16_1 engine: the served (tuned, then verified in a graph) GEMV vs the
-    rule-based default vs cuBLAS fp16, each a CUDA graph of `count` launches over `copies` layers'
-    weights (more bytes than the L2); `verified` lists each candidate's time in the engine's check."""
+def matmul_rows(torch, cfg, w, builder, info, eng, copies: int = 8, count: int = 32) -> list[dict]:
+    """Per matmul of the q4f16_1 engine `eng`: the GEMV config it serves (tuned, then verified in
+    a graph and in its step) vs the rule-based default vs cuBLAS fp16, each a CUDA graph of `count`
+    launches over `copies` layers' weights (more bytes than the L2); `verified` lists each
+    candidate's time in the engine's isolated-graph check and in its step."""
     from cuda.core import Stream
 
-    from autosched.engine.engine import served_gemv_choices
     from autosched.engine.matmul import Matmul
     from autosched.engine.verify import time_graph
     from autosched.engine.weights import as_torch, classifier, fused
@@ -151,7 +151,8 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 
     from autosched.workloads import GemvQ4F16
     rows = []
     names = ("qkv", "o", "gate_up", "down", "cls")
-    choices = served_gemv_choices(cfg, info, db, builder, verify=4)
+    step_us = {name: {json.dumps(c.config, sort_keys=True): us for c, us in timed}
+               for name, timed in eng.step_verification.items()}
     for name in names:
         def mat(layer):
             if name == "cls":
@@ -160,8 +161,8 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 
         mats = [mat(i % cfg.n_layers) for i in range(copies)]
         n, k = mats[0].shape
         wl = GemvQ4F16(n, k)
-        served = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=choices[name][0])
-        served_pdl = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=choices[name][0], pdl=True)
+        served = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=eng.mm[name].choice)
+        served_pdl = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=eng.mm[name].choice, pdl=True)
         dflt = Matmul(name, "q4f16_1", n, k, "half", "half", info,
                       config=template_for(wl).default_config(wl, info))
         for m in (served, served_pdl, dflt):
@@ -182,8 +183,9 @@ def matmul_rows(torch, cfg, w, builder, info, db, copies: int = 8, count: int = 
                "default_config": dflt.choice.config, "default_us": time_graph(launches(dflt), copies, count),
                "cublas_fp16_us": time_graph(lambda i: torch.mv(dense[i], x, out=out), copies, count),
                "q4_bytes": served.nbytes(0),
-               "verified": [{"config": c.config, "source": c.source, "tuning_us": c.median_us, "graph_pdl_us": us}
-                            for c, us in choices[name][1]]}
+               "verified": [{"config": c.config, "source": c.source, "tuning_us": c.median_us, "graph_pdl_us": us,
+                             "step_us": step_us.get(name, {}).get(json.dumps(c.config, sort_keys=True))}
+                            for c, us in eng.verification[name][1]]}
         row["served_gbps"] = row["q4_bytes"] / row["served_us"] / 1e3
         row["served_pdl_gbps"] = row["q4_bytes"] / row["served_pdl_us"] / 1e3
         rows.append(row)
@@ -295,8 +297,6 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                 # a 7B step spends ~75% of its time in these GEMVs: tune them harder
                 trials = tune_trials if cfg.n_params() < 10**9 else 4 * tune_trials
                 extra.setdefault("tuning", {}).update(tune_model_gemvs(cfg, db, builder, trials, log))
-            if mname == "llama2-7b" and "q4f16_1" in formats and not quick:
-                extra["matmul"] = matmul_rows(torch, cfg, w, builder, info, db)
             for fmt in formats:
                 t0 = time.perf_counter()
                 eng = Engine(cfg, w, fmt, builder=builder, db=db)
@@ -318,6 +318,8 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                 log(f"{mname} {fmt}: {tp['tokens_per_s']:.1f} tok/s ({row['pct_of_bw_limit']:.0f}% of "
                     f"{limit:.0f}), KL {row.get('kl_vs_fp32', float('nan')):.2e}")
                 rows.append(row)
+                if mname == "llama2-7b" and fmt == "q4f16_1" and not quick:
+                    extra["matmul"] = matmul_rows(torch, cfg, w, builder, info, eng)
                 if fmt == "q4f16_1" and not quick and eng.pdl:
                     # the same engine without programmatic dependent launch, for the record
                     del eng

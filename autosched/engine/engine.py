@@ -29,6 +29,8 @@ configs the database (or a same-device recording) has measured: see engine/verif
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from autosched.engine.matmul import Matmul
@@ -109,10 +111,11 @@ class Engine:
             builder = Builder()
         try:
             self._build(weights, builder, db, progress, splits, verify)
+            self._alloc()
+            self.step_verification = self._verify_in_step(weights, builder, progress) if graphs else {}
         finally:
             if own_builder:
                 builder.close()
-        self._alloc()
 
     # -- set-up -----------------------------------------------------------------------------
     def _build(self, weights, builder, db, progress, splits, verify) -> None:
@@ -139,20 +142,105 @@ class Engine:
         for m in self.mm.values():
             m.load(builder)
 
+        self._pack(weights, list(self.mm), progress)
+        self.embedding = as_torch(weights["token_embedding"], self.dev)
+        torch.cuda.synchronize(self.dev)
+
+    def _pack(self, weights, names: list[str], progress=None) -> None:
+        """Quantize and pack the weights of the matmuls `names` (every layer) into their kernels'
+        layouts, one layer at a time: a 7B model never sits on the GPU in float32 all at once."""
+        c = self.cfg
         task = progress.add_task("packing weights", total=c.n_layers + 1) if progress else None
         rms_att, rms_ffn = as_torch(weights["rms_att"], self.dev), as_torch(weights["rms_ffn"], self.dev)
         for layer in range(c.n_layers):
-            # one layer at a time: a 7B model never sits on the GPU in float32 all at once
-            get = lambda n: as_torch(weights[n][layer], self.dev)  # noqa: E731
-            for name, w in fused(get, rms_att[layer], rms_ffn[layer]).items():
-                self.mm[name].add_layer(w)
+            if set(names) - {"cls"}:
+                get = lambda n: as_torch(weights[n][layer], self.dev)  # noqa: E731
+                for name, w in fused(get, rms_att[layer], rms_ffn[layer]).items():
+                    if name in names:
+                        self.mm[name].add_layer(w)
             if progress:
                 progress.advance(task)
-        self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev) * as_torch(weights["rms_final"], self.dev)[None, :])
-        self.embedding = as_torch(weights["token_embedding"], self.dev)
+        if "cls" in names:
+            self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev) * as_torch(weights["rms_final"], self.dev)[None, :])
         if progress:
             progress.advance(task)
-        torch.cuda.synchronize(self.dev)
+
+    def _verify_in_step(self, weights, builder, progress=None) -> dict:
+        """name -> [(Choice, us a step)]: each q4f16_1 matmul's candidates (the configs its graph
+        check timed) timed inside this engine's own step graph, one matmul at a time, largest
+        first, the others as served; the fastest is served (its weights packed again if it is not
+        the one already in place).  A step sees what an isolated graph of one kernel does not (the
+        kernel before it, what it leaves in the L2): on the 7B model the gate/up config the
+        isolated check chose was 3% slower a step than the tuner's own best (H100, 2026-11-23)."""
+        import torch
+        if self.fmt != "q4f16_1":
+            return {}
+        reps = 3
+        steps = min(32, (self.cfg.seq_len - 6) // reps)
+        if steps < 4:
+            return {}                   # too short a context to time a step meaningfully
+        order = sorted(self.mm, key=lambda nm: -self.mm[nm].n * self.mm[nm].k)
+        cands = {nm: [c for c, _ in self.verification[nm][1]] for nm in order}
+        total = sum(len(v) for v in cands.values() if len(v) > 1)
+        task = progress.add_task("timing GEMV configs in the step", total=total) if progress and total else None
+        out = {}
+        for name in order:
+            if len(cands[name]) < 2:
+                continue
+            cur = self.mm[name]
+            timed = []
+            for choice in cands[name]:
+                if choice.config == cur.choice.config:
+                    timed.append((choice, self._step_us(steps, reps)))
+                else:
+                    trial = Matmul(name, self.fmt, cur.n, cur.k, self.act, self.act, self.info, pdl=self.pdl,
+                                   choice=choice, epilogue=EPILOGUE[name])
+                    trial.load(builder)
+                    # the time does not depend on the weights' values: one random matrix, cloned
+                    trial.add_layer(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5)
+                    trial.layers += [{a: t.clone() for a, t in trial.layers[0].items()}
+                                     for _ in range(len(cur.layers) - 1)]
+                    self.mm[name] = trial
+                    try:
+                        timed.append((choice, self._step_us(steps, reps)))
+                    finally:
+                        self.mm[name] = cur
+                        del trial
+                        torch.cuda.empty_cache()
+                if task is not None:
+                    progress.advance(task)
+            best, us = min(timed, key=lambda cu: cu[1])
+            src = f"{best.source}, fastest of {len(timed)} in the decode step ({us:.0f} us a step)"
+            if best.config != cur.choice.config:
+                self.mm[name] = Matmul(name, self.fmt, cur.n, cur.k, self.act, self.act, self.info, pdl=self.pdl,
+                                       choice=dataclasses.replace(best, source=src), epilogue=EPILOGUE[name])
+                self.mm[name].load(builder)
+                del cur
+                torch.cuda.empty_cache()
+                self._pack(weights, [name])
+            else:
+                cur.choice = dataclasses.replace(cur.choice, source=src)
+            out[name] = timed
+        self._graph = None
+        self.reset()
+        return out
+
+    def _step_us(self, steps: int, reps: int) -> float:
+        """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""
+        import torch
+        self._graph = None
+        self.reset()
+        self.step(1)
+        self.decode(4)                  # captures the graph and warms it
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(reps):
+            start.record()
+            self.decode(steps)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0 / steps)
+        return float(np.median(times))
 
     def _splits_that_fit(self, splits: int) -> int:
         """Fewest splits >= `splits` whose slice of scores fits a launch's shared memory."""

@@ -1,6 +1,8 @@
 """On a GPU: the decode engine against the float64 reference decoder on the same (quantized)
 weights, in every weight format; graphs, split-KV and the HF transformers model agree."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -145,9 +147,10 @@ def test_generate_command_streams_the_engines_greedy_tokens(tmp_path, builder, c
     assert runs[0] != text + b"\n" or runs[2] != text + b"\n"
 
 
-def test_engine_serves_the_fastest_in_a_graph_of_the_ranked_configs(weights, builder, tmp_path):
+def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, builder, tmp_path):
     """With three measured configs of the qkv shape in the database, the engine times all three in
-    a graph, serves the fastest, and still matches the reference."""
+    an isolated graph and then inside its own step graph, serves the fastest in the step (its
+    weights packed again when that is not the one in place), and still matches the reference."""
     from autosched.database import Database
     from autosched.device import query
     from autosched.engine.engine import Engine, matmul_shapes
@@ -163,11 +166,14 @@ def test_engine_serves_the_fastest_in_a_graph_of_the_ranked_configs(weights, bui
         for i, c in enumerate(cfgs):
             db.add(w.key, info.key, t.family, c, Measurement(Status.OK, 1.0 + i, 1.0 + i, 0.0, 0.0, runs=100))
         eng = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
-    served, timed = eng.verification["qkv"]
-    assert [c.config for c, _ in timed] == cfgs and all(us > 0 for _, us in timed)
-    assert served.config == min(timed, key=lambda cu: cu[1])[0].config
-    assert "fastest of 3 in a CUDA graph" in eng.mm["qkv"].choice.source
-    assert eng.verification["o"][1] == []        # one candidate (the default): nothing to time
+    _, isolated = eng.verification["qkv"]
+    assert [c.config for c, _ in isolated] == cfgs and all(us > 0 for _, us in isolated)
+    in_step = eng.step_verification["qkv"]
+    assert sorted(json.dumps(c.config, sort_keys=True) for c, _ in in_step) == sorted(
+        json.dumps(c, sort_keys=True) for c in cfgs)
+    assert eng.mm["qkv"].choice.config == min(in_step, key=lambda cu: cu[1])[0].config
+    assert "fastest of 3 in the decode step" in eng.mm["qkv"].choice.source
+    assert eng.verification["o"][1] == [] and "o" not in eng.step_verification   # one candidate: nothing to time
     ref = ReferenceDecoder(CFG, quantized_model(weights, "q4f16_1"))
     assert run_both(eng, ref, TOKENS) < TOL["q4f16_1"]
 
