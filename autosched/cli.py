@@ -552,8 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--top-p", type=float, default=0.9, help="with --temperature: nucleus mass kept (default 0.9)")
     s.add_argument("--seed", type=int, default=0, help="with --temperature: sampling seed")
     s.add_argument("--verify", type=_positive, default=4, metavar="N",
-                   help="q4f16_1: per matmul shape, serve the fastest of the N best measured GEMV configs "
-                        "timed in a CUDA graph (default 4; 1 serves the tuning winner as is)")
+                   help="q4f16_1: per matmul shape, serve the fastest of the N best measured GEMV configs, "
+                        "timed in a CUDA graph and then inside the engine's own decode step (default 4; 1 "
+                        "serves the tuning winner as is)")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_generate)
     return p
