@@ -13,18 +13,20 @@ and SiLU x up are epilogues of the matmuls (kernels/epilogue.cuh):
     x       += W_down . h; x16 = x;  ss[2l+2] += x^2                               residual
 
 with x the float residual, x16 its copy in the activation type, ss the sums of squares (embed_norm
-writes ss[0] and zeroes the rest), and the classifier's matrix carrying the final norm's weight.  Every kernel is launched with programmatic
-dependent launch (kernels/pdl.cuh; pdl=False turns it off): a matmul streams the start of its
-weights into the L2 while the kernel before it finishes.
-Attention is split over the context (split-KV, slices merged in the same launch) once the context
-is long enough to give every slice 64 positions.
+writes ss[0] and zeroes the rest), and the classifier's matrix carrying the final norm's weight.
+Every kernel is launched with programmatic dependent launch (kernels/pdl.cuh; pdl=False turns it
+off): a matmul streams the start of its weights into the L2 while the kernel before it finishes,
+and attention fetches its KV-cache rows while the qkv matmul finishes.  Attention is split over the
+context (split-KV, slices merged in the same launch) once the context is long enough to give every
+slice 64 positions.
 
     eng = Engine(cfg, weights, "q4f16_1")     # weights: numpy or torch float32, llama2.c names
     logits = eng.step(token)                  # float32 (vocab,) torch tensor on the GPU
     tokens = eng.generate(prompt, 64)         # greedy
 
-A q4f16_1 engine serves, per matmul shape, the fastest in a CUDA graph of the `verify` (4) best
-configs the database (or a same-device recording) has measured: see engine/verify.py.
+A q4f16_1 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
+database (or a same-device recording) has measured, timed in an isolated CUDA graph
+(engine/verify.py) and then inside the engine's own step (Engine._verify_in_step).
 """
 
 from __future__ import annotations
