@@ -147,6 +147,11 @@ embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ tabl
   for (int i = 1 + threadIdx.x; i < n_ss; i += THREADS) ss[i] = 0.0;
 }
 
+// Two blocks an SM: the early K/V loads need ~128 registers a thread (one block an SM, at 136, made
+// the 9 x 32 blocks of a 4096 context take three waves: 49 us instead of 35), and the host sizes
+// split-KV to fill exactly that many blocks (templates/decode.py: attention_splits).
+constexpr int ATTENTION_BLOCKS_PER_SM = 2;
+
 // Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.  head_size * sizeof(T)
 // must be a multiple of 16 (the launcher checks): K and V rows are read with 16-byte loads.
 // Split-KV: of the gridDim.y blocks of a head, as many as give slices of >= 64 positions take a
@@ -154,7 +159,7 @@ embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ tabl
 // of them to finish (a ticket in count[h], which it resets for the next step) merges them, so there
 // is no second launch.
 template <typename T, int THREADS>
-__global__ void __launch_bounds__(THREADS, 1)
+__global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
                int head_size, int kv_mul) {
   using namespace autosched_decode;

@@ -46,10 +46,14 @@ def attention_threads(head_size: int) -> int:
     return 256
 
 
+ATTENTION_BLOCKS_PER_SM = 2     # rope_attention's __launch_bounds__ (kernels/decode.cuh)
+
+
 def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
-    """Split-KV slices per head: about two blocks per SM, none shorter than 32 positions (a slice
-    that is empty at the current position exits at once)."""
-    return max(1, min(-(-2 * sm_count // n_heads), seq_len // 32))
+    """Split-KV slices per head: as many blocks as the GPU holds at once (a block more starts a
+    second wave, which costs a whole block's latency), none shorter than 32 positions (a slice that
+    is empty at the current position exits at once)."""
+    return max(1, min(ATTENTION_BLOCKS_PER_SM * sm_count // n_heads, seq_len // 32))
 
 
 def attention_smem_bytes(head_size: int, seq_len: int, splits: int) -> int:

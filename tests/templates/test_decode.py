@@ -31,7 +31,7 @@ def test_launch_shapes_and_refusals(h100):
     assert dk.embed_norm_spec("half", arch).grid == (1, 1, 1)
     assert dk.argmax_spec("half", arch, 32000).grid == (16, 1, 1) and dk.argmax_spec("float", arch, 512).grid == (1, 1, 1)
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
-    assert dk.attention_splits(32, 4096, 132) == 9 and dk.attention_splits(6, 256, 132) == 8
+    assert dk.attention_splits(32, 4096, 132) == 8 and dk.attention_splits(6, 256, 132) == 8
     assert dk.attention_splits(8, 16, 132) == 1
     with pytest.raises(ValueError, match="multiple of 16"):
         dk.rope_attention_spec(6, 36, 256, 1, "half", arch)
@@ -64,3 +64,13 @@ def test_engine_matmul_kernels_compile_with_programmatic_launch(tmp_path, h100):
         for m, binary in zip(mats, b.build_many([m.spec for m in mats])):
             assert binary.ok, (m.spec.name_expression, binary.error)
             assert binary.resources.spills == 0
+
+
+def test_attention_blocks_per_sm_matches_the_kernel():
+    """The host sizes split-KV for as many blocks an SM as rope_attention's launch bounds promise."""
+    from importlib import resources
+    import re
+    text = resources.files("autosched.kernels").joinpath("decode.cuh").read_text()
+    m = re.search(r"constexpr int ATTENTION_BLOCKS_PER_SM = (\d+);", text)
+    assert m and int(m.group(1)) == dk.ATTENTION_BLOCKS_PER_SM
+    assert "__launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)\nrope_attention(" in text
