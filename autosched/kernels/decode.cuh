@@ -445,14 +445,16 @@ gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, co
     acc = warp_sum(acc);
     if (scale != nullptr) acc *= __half2float(scale[row]);
   }
+  // read at the end: held through the loop, it made ptxas spill at the 32 registers it aims for here
   const autosched_epi::Args ea{res, ss_in, ss_out, dim, eps};
+  const float nscale = EPI == autosched_epi::NORM || EPI == autosched_epi::NORM_SWIGLU ? autosched_epi::norm_scale(ea) : 1.f;
   if constexpr (STAGE) {
     __shared__ float fin[WARPS];
     if (lane == 0) fin[threadIdx.x / 32] = acc;
     __syncthreads();
-    autosched_epi::finish<EPI, WARPS * 32>(fin, WARPS, blockIdx.x * WARPS, N, out, ea);
+    autosched_epi::finish<EPI, WARPS * 32>(fin, WARPS, blockIdx.x * WARPS, N, out, ea, nscale);
   } else if (row < N && lane == 0) {
-    out[row] = from_f<O>(EPI == autosched_epi::NORM ? acc * autosched_epi::norm_scale(ea) : acc);
+    out[row] = from_f<O>(EPI == autosched_epi::NORM ? acc * nscale : acc);
   }
 }
 

@@ -32,7 +32,9 @@ struct Args {
 };
 
 __device__ __forceinline__ float norm_scale(const Args& a) {
-  return rsqrtf((float)(__ldcg(a.ss_in) / a.dim) + a.eps);
+  // __fdividef: an IEEE division (double or float) calls a slow-path subroutine whose stack frame
+  // ptxas reports as spills in some kernels; rsqrtf is approximate to 2 ulp anyway
+  return rsqrtf(__fdividef((float)__ldcg(a.ss_in), (float)a.dim) + a.eps);
 }
 
 template <typename O> __device__ __forceinline__ O to_out(float v);
@@ -41,9 +43,12 @@ template <> __device__ __forceinline__ __half to_out<__half>(float v) { return _
 
 // The block's rows [row0, row0 + rows) have their sums in fin (shared memory, complete: the caller
 // synchronized after writing it); rows at or past n are padding.  For RESIDUAL and NORM_SWIGLU,
-// which need a row's neighbours or a block-wide sum.  THREADS whole warps, linear thread ids.
+// which need a row's neighbours or a block-wide sum; `scale` is NORM_SWIGLU's norm_scale(a), which
+// the caller reads right after its dependency wait so the load's latency hides behind the matmul.
+// THREADS whole warps, linear thread ids.
 template <int EPI, int THREADS, typename O>
-__device__ __forceinline__ void finish(const float* fin, int rows, int row0, int n, O* out, const Args& a) {
+__device__ __forceinline__ void finish(const float* fin, int rows, int row0, int n, O* out, const Args& a,
+                                       float scale) {
   static_assert(EPI == RESIDUAL || EPI == NORM_SWIGLU, "STORE and NORM write straight from the sums");
   static_assert(THREADS % 32 == 0, "whole warps");
   const int tid = threadIdx.x + threadIdx.y * blockDim.x;
@@ -64,11 +69,10 @@ __device__ __forceinline__ void finish(const float* fin, int rows, int row0, int
       if ((tid & 31) == 0) atomicAdd(a.ss_out, (double)sq);
     }
   } else {
-    const float s = norm_scale(a);
     for (int i = tid; 2 * i < rows; i += THREADS) {
       const int r = row0 + 2 * i;
       if (r < n) {
-        const float g = fin[2 * i] * s, u = fin[2 * i + 1] * s;
+        const float g = fin[2 * i] * scale, u = fin[2 * i + 1] * scale;
         out[r / 2] = to_out<O>(g / (1.f + __expf(-g)) * u);
       }
     }

@@ -266,6 +266,9 @@ struct Gemv {
 #ifdef AUTOSCHED_PDL
     autosched_pdl::grid_dependency_wait();
 #endif
+    // the norm's scale is needed only at the end; reading it now hides the round trip
+    float scale = 1.f;
+    if constexpr (EPI == autosched_epi::NORM || EPI == autosched_epi::NORM_SWIGLU) scale = autosched_epi::norm_scale(ea);
 
     if constexpr (V_SHARED) {
       for (int w = tid; w < KW; w += THREADS) smem[w] = ld_v4(v + 8 * w);
@@ -307,8 +310,6 @@ struct Gemv {
     static_assert(EPI != autosched_epi::NORM_SWIGLU || (ROWS % 2 == 0 && N % 2 == 0),
                   "gate/up row pairs must not straddle blocks");
     float* red = reinterpret_cast<float*>(smem + (V_SHARED ? KW : 0));   // [R_GROUPS][ROWS]
-    float scale = 1.f;
-    if constexpr (EPI == autosched_epi::NORM) scale = autosched_epi::norm_scale(ea);
     if constexpr (R_GROUPS == 1) {
       if (r == 0) {
 #pragma unroll
@@ -340,7 +341,7 @@ struct Gemv {
     }
     if constexpr (STAGE) {
       __syncthreads();
-      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea);
+      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale);
     }
   }
 };
