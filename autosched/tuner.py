@@ -125,6 +125,8 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
             last = now
             res.measured_now += 1
             account(fresh[i], m)
+        if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
+            break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
         batch_now = batch_next
     res.elapsed_s = time.perf_counter() - t0
     return res

@@ -166,6 +166,29 @@ def test_time_budget_zero_measures_nothing(synthetic, loaded, tmp_path):
     assert measurement_rows(path) == 0
 
 
+def test_time_budget_stops_after_the_batch_it_runs_out_in(h100, gemv_template, tmp_path):
+    """The batch proposed ahead (its builds already started) is not measured once the time is up:
+    a run overruns its budget by at most the batch in flight."""
+    import time as _time
+
+    from autosched.measure.result import Measurement, Status
+    from autosched.workloads import GemvQ4F16
+
+    class SlowRunner:
+        name, needs_binary, device_info = "slow", False, h100
+
+        def measure_stream(self, items):
+            for tag, spec, binary in items:
+                _time.sleep(0.01)
+                yield tag, Measurement(Status.OK, 1.0, 1.0, 0.1, 0.0)
+
+    with Database(tmp_path / "db") as db:
+        res = tune(GemvQ4F16(4096, 4096), gemv_template, SlowRunner(), db, strategy="random", trials=100,
+                   batch=10, time_budget_s=0.05)
+    # batches 1 and 2 are proposed at once, in budget; batch 1 takes ~0.1 s, so batch 2 is dropped
+    assert res.measured_now == 10 and res.trials == 10
+
+
 def test_not_recorded_configs_do_not_win(synthetic, loaded, tmp_path):
     """A recording that lacks configs: those come back NOT_RECORDED and are never the best."""
     partial = Recording(loaded.workload_key, loaded.template, loaded.device, loaded.knobs)
