@@ -43,9 +43,9 @@ template <> __device__ __forceinline__ __half to_out<__half>(float v) { return _
 
 // The block's rows [row0, row0 + rows) have their sums in fin (shared memory, complete: the caller
 // synchronized after writing it); rows at or past n are padding.  For RESIDUAL and NORM_SWIGLU,
-// which need a row's neighbours or a block-wide sum; `scale` is NORM_SWIGLU's norm_scale(a), which
-// the caller reads right after its dependency wait so the load's latency hides behind the matmul.
-// THREADS whole warps, linear thread ids.
+// which need a row's neighbours or a block-wide sum; `scale` is NORM_SWIGLU's norm_scale(a), read by
+// the caller where it costs least (the q4 GEMV right after its dependency wait, so the round trip
+// hides behind the matmul).  THREADS whole warps, linear thread ids.
 template <int EPI, int THREADS, typename O>
 __device__ __forceinline__ void finish(const float* fin, int rows, int row0, int n, O* out, const Args& a,
                                        float scale) {
