@@ -241,6 +241,12 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   const float scale = rsqrtf((float)head_size);
 
   // scores: a thread a position, its K row in 16-byte loads against q broadcast from shared memory
+  auto add_qk = [&](float& s, uint4 raw, int v) {     // s += q . (16-byte vector v of a K row)
+    float f[E];
+    Vec16<T>::unpack(raw, f);
+#pragma unroll
+    for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
+  };
   float m = neg_inf();
   if (tk < t1) {          // the first position, its K row already in registers
     float s = 0.f;
@@ -248,21 +254,10 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
       for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
     } else {
 #pragma unroll
-      for (int v = 0; v < KPRE; ++v) {
-        if (v < nvec) {
-          float f[E];
-          Vec16<T>::unpack(kpre[v], f);
-#pragma unroll
-          for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
-        }
-      }
+      for (int v = 0; v < KPRE; ++v)
+        if (v < nvec) add_qk(s, kpre[v], v);
       const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)tk * kv_dim + kv_off);
-      for (int v = KPRE; v < nvec; ++v) {
-        float f[E];
-        Vec16<T>::unpack(__ldg(kt + v), f);
-#pragma unroll
-        for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
-      }
+      for (int v = KPRE; v < nvec; ++v) add_qk(s, __ldg(kt + v), v);
     }
     s *= scale;
     scores[tk - t0] = s;
@@ -275,12 +270,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
     } else {
       const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)t * kv_dim + kv_off);
 #pragma unroll 8
-      for (int v = 0; v < nvec; ++v) {
-        float f[E];
-        Vec16<T>::unpack(__ldg(kt + v), f);
-#pragma unroll
-        for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
-      }
+      for (int v = 0; v < nvec; ++v) add_qk(s, __ldg(kt + v), v);
     }
     s *= scale;
     scores[t - t0] = s;
@@ -300,22 +290,24 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   float acc[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = 0.f;
+  // acc += p(t) * V row t: `raw` from the cache, or this step's v at t == pos (not in the cache yet)
+  auto add_pv = [&](int t, uint4 raw) {
+    const float p = scores[t - t0];
+    float f[E];
+    Vec16<T>::unpack(raw, f);
+    if (t == pos) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[e] += p * f[e];
+  };
   if (g < groups) {
     // the first four positions from the rows loaded before the wait
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int tu = t0 + g + u * groups;
-      if (tu < t1) {
-        const float p = scores[tu - t0];
-        float f[E];
-        Vec16<T>::unpack(vpre[u], f);
-        if (tu == pos) {
-#pragma unroll
-          for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
-        }
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[e] += p * f[e];
-      }
+      if (tu < t1) add_pv(tu, vpre[u]);
     }
     // the rest four rows in flight before any is used: at a short context each group walks only a
     // few positions, so the time is the number of dependent round trips, not bandwidth
@@ -329,18 +321,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
                            : __ldg(reinterpret_cast<const uint4*>(vrow + (long long)tu * kv_dim) + c);
       }
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int tu = t + u * groups;
-        const float p = scores[tu - t0];
-        float f[E];
-        Vec16<T>::unpack(raw[u], f);
-        if (tu == pos) {
-#pragma unroll
-          for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
-        }
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc[e] += p * f[e];
-      }
+      for (int u = 0; u < 4; ++u) add_pv(t + u * groups, raw[u]);
     }
     for (; t < t1; t += groups) {
       const float p = scores[t - t0];
