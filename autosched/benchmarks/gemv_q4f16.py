@@ -93,17 +93,25 @@ def _baselines(workload, inputs, ref, timer, graph_copies) -> dict:
     return out
 
 
+def _checked_launch(kern, w, out, ref, stream, what: str):
+    """One launch of `kern` into a NaN-poisoned `out`, checked against the float64 reference: a
+    kernel that fails is never timed."""
+    import torch
+    out.fill_(float("nan"))
+    kern.launch(stream)
+    torch.cuda.synchronize()
+    chk = w.check(out.cpu().numpy(), ref)
+    if not chk.ok:
+        raise RuntimeError(f"{what} failed its check: {chk.message}")
+    return chk
+
+
 def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies, timer, stream) -> dict:
     import torch
     from cuda.core import Stream
     spec = template.render(w, cfg, device)
     k = Launchable(spec, builder.build(spec), inputs, out, copies)
-    out.fill_(float("nan"))
-    k.launch(stream)
-    torch.cuda.synchronize()
-    chk = w.check(out.cpu().numpy(), ref)
-    if not chk.ok:
-        raise RuntimeError(f"{name} kernel for {w.key} failed its check: {chk.message}")
+    chk = _checked_launch(k, w, out, ref, stream, f"{name} kernel for {w.key}")
     s = timer.summary(lambda: k.launch(stream))
     row = {f"{name}_us": s["median_us"], f"{name}_min_us": s["min_us"], f"{name}_spread_us": s["spread_us"],
            f"{name}_config": cfg, f"{name}_max_abs_err": chk.max_abs_err}
@@ -115,7 +123,6 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
 def _rerank(w, template, device, db, first: dict, builder, inputs, ref, out, timer, stream, k: int):
     """The fastest of the database's k fastest configs of `w` (and `first`, the tuning's pick),
     timed in this process; returns (config, [{config, tuner_us, bench_us | error}])."""
-    import torch
     space = template.space(w, device)
 
     def norm(c):
@@ -138,12 +145,7 @@ def _rerank(w, template, device, db, first: dict, builder, inputs, ref, out, tim
         entry = {"config": cfg, "tuner_us": t_us}
         try:
             kern = Launchable(spec, fut.result(), inputs, out)
-            out.fill_(float("nan"))
-            kern.launch(stream)
-            torch.cuda.synchronize()
-            chk = w.check(out.cpu().numpy(), ref)
-            if not chk.ok:
-                raise RuntimeError(f"failed its check: {chk.message}")
+            _checked_launch(kern, w, out, ref, stream, "config")
             entry["bench_us"] = timer.summary(lambda: kern.launch(stream))["median_us"]
         except Exception as e:
             entry["error"] = err_text(e)
