@@ -217,12 +217,17 @@ def fused_smem_bytes(K: int, tx: str, ts: int, tr: int, tile_s: int, v_shared: i
     return v_shared * 2 * K + 4 * groups * ts * tile_s
 
 
+def blocks_pair_rows(workload, config: dict) -> bool:
+    """Does every block own whole (gate, up) row pairs, as a row-pairing epilogue needs?"""
+    return config["ts"] * config["tile_s"] % 2 == 0 and workload.N % 2 == 0
+
+
 def fused_spec(workload, config: dict, device, epilogue: str) -> KernelSpec:
     """gemv_q4f16_fused: the config's GEMV with a decode step's `epilogue` (templates/epilogue.py);
     the launcher appends the epilogue's five arguments to the GEMV's four."""
     spec = GemvQ4F16Template().render(workload, config, device)
     cfg = dict(spec.config)
-    if pairs_rows(epilogue) and (cfg["ts"] * cfg["tile_s"] % 2 or workload.N % 2):
+    if pairs_rows(epilogue) and not blocks_pair_rows(workload, cfg):
         raise ValueError(f"the {epilogue} epilogue pairs rows: a block's rows ({cfg['ts']} x {cfg['tile_s']}) "
                          f"and N ({workload.N}) must be even")
     expr = "gemv_q4f16_fused<" + spec.name_expression.split("<", 1)[1][:-1] + f", {epilogue_id(epilogue)}>"
