@@ -62,13 +62,14 @@ def served_gemv_choices(cfg: LlamaConfig, info, db, builder, verify: int, pdl: b
     from autosched.ops.gemv import Choice, ranked_configs
     from autosched.templates import template_for
     from autosched.templates.epilogue import pairs_rows
+    from autosched.templates.gemv_q4f16 import blocks_pair_rows
     from autosched.workloads import GemvQ4F16
     out = {}
     for name, (n, k) in matmul_shapes(cfg).items():
         want = max(1, verify)
         choices = ranked_configs(GemvQ4F16(n, k), info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
         if pairs_rows(EPILOGUE[name]):
-            paired = [c for c in choices if c.config["ts"] * c.config["tile_s"] % 2 == 0]
+            paired = [c for c in choices if blocks_pair_rows(GemvQ4F16(n, k), c.config)]
             choices = paired[:want] or [Choice(template_for(GemvQ4F16(n, k)).default_config(GemvQ4F16(n, k), info),
                                                "default (no measured config pairs rows)")]
         out[name] = (fastest_in_graph(name, n, k, choices, info, builder, pdl=pdl) if len(choices) > 1
@@ -183,20 +184,22 @@ class Engine:
             return {}                   # too short a context to time a step meaningfully
         order = sorted(self.mm, key=lambda nm: -self.mm[nm].n * self.mm[nm].k)
         cands = {nm: [c for c, _ in self.verification[nm][1]] for nm in order}
-        total = sum(len(v) for v in cands.values() if len(v) > 1)
+        # a Matmul per candidate (None: the one in place), all compiled in the pool before any timing
+        trials = {nm: [None if c.config == self.mm[nm].choice.config else
+                       Matmul(nm, self.fmt, self.mm[nm].n, self.mm[nm].k, self.act, self.act, self.info,
+                              pdl=self.pdl, choice=c, epilogue=EPILOGUE[nm]) for c in cands[nm]]
+                  for nm in order if len(cands[nm]) > 1}
+        list(builder.build_many([m.spec for ms in trials.values() for m in ms if m is not None]))
+        total = sum(len(ms) for ms in trials.values())
         task = progress.add_task("timing GEMV configs in the step", total=total) if progress and total else None
         out = {}
-        for name in order:
-            if len(cands[name]) < 2:
-                continue
+        for name, mats in trials.items():
             cur = self.mm[name]
             timed = []
-            for choice in cands[name]:
-                if choice.config == cur.choice.config:
+            for choice, trial in zip(cands[name], mats):
+                if trial is None:
                     timed.append((choice, self._step_us(steps, reps)))
                 else:
-                    trial = Matmul(name, self.fmt, cur.n, cur.k, self.act, self.act, self.info, pdl=self.pdl,
-                                   choice=choice, epilogue=EPILOGUE[name])
                     trial.load(builder)
                     # the time does not depend on the weights' values: one random matrix, cloned
                     trial.add_layer(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5)
@@ -207,16 +210,16 @@ class Engine:
                         timed.append((choice, self._step_us(steps, reps)))
                     finally:
                         self.mm[name] = cur
-                        del trial
+                        trial.layers.clear()
                         torch.cuda.empty_cache()
                 if task is not None:
                     progress.advance(task)
-            best, us = min(timed, key=lambda cu: cu[1])
+            i = min(range(len(timed)), key=lambda j: timed[j][1])
+            best, us = timed[i]
             src = f"{best.source}, fastest of {len(timed)} in the decode step ({us:.0f} us a step)"
-            if best.config != cur.choice.config:
-                self.mm[name] = Matmul(name, self.fmt, cur.n, cur.k, self.act, self.act, self.info, pdl=self.pdl,
-                                       choice=dataclasses.replace(best, source=src), epilogue=EPILOGUE[name])
-                self.mm[name].load(builder)
+            if mats[i] is not None:         # serve the winner: its loaded kernel, the real weights
+                mats[i].choice = dataclasses.replace(best, source=src)
+                self.mm[name] = mats[i]
                 del cur
                 torch.cuda.empty_cache()
                 self._pack(weights, [name])
