@@ -1,5 +1,6 @@
 """Pieces every benchmark shares: the commit measured, a built kernel launchable on torch's
-stream, CUDA-graph timing, error text for a results file, the tune-then-time session."""
+stream, CUDA-graph timing, error text for a results file, the tune-then-time session, and the
+re-rank of the database's fastest configs in the benchmark's own process."""
 
 from __future__ import annotations
 
@@ -121,6 +122,40 @@ def tune_all(workloads, template, runner, db, builder, *, strategy: str, trials:
         log(f"tuned {w.shape_str}: {best} after {res.trials} trials in {res.elapsed_s:.0f} s {res.statuses}")
     return tuned
 
+
+
+def rerank_configs(w, template, device, db, first: dict, builder, k: int, time_config):
+    """Performance verification: the fastest, timed in this process, of the tuning's pick `first`
+    and the database's fastest configs of `w`, k in all.  `time_config(spec, binary)` checks one
+    kernel against the reference and returns its median time (us), raising if it fails.
+    Returns (config, [{config, tuner_us, bench_us | error}])."""
+    space = template.space(w, device)
+
+    def norm(c):
+        return tuple(sorted(space.validate(c).items()))
+    recs = [(r.config, r.measurement.median_us) for r in db.fastest(w.key, device.key, template.family, 4 * k)
+            if space.contains(r.config)]
+    tuner_us = {}
+    for c, t in recs:
+        tuner_us.setdefault(norm(c), t)
+    todo, seen = [], set()
+    for cfg in [first] + [c for c, _ in recs]:
+        if norm(cfg) not in seen:
+            seen.add(norm(cfg))
+            todo.append((cfg, tuner_us.get(norm(cfg))))
+    todo = todo[:k]
+    specs = [template.render(w, c, device) for c, _ in todo]
+    futures = [builder.submit(sp) for sp in specs]      # all build in the pool while the first is timed
+    tried = []
+    for (cfg, t_us), spec, fut in zip(todo, specs, futures):
+        entry = {"config": cfg, "tuner_us": t_us}
+        try:
+            entry["bench_us"] = time_config(spec, fut.result())
+        except Exception as e:
+            entry["error"] = err_text(e)
+        tried.append(entry)
+    ok = [e for e in tried if "bench_us" in e]
+    return (min(ok, key=lambda e: e["bench_us"])["config"] if ok else first), tried
 
 
 @contextmanager

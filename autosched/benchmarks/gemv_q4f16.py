@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.benchmarks.common import Launchable, err_text, tuned_then_timed, write_results
+from autosched.benchmarks.common import Launchable, err_text, rerank_configs, tuned_then_timed, write_results
 from autosched.engine.verify import time_graph
 from autosched.measure.protocol import ptr
 
@@ -121,37 +121,11 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
 
 
 def _rerank(w, template, device, db, first: dict, builder, inputs, ref, out, timer, stream, k: int):
-    """The fastest of the database's k fastest configs of `w` (and `first`, the tuning's pick),
-    timed in this process; returns (config, [{config, tuner_us, bench_us | error}])."""
-    space = template.space(w, device)
-
-    def norm(c):
-        return tuple(sorted(space.validate(c).items()))
-    recs = [(r.config, r.measurement.median_us) for r in db.fastest(w.key, device.key, template.family, 4 * k)
-            if space.contains(r.config)]
-    tuner_us = {}
-    for c, t in recs:
-        tuner_us.setdefault(norm(c), t)
-    todo, seen = [], set()
-    for cfg in [first] + [c for c, _ in recs]:
-        if norm(cfg) not in seen:
-            seen.add(norm(cfg))
-            todo.append((cfg, tuner_us.get(norm(cfg))))
-    todo = todo[:k]
-    specs = [template.render(w, c, device) for c, _ in todo]
-    futures = [builder.submit(sp) for sp in specs]
-    tried = []
-    for (cfg, t_us), spec, fut in zip(todo, specs, futures):
-        entry = {"config": cfg, "tuner_us": t_us}
-        try:
-            kern = Launchable(spec, fut.result(), inputs, out)
-            _checked_launch(kern, w, out, ref, stream, "config")
-            entry["bench_us"] = timer.summary(lambda: kern.launch(stream))["median_us"]
-        except Exception as e:
-            entry["error"] = err_text(e)
-        tried.append(entry)
-    ok = [e for e in tried if "bench_us" in e]
-    return (min(ok, key=lambda e: e["bench_us"])["config"] if ok else first), tried
+    def time_config(spec, binary):
+        kern = Launchable(spec, binary, inputs, out)
+        _checked_launch(kern, w, out, ref, stream, "config")
+        return timer.summary(lambda: kern.launch(stream))["median_us"]
+    return rerank_configs(w, template, device, db, first, builder, k, time_config)
 
 
 def _write(rows, device, strategy, trials, out_dir, planned=(), path=None, rerank: int = RERANK) -> Path:

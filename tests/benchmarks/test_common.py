@@ -24,3 +24,35 @@ def test_tune_all_tunes_and_records_the_default(synthetic, tmp_path):   # noqa: 
     # 40 tuning trials, plus the default unless the search had already drawn it
     assert res.total_trials == len(measured) and len(measured) in (40, 41)
     assert lines and lines[0].startswith(f"tuned {w.shape_str}:")
+
+
+def test_rerank_times_the_pick_and_the_fastest_records_and_keeps_the_fastest_here(tmp_path, h100):
+    from types import SimpleNamespace
+
+    from autosched.benchmarks.common import rerank_configs
+    from autosched.measure.result import Measurement, Status
+    from autosched.templates import SgemmTemplate
+    from autosched.workloads import Sgemm
+    device = h100
+    w, t = Sgemm.from_shape("256x256x256"), SgemmTemplate()
+    cfgs = list(t.space(w, device))[:6]
+    builder = SimpleNamespace(submit=lambda spec: SimpleNamespace(result=lambda: spec.name_expression))
+    with Database(tmp_path / "db") as db:
+        # the database ranks cfgs[1] < cfgs[2] < ... ; cfgs[0] is the tuning's pick, not in it
+        for i, c in enumerate(cfgs[1:], 1):
+            db.add(w.key, device.key, t.family, c, Measurement(Status.OK, median_us=float(i), min_us=float(i)))
+        db.add(w.key, device.key, t.family, cfgs[5], Measurement(Status.WRONG, median_us=0.5))
+        names = {t.render(w, c, device).name_expression: i for i, c in enumerate(cfgs)}
+        here = {0: 9.0, 1: 7.0, 2: None, 3: 3.0, 4: 1.0}     # this process's times; 2 fails its check
+
+        def time_config(spec, binary):
+            us = here[names[binary]]
+            if us is None:
+                raise RuntimeError("failed its check")
+            return us
+        best, tried = rerank_configs(w, t, device, db, cfgs[0], builder, 4, time_config)
+    # k=4: the pick first, then the database's fastest passing records in order; the wrong one never
+    assert [e["config"] for e in tried] == cfgs[:4]
+    assert [e.get("tuner_us") for e in tried] == [None, 1.0, 2.0, 3.0]
+    assert "error" in tried[2] and "bench_us" not in tried[2]
+    assert best == cfgs[3]          # 3.0 us here beats the tuner's favourite (7.0 us here)
