@@ -62,22 +62,21 @@ MATMUL_WEIGHTS = ("wq", "wk", "wv", "wo", "w1", "w2", "w3")
 FOLDED_NORM = {"wq": "rms_att", "wk": "rms_att", "wv": "rms_att", "w1": "rms_ffn", "w3": "rms_ffn"}
 
 
-def quantized_model(weights: dict[str, np.ndarray], fmt: str, fold_norms: bool = True) -> dict[str, np.ndarray]:
+def quantized_model(weights: dict[str, np.ndarray], fmt: str) -> dict[str, np.ndarray]:
     """The model's weights as the `fmt` engine sees them: matmul weights and the classifier
-    quantized (as a separate "wcls" when it is shared with the embedding), norms and the embedding
-    table (the lookup) kept.  With fold_norms (what the engine does), each RMSNorm's weight is
-    multiplied into the columns of the matrices it feeds before they are quantized, and the norm
-    weights become ones: the same function, quantized as the engine quantizes it."""
+    quantized (as a separate "wcls" when it is shared with the embedding), the embedding table (the
+    lookup) kept.  As in the engine, each RMSNorm's weight is multiplied into the columns of the
+    matrices it feeds before they are quantized, and the norm weights become ones: the same
+    function, quantized as the engine quantizes it."""
     out = dict(weights)
     cls = weights.get("wcls", weights["token_embedding"]).astype(np.float32)
     for name in MATMUL_WEIGHTS:
         mats = weights[name].astype(np.float32)
-        if fold_norms and name in FOLDED_NORM:
+        if name in FOLDED_NORM:
             mats = mats * weights[FOLDED_NORM[name]].astype(np.float32)[:, None, :]
         out[name] = np.stack([roundtrip(m, fmt) for m in mats])
-    if fold_norms:
-        cls = cls * weights["rms_final"].astype(np.float32)[None, :]
-        for norm in ("rms_att", "rms_ffn", "rms_final"):
-            out[norm] = np.ones_like(weights[norm])
+    cls = cls * weights["rms_final"].astype(np.float32)[None, :]
+    for norm in ("rms_att", "rms_ffn", "rms_final"):
+        out[norm] = np.ones_like(weights[norm])
     out["wcls"] = roundtrip(cls, fmt)
     return out
