@@ -14,7 +14,7 @@ SHAPES = ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4
 RERANK = 8          # configs the benchmark re-times in its own process before timing the winner
 
 
-def _launchable(w, spec, binary, inputs, out):
+def _launchable(spec, binary, inputs, out):
     """A built SGEMM launchable on torch's stream, and its run (zeroing C first under split-K, which
     accumulates: the zeroing is part of its cost)."""
     from cuda.core import Device
@@ -46,7 +46,7 @@ def _checked(w, run, out, ref, bound, stream, what: str):
 
 def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, timer, stream) -> dict:
     spec = template.render(w, cfg, device)
-    run = _launchable(w, spec, builder.build(spec), inputs, out)
+    run = _launchable(spec, builder.build(spec), inputs, out)
     chk = _checked(w, run, out, ref, bound, stream, "kernel")
     s = timer.summary(lambda: run(stream))
     return {"us": s["median_us"], "min_us": s["min_us"], "spread_us": s["spread_us"], "config": cfg,
@@ -55,7 +55,7 @@ def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, timer
 
 def _rerank(w, template, device, db, first, builder, inputs, ref, bound, out, timer, stream, k: int):
     def time_config(spec, binary):
-        run = _launchable(w, spec, binary, inputs, out)
+        run = _launchable(spec, binary, inputs, out)
         _checked(w, run, out, ref, bound, stream, "config")
         return timer.summary(lambda: run(stream))["median_us"]
     return rerank_configs(w, template, device, db, first, builder, k, time_config)
