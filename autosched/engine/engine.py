@@ -66,11 +66,11 @@ def served_gemv_choices(cfg: LlamaConfig, info, db, builder, verify: int, pdl: b
     from autosched.workloads import GemvQ4F16
     out = {}
     for name, (n, k) in matmul_shapes(cfg).items():
-        want = max(1, verify)
-        choices = ranked_configs(GemvQ4F16(n, k), info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
+        w, want = GemvQ4F16(n, k), max(1, verify)
+        choices = ranked_configs(w, info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
         if pairs_rows(EPILOGUE[name]):
-            paired = [c for c in choices if blocks_pair_rows(GemvQ4F16(n, k), c.config)]
-            choices = paired[:want] or [Choice(template_for(GemvQ4F16(n, k)).default_config(GemvQ4F16(n, k), info),
+            paired = [c for c in choices if blocks_pair_rows(w, c.config)]
+            choices = paired[:want] or [Choice(template_for(w).default_config(w, info),
                                                "default (no measured config pairs rows)")]
         out[name] = (fastest_in_graph(name, n, k, choices, info, builder, pdl=pdl) if len(choices) > 1
                      else (choices[0], []))
@@ -202,9 +202,8 @@ class Engine:
                 else:
                     trial.load(builder)
                     # the time does not depend on the weights' values: one random matrix, cloned
-                    trial.add_layer(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5)
-                    trial.layers += [{a: t.clone() for a, t in trial.layers[0].items()}
-                                     for _ in range(len(cur.layers) - 1)]
+                    trial.add_layer_copies(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5,
+                                           len(cur.layers))
                     self.mm[name] = trial
                     try:
                         timed.append((choice, self._step_us(steps, reps)))

@@ -77,6 +77,13 @@ class Matmul:
             packed = {"w": w.to(torch.float32 if self.fmt == "fp32" else torch.float16).contiguous()}
         self.layers.append(packed)
 
+    def add_layer_copies(self, w, count: int) -> None:
+        """`count` layers of the same matrix w: packed once, the others clones of it (timing runs,
+        whose time does not depend on the weights' values, on more bytes than the L2 holds)."""
+        self.add_layer(w)
+        first = self.layers[-1]
+        self.layers += [{arg: t.clone() for arg, t in first.items()} for _ in range(count - 1)]
+
     def nbytes(self, layer: int) -> int:
         return sum(t.numel() * t.element_size() for t in self.layers[layer].values())
 

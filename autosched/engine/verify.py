@@ -69,8 +69,7 @@ def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, buil
     timed = []
     for choice, m in zip(choices, cands):
         m.load(builder)
-        m.add_layer(w)          # quantized and packed once; the other copies are clones of it
-        m.layers += [{arg: t.clone() for arg, t in m.layers[0].items()} for _ in range(copies - 1)]
+        m.add_layer_copies(w, copies)
         timed.append((choice, matmul_graph_us(m, copies, count)))
         m.layers.clear()
         torch.cuda.empty_cache()

@@ -49,3 +49,15 @@ def test_fused_matrices_and_random_weights():
     assert torch.equal(g["gate_up"][1::2], w["w3"][1] * w["rms_ffn"][1][None, :])
     with pytest.raises(ValueError, match="unknown weight format"):
         ew.check_format("q3")
+
+
+def test_add_layer_copies_packs_once_and_clones(h100):
+    """Timing runs' layers: the matrix packed once, the other layers equal copies in their own memory."""
+    from autosched.engine.matmul import Matmul
+    m = Matmul("o", "fp16", 8, 16, "half", "half", h100)
+    w = torch.randn(8, 16)
+    m.add_layer_copies(w, 3)
+    assert len(m.layers) == 3
+    for layer in m.layers:
+        assert torch.equal(layer["w"], w.to(torch.float16))
+    assert len({layer["w"].data_ptr() for layer in m.layers}) == 3
