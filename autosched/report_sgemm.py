@@ -14,12 +14,20 @@ def _f(x, fmt="{:.1f}") -> str:
 def sgemm_table(doc: dict) -> str:
     out = [f"**FP32 SGEMM**, {doc['device']}, {doc['date']}, commit `{str(doc.get('commit', ''))[:10]}` "
            f"(`{Path(doc['_path']).name}`; cuBLAS with TF32 off; every kernel checked against float64 first)", "",
-           "| M x N x K | tuned (us) | TFLOP/s | default (us) | cuBLAS (us) | % of cuBLAS | configs measured |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+           "| M x N x K | tuned (us) | TFLOP/s | default (us) | cuBLAS (us) | % of cuBLAS | "
+           "% of cuBLAS, torch's memory | configs measured |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
-        out.append(f"| {r['M']} x {r['N']} x {r['K']} | {_f(r['tuned_us'], '{:.2f}')} | {_f(r['tuned_tflops'], '{:.1f}')} | "
-                   f"{_f(r['default_us'], '{:.2f}')} | {_f(r['cublas_us'], '{:.2f}')} | {_f(r['pct_of_cublas'])}% | "
+        # runs before the shared-buffer protocol have no "torch_memory"
+        tm = r.get("torch_memory", {}).get("pct_of_cublas")
+        out.append(f"| {r['M']} x {r['N']} x {r['K']} | {_f(r.get('tuned_us'), '{:.2f}')} | "
+                   f"{_f(r.get('tuned_tflops'), '{:.1f}')} | {_f(r.get('default_us'), '{:.2f}')} | "
+                   f"{_f(r.get('cublas_us'), '{:.2f}')} | {_f(r.get('pct_of_cublas'))}% | {_f(tm)}{'%' if tm else ''} | "
                    f"{r.get('trials', '–')} |")
+    if any("torch_memory" in r for r in doc["rows"]):
+        out += ["", "Our kernel and cuBLAS read the same A and B and write the same C, allocated from the memory "
+                    "pool the tuner measures in. The column beside it times both again on torch's caching-allocator "
+                    "memory."]
     return "\n".join(out)
 
 

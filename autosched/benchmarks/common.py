@@ -29,10 +29,33 @@ def git_commit() -> str:
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
 
 
-class Launchable:
-    """A built kernel with its inputs packed in torch tensors, launchable on a cuda.core stream."""
+class _PoolArray:
+    """A cuda.core Buffer seen through __cuda_array_interface__, so torch can wrap it; the tensor
+    holds this object, and so the buffer, for as long as it lives."""
 
-    def __init__(self, spec, binary, inputs: dict, out, copies: int = 1):
+    def __init__(self, buf, shape, typestr: str):
+        self.buf = buf
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr,
+                                         "data": (int(buf.handle), False), "version": 3, "strides": None}
+
+
+def pool_tensor(device, stream, shape, dtype=np.float32):
+    """A torch tensor in the memory the tuner's worker measures in: a buffer of the device's default
+    (stream-ordered) memory pool, not torch's caching allocator.  A benchmark that gives its kernel
+    and the library it compares against this same tensor times both on the same bytes at the same
+    addresses, allocated as the tuning's measurements were."""
+    import torch
+    dt = np.dtype(dtype)
+    buf = device.allocate(max(1, int(np.prod(shape)) * dt.itemsize), stream=stream)
+    stream.sync()
+    return torch.as_tensor(_PoolArray(buf, shape, dt.str), device="cuda")
+
+
+class Launchable:
+    """A built kernel with its inputs packed in torch tensors, launchable on a cuda.core stream.
+    `on_device` gives inputs already on the device (identity layout), used as they are."""
+
+    def __init__(self, spec, binary, inputs: dict, out, copies: int = 1, on_device: dict | None = None):
         import torch
         from cuda.core import LaunchConfig, ObjectCode
         if not binary.ok:
@@ -43,9 +66,15 @@ class Launchable:
         self.out = out
         self.arg_sets = []
         self._keep = []         # the tensors behind the pointers in arg_sets
+        on_device = on_device or {}
+        for a in spec.args:
+            if a.name in on_device and a.layout != "identity":
+                raise ValueError(f"input {a.name} of {spec.name_expression} is packed in layout {a.layout}; "
+                                 "only an identity-layout input can be passed as a device tensor")
         packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
-                  if a.role == "input"}
+                  if a.role == "input" and a.name not in on_device}
         dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}
+        dev_inputs.update(on_device)
         for c in range(copies):
             # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
             tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
@@ -162,8 +191,8 @@ def rerank_configs(w, template, device, db, first: dict, builder, k: int, time_c
 def tuned_then_timed(workloads, template, db_path, *, strategy: str, trials: int | None,
                      time_per_shape_s: float | None, log=print):
     """The benchmarks' two phases: tune every workload through the GPU runner (a worker process),
-    then, with the worker gone, give this process the GPU, a protocol Timer on torch's stream
-    (so cuBLAS and our kernels queue on one), the database and the builder."""
+    then, with the worker gone, give this process the GPU (`gpu`, a cuda.core Device), a protocol
+    Timer on torch's stream (so cuBLAS and our kernels queue on one), the database and the builder."""
     import torch
     from cuda.core import Device, Stream
 
@@ -182,6 +211,6 @@ def tuned_then_timed(workloads, template, db_path, *, strategy: str, trials: int
         stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
         timer = Timer(dev, stream, Protocol())
         try:
-            yield SimpleNamespace(device=device, tuned=tuned, db=db, builder=builder, stream=stream, timer=timer)
+            yield SimpleNamespace(device=device, gpu=dev, tuned=tuned, db=db, builder=builder, stream=stream, timer=timer)
         finally:
             timer.close()
