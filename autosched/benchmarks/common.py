@@ -56,6 +56,11 @@ class Launchable:
     `on_device` gives inputs already on the device (identity layout), used as they are."""
 
     def __init__(self, spec, binary, inputs: dict, out, copies: int = 1, on_device: dict | None = None):
+        on_device = on_device or {}
+        for a in spec.args:
+            if a.name in on_device and a.layout != "identity":
+                raise ValueError(f"input {a.name} of {spec.name_expression} is packed in layout {a.layout}; "
+                                 "only an identity-layout input can be passed as a device tensor")
         import torch
         from cuda.core import LaunchConfig, ObjectCode
         if not binary.ok:
@@ -66,11 +71,6 @@ class Launchable:
         self.out = out
         self.arg_sets = []
         self._keep = []         # the tensors behind the pointers in arg_sets
-        on_device = on_device or {}
-        for a in spec.args:
-            if a.name in on_device and a.layout != "identity":
-                raise ValueError(f"input {a.name} of {spec.name_expression} is packed in layout {a.layout}; "
-                                 "only an identity-layout input can be passed as a device tensor")
         packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
                   if a.role == "input" and a.name not in on_device}
         dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}

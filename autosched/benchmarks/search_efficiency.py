@@ -102,7 +102,8 @@ def plot(results: list[dict], out: Path) -> Path:
 
 def main(argv=None) -> int:
     from autosched.measure.recording import Recording
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n    python")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("recordings", nargs="+", help="recordings of whole spaces (.json.gz)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--trial-fraction", type=float, default=0.15,

@@ -24,3 +24,30 @@ def test_a_run_writing_as_it_goes_replaces_its_own_file(tmp_path, h100):
     again = write_results("sgemm", h100, [{"shape": 1}, {"shape": 2}], {}, tmp_path, path=first)
     assert again == first and len(list(tmp_path.iterdir())) == 1
     assert json.loads(first.read_text())["rows"] == [{"shape": 1}, {"shape": 2}]
+
+
+def test_sgemm_table_shows_torch_memory_beside_the_ratio_of_record_and_reads_older_runs():
+    from autosched.report_sgemm import sgemm_table
+    row = {"M": 64, "N": 64, "K": 64, "tuned_us": 10.0, "tuned_tflops": 0.05, "default_us": 20.0,
+           "cublas_us": 9.0, "pct_of_cublas": 90.0, "trials": 5}
+    doc = {"device": "GPU", "date": "2026-01-01", "commit": "ab" * 20, "_path": "bench/results/sgemm-x.json",
+           "rows": [dict(row, torch_memory={"pct_of_cublas": 88.5}), dict(row, M=128, errors={"tuned": "x"})]}
+    lines = sgemm_table(doc).splitlines()
+    assert lines[4].endswith("| 90.0% | 88.5% | 5 |")
+    assert lines[5].startswith("| 128 x 64 x 64 |") and lines[5].endswith("| 90.0% | – | 5 |")
+    assert "caching-allocator" in lines[-1]
+    # a run from before the shared-buffer protocol has no torch_memory: no column note either
+    del doc["rows"][0]["torch_memory"]
+    assert "caching-allocator" not in sgemm_table(doc)
+
+
+def test_launchable_takes_only_identity_layout_inputs_on_the_device():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from autosched.benchmarks.common import Launchable
+    from autosched.templates.base import ArgSpec
+    spec = SimpleNamespace(name_expression="k", args=(ArgSpec("W", "input", layout="blocked"),))
+    with pytest.raises(ValueError, match="input W of k is packed in layout blocked"):
+        Launchable(spec, SimpleNamespace(ok=True), {}, None, on_device={"W": object()})
