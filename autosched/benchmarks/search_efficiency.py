@@ -8,7 +8,9 @@ the recording is the exhaustive optimum).
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +42,22 @@ def curve(recording, strategy: str, seed: int, trials: int) -> list[float]:
     return out
 
 
+_LOADED: dict = {}
+
+
+def _curve_of(path: str, strategy: str, seed: int, trials: int) -> list[float]:
+    """curve() in a pool process, which loads each recording once."""
+    from autosched.measure.recording import Recording
+    if path not in _LOADED:
+        _LOADED[path] = Recording.load(path)
+    return curve(_LOADED[path], strategy, seed, trials)
+
+
+def _one_thread_each() -> None:
+    # the pool runs one search a core: a search's model fitting must not spread over them all too
+    os.environ["OMP_NUM_THREADS"] = "1"
+
+
 def trials_to_within(c: list[float], optimum: float, tol: float = 0.05) -> int | None:
     for i, v in enumerate(c):
         if v <= optimum * (1 + tol):
@@ -54,7 +72,11 @@ def median_fraction(reach: list, total: int) -> float | None:
     return m if np.isfinite(m) else None
 
 
-def study(recording, seeds=(0, 1, 2, 3, 4), strategies=STRATEGIES, trial_fraction: float = 0.15) -> dict:
+def study(recording, seeds=(0, 1, 2, 3, 4), strategies=STRATEGIES, trial_fraction: float = 0.15,
+          jobs: int = 1, progress=None) -> dict:
+    """Every (strategy, seed) search over `recording`, `jobs` at a time in a process pool (each search
+    is seeded and deterministic, so the pool changes nothing but the wall time).  `progress(done,
+    total)` is called as searches finish."""
     ok = [m.median_us for _, m in recording.entries.values() if m.ok]
     optimum = min(ok)
     total = len(recording.entries)
@@ -65,12 +87,26 @@ def study(recording, seeds=(0, 1, 2, 3, 4), strategies=STRATEGIES, trial_fractio
               "optimum_us": optimum, "trials": trials,
               "configs_within_5pct": sum(t <= optimum * 1.05 for t in ok),
               "configs_within_1pct": sum(t <= optimum * 1.01 for t in ok), "strategies": {}}
+    runs = [(s, seed) for s in strategies for seed in seeds]
+    curves = {}
+    if jobs > 1 and recording.path:         # a pool process loads the recording from its file
+        with ProcessPoolExecutor(min(jobs, len(runs)), initializer=_one_thread_each) as pool:
+            futures = {pool.submit(_curve_of, str(recording.path), s, seed, trials): (s, seed) for s, seed in runs}
+            for f in as_completed(futures):
+                curves[futures[f]] = f.result()
+                if progress:
+                    progress(len(curves), len(runs))
+    else:
+        for s, seed in runs:
+            curves[s, seed] = curve(recording, s, seed, trials)
+            if progress:
+                progress(len(curves), len(runs))
     for s in strategies:
-        curves = [curve(recording, s, seed, trials) for seed in seeds]
-        reach = [trials_to_within(c, optimum) for c in curves]
-        reach1 = [trials_to_within(c, optimum, 0.01) for c in curves]
+        cs = [curves[s, seed] for seed in seeds]
+        reach = [trials_to_within(c, optimum) for c in cs]
+        reach1 = [trials_to_within(c, optimum, 0.01) for c in cs]
         result["strategies"][s] = {
-            "curves": curves, "trials_within_5pct": reach,
+            "curves": cs, "trials_within_5pct": reach,
             "median_fraction_within_5pct": median_fraction(reach, total),
             "trials_within_1pct": reach1, "median_fraction_within_1pct": median_fraction(reach1, total),
         }
@@ -110,16 +146,22 @@ def main(argv=None) -> int:
                    help="trials per search as a fraction of the space (default 0.15; the bar is 10%%)")
     p.add_argument("--out", default="bench/results")
     p.add_argument("--plots", default="bench/plots")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="searches run at once, one process each (default: one a CPU core)")
     args = p.parse_args(argv)
     recs = [Recording.load(x) for x in args.recordings]
     partial = [r.name for r in recs if len(r.entries) < r.space_size]
     if partial:
         p.error(f"these recordings do not hold their whole space, so their best is not the exhaustive "
                 f"optimum: {partial}")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     results = []
-    for r in recs:
-        print(f"{r.workload_key}: {len(r.entries):,} configs", flush=True)
-        results.append(study(r, seeds=tuple(range(args.seeds)), trial_fraction=args.trial_fraction))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
+        for r in recs:
+            task = bar.add_task(f"{r.workload_key} ({len(r.entries):,} configs): searches", total=None)
+            results.append(study(r, seeds=tuple(range(args.seeds)), trial_fraction=args.trial_fraction,
+                                 jobs=args.jobs,
+                                 progress=lambda done, n, task=task: bar.update(task, completed=done, total=n)))
     from autosched.benchmarks.common import write_results
     fracs = [r["strategies"]["evolutionary-model"]["median_fraction_within_5pct"] for r in results]
     med = float(np.median([f if f is not None else float("inf") for f in fracs]))

@@ -77,3 +77,12 @@ def test_the_study_renders_into_the_readme_block(whole_space, tmp_path, h100):
     assert "bar: ≤ 10%" in text and (tmp_path / "plots" / "search-efficiency.png").exists()
     readme = replace_block("a\n<!-- results:search -->\nold\n<!-- /results:search -->\nb", "search", text)
     assert "old" not in readme and text in readme
+
+
+def test_a_pool_of_searches_gives_the_curves_one_process_gives(whole_space):
+    seen = []
+    one = study(whole_space, seeds=(0, 1), trial_fraction=0.02)
+    two = study(whole_space, seeds=(0, 1), trial_fraction=0.02, jobs=2, progress=lambda d, n: seen.append((d, n)))
+    assert seen[-1] == (6, 6) and [d for d, _ in seen] == list(range(1, 7))
+    for name, s in one["strategies"].items():
+        assert two["strategies"][name]["curves"] == s["curves"]

@@ -78,3 +78,23 @@ def test_configs_over_48kb_of_shared_memory_run_and_are_correct(tmp_path, shape)
         results = dict(runner.measure_stream((i, s, builder.submit(s)) for i, s in enumerate(specs)))
     bad = [(cfgs[i], m.status.value, m.error[:200]) for i, m in results.items() if not m.ok]
     assert len(results) == len(cfgs) and not bad, bad[:3]
+
+
+def test_bench_sgemm_times_ours_and_cublas_on_the_same_pool_buffers_and_on_torch_memory(tmp_path):
+    """`autosched bench sgemm` end to end on two small shapes: every row's tuned kernel and cuBLAS
+    pass their checks, in the pool's memory and in torch's, and the re-rank timed its candidates."""
+    import json
+
+    pytest.importorskip("torch")
+    from autosched.benchmarks.sgemm import run_benchmark
+    path = run_benchmark(["100x70x33", "96x128x64"], trials=6, strategy="random", out_dir=tmp_path,
+                         db_path=tmp_path / "db", rerank=3)
+    doc = json.loads(path.read_text())
+    assert [(r["M"], r["N"], r["K"]) for r in doc["rows"]] == [(100, 70, 33), (96, 128, 64)]
+    for r in doc["rows"]:
+        assert r["errors"] == {}, r["errors"]
+        assert r["cublas_check"] and r["torch_memory"]["cublas_check"]
+        assert r["tuned_us"] > 0 and r["cublas_us"] > 0 and r["torch_memory"]["tuned_us"] > 0
+        assert r["pct_of_cublas"] == pytest.approx(100 * r["cublas_us"] / r["tuned_us"])
+        assert 1 <= len(r["rerank"]) <= 3 and all("bench_us" in e for e in r["rerank"])
+        assert r["tuned_config"] in [e["config"] for e in r["rerank"]]
