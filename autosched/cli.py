@@ -397,25 +397,14 @@ def cmd_generate(args) -> int:
     rng = np.random.default_rng(args.seed)
 
     def choose(logits):
-        if args.temperature == 0:
-            return eng.next_token()           # the argmax the step took on the GPU
         return sample(logits.cpu().numpy(), args.temperature, args.top_p, rng)
 
     t0 = time.perf_counter()
-    eng.reset()
-    for t in prompt:
-        logits = eng.step(t)
+    logits = eng.prefill(prompt)
     t1 = time.perf_counter()
-    n = 0
-    for _ in range(args.max_tokens):
-        nxt = choose(logits)
-        if args.stop_at_eos and nxt == 2:
-            break
-        emit(nxt)
-        n += 1
-        if eng.pos >= cfg.seq_len:
-            break
-        logits = eng.step(nxt)
+    # EOS is token 2 in the llama2.c and Llama-2 vocabularies
+    n = len(eng.extend(logits, args.max_tokens, choose=None if args.temperature == 0 else choose, on_token=emit,
+                       stop_token=2 if args.stop_at_eos else None))
     t2 = time.perf_counter()
     out.write(b"\n")
     how = "greedy" if args.temperature == 0 else f"sampled at T={args.temperature}, top-p {args.top_p}"

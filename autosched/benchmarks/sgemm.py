@@ -6,10 +6,10 @@ ranks configs a fraction of a percent apart; this process is where cuBLAS is tim
 afresh: the per-config times of that re-rank are in each row's "rerank".
 
 Our kernels and cuBLAS read the same A and B and write the same C: one set of buffers a shape,
-taken from the memory pool the tuner's worker measures in.  The tuned kernel is sensitive to how
-its buffers were allocated (about 0.6% slower at 4096^3 in torch's caching-allocator memory, where
-cuBLAS is not), so each row also times both on torch tensors ("torch_memory"): the ratio of
-record is taken on the tuning's allocation, and the other is there to be read beside it."""
+taken from the memory pool the tuner's worker measures in.  The tuned kernel can be sensitive to
+how its buffers were allocated (on the H100 at 4096^3 it ran slower in torch's caching-allocator
+memory, where cuBLAS did not; see the README), so each row also times both on torch tensors
+("torch_memory"): the ratio of record is taken on the tuning's allocation, the other beside it."""
 
 from __future__ import annotations
 

@@ -360,23 +360,36 @@ class Engine:
         """The greedy token the last step chose."""
         return int(self.token.item())
 
-    def generate(self, prompt: list[int], max_tokens: int, on_token=None) -> list[int]:
-        """Greedy: the prompt, then up to `max_tokens` tokens (fewer when the context fills)."""
+    def prefill(self, prompt: list[int]):
+        """Start afresh and feed `prompt`; the last step's logits."""
         if not prompt:
             raise ValueError("the prompt must hold at least one token")
         self.reset()
-        out = list(prompt)
         for t in prompt:
-            self.step(t)
+            logits = self.step(t)
+        return logits
+
+    def extend(self, logits, max_tokens: int, choose=None, on_token=None, stop_token: int | None = None) -> list[int]:
+        """Up to `max_tokens` tokens after what has been fed, each chosen from the logits before it:
+        greedily (the argmax the step took on the GPU) or by `choose(logits)`.  Stops early at
+        `stop_token` (not returned) or when prompt and tokens fill the context."""
+        out = []
         for _ in range(max_tokens):
-            nxt = self.next_token()
+            nxt = self.next_token() if choose is None else choose(logits)
+            if nxt == stop_token:
+                break
             out.append(nxt)
             if on_token:
                 on_token(nxt)
-            if self.pos >= self.cfg.seq_len or len(out) >= self.cfg.seq_len:
+            if self.pos + 1 >= self.cfg.seq_len:      # this token fills the context: no step after it
                 break
-            self.step(nxt)
+            logits = self.step(nxt)
         return out
+
+    def generate(self, prompt: list[int], max_tokens: int, choose=None, on_token=None,
+                 stop_token: int | None = None) -> list[int]:
+        """The prompt, then up to `max_tokens` tokens (see extend)."""
+        return list(prompt) + self.extend(self.prefill(prompt), max_tokens, choose, on_token, stop_token)
 
     # -- accounting -------------------------------------------------------------------------
     def weight_bytes_per_token(self) -> int:

@@ -85,6 +85,20 @@ def test_context_full_and_bad_tokens(weights, builder):
         eng.step(1)
 
 
+def test_extend_chooses_greedily_or_by_a_chooser_and_stops_at_the_stop_token(weights, builder):
+    from autosched.engine.engine import Engine
+    eng = Engine(CFG, weights, "fp32", builder=builder)
+    greedy = eng.generate(TOKENS[:3], 8)
+    seen = []
+    # the argmax on the host of the logits is the argmax the step took on the device
+    assert eng.generate(TOKENS[:3], 8, choose=lambda lg: int(lg.argmax()), on_token=seen.append) == greedy
+    assert seen == greedy[3:]
+    stop = greedy[5]
+    assert eng.generate(TOKENS[:3], 8, stop_token=stop) == greedy[:3 + greedy[3:].index(stop)]
+    with pytest.raises(ValueError, match="at least one token"):
+        eng.prefill([])
+
+
 def test_fp32_engine_matches_transformers(tmp_path, weights, builder):
     transformers = pytest.importorskip("transformers")
     from autosched.engine.engine import Engine
