@@ -75,7 +75,8 @@ def classifier(weights) -> object:
 def as_torch(a, device):
     import torch
     if isinstance(a, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).to(device)
+        # torch warns when it wraps a read-only array (a checkpoint's memory map): copy such one first
+        return torch.from_numpy(np.require(a, np.float32, ["C", "W"])).to(device)
     return a.to(device=device, dtype=torch.float32)
 
 
