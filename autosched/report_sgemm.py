@@ -31,13 +31,22 @@ def sgemm_table(doc: dict) -> str:
     return "\n".join(out)
 
 
+def _budget(doc: dict) -> str:
+    """The study's trial budget: a fraction of each space (the rows' budgets differ), or one count."""
+    frac = doc.get("summary", {}).get("trial_fraction_budget")
+    if frac:
+        return f" of {100 * frac:g}% of each space"
+    trials = {r["trials"] for r in doc["rows"]}
+    return f" of {trials.pop()} trials" if len(trials) == 1 else ""
+
+
 def search_table(doc: dict) -> str:
     """Per recorded shape and strategy: trials (and fraction of the space) to come within 5% of the
     exhaustive optimum, per seed and as the median."""
     out = [f"**Search efficiency**, {doc['device']}, {doc['date']} (`{Path(doc['_path']).name}`): replays of "
            "whole-space recordings, so every strategy sees the same real measurements and the recording's "
            "best is the exhaustive optimum. Trials to reach within 5% of it, per seed (– : not within the "
-           f"{doc['rows'][0]['trials'] if doc['rows'] else '?'}-trial budget).", "",
+           f"budget{_budget(doc)}).", "",
            "| shape | space (within 5% / 1% of the optimum) | optimum (us) | strategy | trials to 5%, per seed | "
            "median, % of the space | trials to 1%, per seed | median, % of the space |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
