@@ -8,7 +8,11 @@ the same C, in each of these placements, timed in interleaved rounds:
   torch         three tensors of torch's caching allocator (as a user's would be)
   slab+OFFSET   one torch allocation holding A, B and C, each OFFSET bytes after the one before
 Each placement's kernel output is checked against the float64 reference first.  Writes
-sgemm-buffers-<device>-<date>.json.
+sgemm-buffers-<device>-<date>.json.  With --profile, each placement's kernel runs once (its check)
+and nothing is timed, for ncu:
+
+    ncu --kernel-name regex:sgemm --section MemoryWorkloadAnalysis python3 scripts/sgemm_buffers.py \
+        4096x4096x4096 '<config json>' --profile --placements pool,torch
 """
 import argparse
 import json
@@ -52,6 +56,8 @@ def main(argv=None) -> int:
     p.add_argument("config", help="the SGEMM config, as JSON")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", default="bench/results")
+    p.add_argument("--placements", help="comma-separated names to run (default: all)")
+    p.add_argument("--profile", action="store_true", help="one checked launch a placement, nothing timed")
     args = p.parse_args(argv)
     w, t = Sgemm.from_shape(args.shape), SgemmTemplate()
     cfg = json.loads(args.config)
@@ -68,6 +74,12 @@ def main(argv=None) -> int:
     with Builder() as b:
         binary = b.build(spec)
     places = placements(w, dev, stream)
+    if args.placements:
+        want = args.placements.split(",")
+        unknown = sorted(set(want) - set(places))
+        if unknown:
+            raise SystemExit(f"unknown placements {unknown}; there are {sorted(places)}")
+        places = {k: v for k, v in places.items() if k in want}
     runs = {}
     for name, (a, bm, c) in places.items():
         a.copy_(torch.from_numpy(inputs["A"]))
@@ -85,6 +97,9 @@ def main(argv=None) -> int:
         at = a.t() if w.trans_a else a
         runs[name] = (lambda k=k: k.launch(stream), lambda at=at, bm=bm, c=c: torch.matmul(at, bm, out=c),
                       [hex(x.data_ptr()) for x in (a, bm, c)])
+        print(f"{name}: checked ({', '.join(runs[name][2])})", flush=True)
+    if args.profile:
+        return 0
     times = {name: {"ours": [], "cublas": []} for name in runs}
     for _ in range(args.rounds):
         for name, (ours, cublas, _) in runs.items():
