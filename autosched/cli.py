@@ -482,7 +482,20 @@ def build_parser() -> argparse.ArgumentParser:
     screen_arg(s)
     s.set_defaults(fn=cmd_record)
 
-    s = sub.add_parser("bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results")
+    s = sub.add_parser(
+        "bench", help="tuned vs default vs floor vs cuBLAS / torch int4, JSON under bench/results",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Tune each shape through the GPU worker (configs the database holds are not measured "
+                    "again), then, in this one\nprocess and under the timing protocol, time the tuned kernel, "
+                    "the template's default config and the\nbaselines, each checked against a float64 "
+                    "reference first; write bench/results/<op>-<device>-<date>.json.\n\n"
+                    "  gemv-q4f16  tuned vs the same-bytes read floor, cuBLAS fp16 and torch int4\n"
+                    "  sgemm       tuned vs cuBLAS FP32 (TF32 off) on the same A, B and C (from the memory "
+                    "pool the tuner\n              measures in), and again on torch's caching-allocator "
+                    "memory\n"
+                    "  decode      the engine's tokens/s per model and format, quality, HF transformers "
+                    "baselines\n\n"
+                    "\"tuned\" is the fastest, re-timed in this process, of the database's best few configs.")
     s.add_argument("op", nargs="?", default="gemv-q4f16", choices=[*OPS, "decode"],
                    help="gemv-q4f16 | sgemm | decode (the engine: tokens/s per model and format, quality, "
                         "matmul and attention sections, HF transformers baselines)")
@@ -493,8 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tuning trials per shape (default 600; decode: 64 configs per GEMV shape, 256 for a 7B)")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
     s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
-    s.add_argument("--out", default="bench/results")
-    s.add_argument("--db", default=None)
+    s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
+    s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_bench)
 
     s = sub.add_parser("report", help="tables and plots from bench/results (and the README table)")
