@@ -380,7 +380,7 @@ def cmd_generate(args) -> int:
     from autosched.engine.engine import Engine
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress, Database(args.db) as db:
-        eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, progress=progress)
+        eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, reverify=args.reverify, progress=progress)
     for line in eng.describe():
         err_console.print(f"[dim]{line}[/]")
     out = sys.stdout.buffer
@@ -557,6 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="q4f16_1: per matmul shape, serve the fastest of the N best measured GEMV configs, "
                         "timed in a CUDA graph and then inside the engine's own decode step (default 4; 1 "
                         "serves the tuning winner as is)")
+    s.add_argument("--reverify", action="store_true",
+                   help="time the candidates in the decode step again, though the database holds their "
+                        "times from an engine of the same model, device and candidates")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_generate)
     return p

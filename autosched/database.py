@@ -1,7 +1,9 @@
 """SQLite (WAL) store of measurements: one row per (workload, device, template, config).
 
 A tuning run writes each result as it arrives, so a run that is killed and restarted resumes:
-`measured()` tells the search which configs to skip.
+`measured()` tells the search which configs to skip.  Verifications (the decode engine's timing
+of its candidate configs inside its own step) are kept too, under a key that names everything
+they depended on.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ CREATE TABLE IF NOT EXISTS measurements (
     PRIMARY KEY (workload_key, device_key, template, config_hash)
 );
 CREATE INDEX IF NOT EXISTS by_median ON measurements (workload_key, device_key, template, median_us);
+CREATE TABLE IF NOT EXISTS verifications (
+    key       TEXT PRIMARY KEY,
+    result    TEXT NOT NULL,
+    timestamp REAL NOT NULL
+);
 """
 
 # column order of every SELECT and INSERT (named, so a database from before a column was added
@@ -159,6 +166,17 @@ class Database:
                                   (json.dumps(cfg, sort_keys=True), config_hash(cfg), rowid))
                 changed += 1
         return changed
+
+    def verification(self, key: str) -> tuple[dict, float] | None:
+        """(result, timestamp) of a verification stored under `key` (a JSON text that names all it
+        depended on), or None."""
+        row = self.conn.execute("SELECT result, timestamp FROM verifications WHERE key=?", (key,)).fetchone()
+        return (json.loads(row[0]), row[1]) if row else None
+
+    def add_verification(self, key: str, result: dict) -> None:
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO verifications (key, result, timestamp) VALUES (?, ?, ?)",
+                              (key, json.dumps(result, sort_keys=True), time.time()))
 
     def close(self) -> None:
         self.conn.close()

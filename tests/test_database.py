@@ -230,3 +230,17 @@ def test_database_from_before_runs_gains_the_column(tmp_path):
         assert r.measurement.median_us == 1.5 and r.measurement.runs == 0      # 0: not known
         d.add(WK, DEV, TPL, CFG_B, ok(2.0, runs=3))
         assert d.measured(WK, DEV, TPL)[config_hash(CFG_B)].measurement.runs == 3
+        # an old database gains the verifications table too
+        assert d.verification("k") is None
+
+
+def test_verifications_are_stored_under_their_key_and_replaced(tmp_path):
+    with Database(tmp_path / "db") as d:
+        assert d.verification('{"a": 1}') is None
+        d.add_verification('{"a": 1}', {"qkv": [3.0, 2.0]})
+        d.add_verification('{"a": 2}', {"qkv": [1.0]})
+    with Database(tmp_path / "db") as d:                   # kept across connections
+        result, when = d.verification('{"a": 1}')
+        assert result == {"qkv": [3.0, 2.0]} and when > 0
+        d.add_verification('{"a": 1}', {"qkv": [4.0]})
+        assert d.verification('{"a": 1}')[0] == {"qkv": [4.0]} and d.verification('{"a": 2}')[0] == {"qkv": [1.0]}

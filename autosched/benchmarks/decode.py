@@ -299,7 +299,7 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                 extra.setdefault("tuning", {}).update(tune_model_gemvs(cfg, db, builder, trials, log))
             for fmt in formats:
                 t0 = time.perf_counter()
-                eng = Engine(cfg, w, fmt, builder=builder, db=db)
+                eng = Engine(cfg, w, fmt, builder=builder, db=db, reverify=True)   # times afresh, stores
                 build_s = time.perf_counter() - t0
                 tp = engine_tokens_per_s(torch, eng, 16 if quick else steps)
                 wb = eng.weight_bytes_per_token()
@@ -324,7 +324,7 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                     # the same engine without programmatic dependent launch, for the record
                     del eng
                     torch.cuda.empty_cache()
-                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=False)
+                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=False, reverify=True)
                     row["no_pdl_tokens_per_s"] = engine_tokens_per_s(torch, eng, steps)["tokens_per_s"]
                 if fmt == "fp32" and mname == "stories15M":
                     extra["hf_check"] = hf_check(torch, cfg, w, eng)

@@ -26,12 +26,16 @@ slice 64 positions.
 
 A q4f16_1 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
-(engine/verify.py) and then inside the engine's own step (Engine._verify_in_step).
+(engine/verify.py) and then inside the engine's own step (Engine._verify_in_step); the step's
+times are stored in the database, so the next engine of the same model, device and candidates
+serves the same configs without timing them again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import json
 
 import numpy as np
 
@@ -54,11 +58,10 @@ def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
 EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "residual", "cls": "norm"}
 
 
-def served_gemv_choices(cfg: LlamaConfig, info, db, builder, verify: int, pdl: bool = True) -> dict:
-    """name -> (Choice, [(Choice, graph us)]) of each q4f16_1 matmul: the ranked configs' best, or
-    with verify > 1 the fastest of the top `verify` in a CUDA graph (engine/verify.py).  gate_up
-    takes only configs whose blocks own an even number of rows (its epilogue pairs gate and up)."""
-    from autosched.engine.verify import fastest_in_graph
+def gemv_candidates(cfg: LlamaConfig, info, db, verify: int) -> dict:
+    """name -> [Choice] of each q4f16_1 matmul: the `verify` best measured configs, ranked (the
+    default config where none was measured).  gate_up takes only configs whose blocks own an even
+    number of rows (its epilogue pairs gate and up)."""
     from autosched.ops.gemv import Choice, ranked_configs
     from autosched.templates import template_for
     from autosched.templates.epilogue import pairs_rows
@@ -72,9 +75,17 @@ def served_gemv_choices(cfg: LlamaConfig, info, db, builder, verify: int, pdl: b
             paired = [c for c in choices if blocks_pair_rows(w, c.config)]
             choices = paired[:want] or [Choice(template_for(w).default_config(w, info),
                                                "default (no measured config pairs rows)")]
-        out[name] = (fastest_in_graph(name, n, k, choices, info, builder, pdl=pdl) if len(choices) > 1
-                     else (choices[0], []))
+        out[name] = choices
     return out
+
+
+def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: bool = True) -> dict:
+    """name -> (Choice, [(Choice, graph us)]) of each q4f16_1 matmul: its only candidate, or the
+    fastest of its candidates in a CUDA graph (engine/verify.py)."""
+    from autosched.engine.verify import fastest_in_graph
+    shapes = matmul_shapes(cfg)
+    return {name: (fastest_in_graph(name, *shapes[name], cs, info, builder, pdl=pdl) if len(cs) > 1 else (cs[0], []))
+            for name, cs in candidates.items()}
 
 
 def rope_table(cfg: LlamaConfig, device):
@@ -92,7 +103,7 @@ class Engine:
 
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
-                 verify: int = 4, progress=None):
+                 verify: int = 4, reverify: bool = False, progress=None):
         import torch
         from cuda.core import Device
 
@@ -113,15 +124,15 @@ class Engine:
             from autosched.build import Builder
             builder = Builder()
         try:
-            self._build(weights, builder, db, progress, splits, verify)
+            self._build(weights, builder, db, progress, splits, verify, reverify)
             self._alloc()
-            self.step_verification = self._verify_in_step(weights, builder, progress) if graphs else {}
+            self.step_verification = self._verify_in_step(weights, builder, progress, db) if graphs else {}
         finally:
             if own_builder:
                 builder.close()
 
     # -- set-up -----------------------------------------------------------------------------
-    def _build(self, weights, builder, db, progress, splits, verify) -> None:
+    def _build(self, weights, builder, db, progress, splits, verify, reverify) -> None:
         import torch
         c, act, arch = self.cfg, self.act, self.info.arch
         hs = c.head_size
@@ -133,9 +144,16 @@ class Engine:
             "argmax": dk.argmax_spec(act, arch, c.vocab_size),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
-        # q4f16_1: per shape, the fastest in a graph of the `verify` best measured configs
-        self.verification = (served_gemv_choices(c, self.info, db, builder, verify, self.pdl)
-                             if self.fmt == "q4f16_1" else {})
+        # q4f16_1: per shape, the fastest in a graph of the `verify` best measured configs, unless
+        # the database holds this engine's step verification: then its winners, timed no more
+        self.candidates = gemv_candidates(c, self.info, db, verify) if self.fmt == "q4f16_1" else {}
+        self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
+        if self._stored_step is not None:
+            self.verification = {name: (self._stored_winner(name), []) for name in self.candidates}
+        elif self.candidates:
+            self.verification = served_gemv_choices(c, self.info, builder, self.candidates, self.pdl)
+        else:
+            self.verification = {}
         self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,
                                 choice=self.verification[name][0] if self.verification else None,
                                 epilogue=EPILOGUE[name])
@@ -168,66 +186,122 @@ class Engine:
         if progress:
             progress.advance(task)
 
-    def _verify_in_step(self, weights, builder, progress=None) -> dict:
-        """name -> [(Choice, us a step)]: each q4f16_1 matmul's candidates (the configs its graph
-        check timed) timed inside this engine's own step graph, one matmul at a time, largest
-        first, the others as served; the fastest is served (its weights packed again if it is not
-        the one already in place).  A step sees what an isolated graph of one kernel does not (the
-        kernel before it, what it leaves in the L2): on the 7B model the gate/up config the
-        isolated check chose was 3% slower a step than the tuner's own best (H100, 2026-11-23)."""
-        import torch
-        if self.fmt != "q4f16_1":
-            return {}
+    def _step_timing(self) -> tuple[int, int] | None:
+        """(steps, repetitions) a candidate is timed over in the step, or None where the context is
+        too short to time a step meaningfully."""
         reps = 3
         steps = min(32, (self.cfg.seq_len - 6) // reps)
-        if steps < 4:
-            return {}                   # too short a context to time a step meaningfully
-        order = sorted(self.mm, key=lambda nm: -self.mm[nm].n * self.mm[nm].k)
-        cands = {nm: [c for c, _ in self.verification[nm][1]] for nm in order}
-        # a Matmul per candidate (None: the one in place), all compiled in the pool before any timing
-        trials = {nm: [None if c.config == self.mm[nm].choice.config else
-                       Matmul(nm, self.fmt, self.mm[nm].n, self.mm[nm].k, self.act, self.act, self.info,
-                              pdl=self.pdl, choice=c, epilogue=EPILOGUE[nm]) for c in cands[nm]]
-                  for nm in order if len(cands[nm]) > 1}
-        list(builder.build_many([m.spec for ms in trials.values() for m in ms if m is not None]))
-        total = sum(len(ms) for ms in trials.values())
-        task = progress.add_task("timing GEMV configs in the step", total=total) if progress and total else None
-        out = {}
-        for name, mats in trials.items():
-            cur = self.mm[name]
-            timed = []
-            for choice, trial in zip(cands[name], mats):
-                if trial is None:
-                    timed.append((choice, self._step_us(steps, reps)))
-                else:
-                    trial.load(builder)
-                    # the time does not depend on the weights' values: one random matrix, cloned
-                    trial.add_layer_copies(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5,
-                                           len(cur.layers))
-                    self.mm[name] = trial
-                    try:
-                        timed.append((choice, self._step_us(steps, reps)))
-                    finally:
-                        self.mm[name] = cur
-                        trial.layers.clear()
-                        torch.cuda.empty_cache()
-                if task is not None:
-                    progress.advance(task)
-            i = min(range(len(timed)), key=lambda j: timed[j][1])
-            best, us = timed[i]
-            src = f"{best.source}, fastest of {len(timed)} in the decode step ({us:.0f} us a step)"
-            if mats[i] is not None:         # serve the winner: its loaded kernel, the real weights
-                mats[i].choice = dataclasses.replace(best, source=src)
-                self.mm[name] = mats[i]
-                del cur
-                torch.cuda.empty_cache()
-                self._pack(weights, [name])
-            else:
-                cur.choice = dataclasses.replace(cur.choice, source=src)
-            out[name] = timed
+        return (steps, reps) if steps >= 4 else None
+
+    def _verified(self) -> list[str]:
+        """The matmuls the step verification times (more than one candidate), largest first."""
+        order = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
+        return [nm for nm in order if len(self.candidates[nm]) > 1]
+
+    def _verification_key(self) -> str:
+        """Everything a step verification depends on: device, model, format, launch options, timing
+        and every candidate."""
+        return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
+                           "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
+                           "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
+                          sort_keys=True)
+
+    def _stored_verification(self, db):
+        """(name -> [us a step per candidate], timestamp) stored for this engine, or None."""
+        if db is None or not self._verified() or self._step_timing() is None:
+            return None
+        found = db.verification(self._verification_key())
+        if found is None or set(found[0]) != set(self._verified()):
+            return None
+        return found
+
+    def _stored_winner(self, name: str):
+        cands = self.candidates[name]
+        if len(cands) == 1:
+            return cands[0]
+        times, when = self._stored_step
+        i = min(range(len(cands)), key=times[name].__getitem__)
+        return dataclasses.replace(cands[i], source=f"{cands[i].source}, fastest of {len(cands)} in the decode step "
+                                   f"({times[name][i]:.0f} us a step, stored "
+                                   f"{datetime.date.fromtimestamp(when).isoformat()})")
+
+    def _verify_in_step(self, weights, builder, progress=None, db=None) -> dict:
+        """name -> [(Choice, us a step)]: each q4f16_1 matmul's candidates timed inside this
+        engine's own step graph, one matmul at a time, largest first, the others as served; the
+        fastest is served (its weights packed again if it is not the one already in place).  A step
+        sees what an isolated graph of one kernel does not (the kernel before it, what it leaves in
+        the L2): on the 7B model the gate/up config the isolated check chose was 3% slower a step
+        than the tuner's own best (H100, 2026-11-23).  The times go to `db`; an engine that found
+        them there (see _build) serves the stored winners from the start and times nothing."""
+        todo, timing = self._verified(), self._step_timing()
+        if not todo or timing is None:
+            return {}
+        if self._stored_step is not None:
+            times = self._stored_step[0]
+            return {nm: list(zip(self.candidates[nm], times[nm])) for nm in todo}
+        steps, reps = timing
+        cands = self.candidates
+        # every candidate compiled in the pool before any timing
+        list(builder.build_many([self._candidate(nm, c).spec for nm in todo for c in cands[nm]
+                                 if c.config != self.mm[nm].choice.config]))
+        task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo)) \
+            if progress else None
+        out, times = {}, {}
+        for name in todo:
+            us = [self._time_candidate(name, c, builder, steps, reps, progress, task) for c in cands[name]]
+            times[name] = us
+            i = min(range(len(us)), key=us.__getitem__)
+            best = cands[name][i]
+            self._serve(name, dataclasses.replace(
+                best, source=f"{best.source}, fastest of {len(us)} in the decode step ({us[i]:.0f} us a step)"),
+                weights, builder)
+            out[name] = list(zip(cands[name], us))
+        if db is not None:
+            db.add_verification(self._verification_key(), times)
         self._graph = None
         self.reset()
         return out
+
+    def _candidate(self, name: str, choice):
+        return Matmul(name, self.fmt, self.mm[name].n, self.mm[name].k, self.act, self.act, self.info,
+                      pdl=self.pdl, choice=choice, epilogue=EPILOGUE[name])
+
+    def _time_candidate(self, name: str, choice, builder, steps: int, reps: int, progress, task) -> float:
+        """us a step with `choice` serving matmul `name` (on random weights of its shape: the time
+        does not depend on the values), the others as served."""
+        import torch
+        cur = self.mm[name]
+        try:
+            if choice.config == cur.choice.config:
+                return self._step_us(steps, reps)
+            trial = self._candidate(name, choice)
+            trial.load(builder)
+            trial.add_layer_copies(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5, len(cur.layers))
+            self.mm[name] = trial
+            try:
+                return self._step_us(steps, reps)
+            finally:
+                self.mm[name] = cur
+                trial.layers.clear()
+                torch.cuda.empty_cache()
+        finally:
+            if task is not None:
+                progress.advance(task)
+
+    def _serve(self, name: str, choice, weights, builder) -> None:
+        """Serve `choice` for matmul `name`: the one in place keeps its weights, another is loaded
+        and the model's weights packed for it."""
+        import torch
+        cur = self.mm[name]
+        if choice.config == cur.choice.config:
+            cur.choice = choice
+            return
+        m = self._candidate(name, choice)
+        m.load(builder)
+        self.mm[name] = m
+        del cur
+        torch.cuda.empty_cache()
+        self._pack(weights, [name])
 
     def _step_us(self, steps: int, reps: int) -> float:
         """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""

@@ -180,6 +180,15 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
         for i, c in enumerate(cfgs):
             db.add(w.key, info.key, t.family, c, Measurement(Status.OK, 1.0 + i, 1.0 + i, 0.0, 0.0, runs=100))
         eng = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
+        # a second engine of the same model and candidates serves the stored winner without timing
+        again = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
+        fresh = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4, reverify=True)
+    assert again.step_verification["qkv"] == eng.step_verification["qkv"]
+    assert again.mm["qkv"].choice.config == eng.mm["qkv"].choice.config
+    assert ", stored 20" in again.mm["qkv"].choice.source and "stored" not in eng.mm["qkv"].choice.source
+    assert "stored" not in fresh.mm["qkv"].choice.source
+    assert [us for _, us in fresh.step_verification["qkv"]] != [us for _, us in eng.step_verification["qkv"]]
+    del again, fresh
     _, isolated = eng.verification["qkv"]
     assert [c.config for c, _ in isolated] == cfgs and all(us > 0 for _, us in isolated)
     in_step = eng.step_verification["qkv"]
