@@ -184,6 +184,7 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
         again = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
         fresh = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4, reverify=True)
     assert again.step_verification["qkv"] == eng.step_verification["qkv"]
+    assert again.verification["qkv"][1] == []                  # no isolated-graph check either
     assert again.mm["qkv"].choice.config == eng.mm["qkv"].choice.config
     assert ", stored 20" in again.mm["qkv"].choice.source and "stored" not in eng.mm["qkv"].choice.source
     assert "stored" not in fresh.mm["qkv"].choice.source
