@@ -14,7 +14,7 @@ from rich.table import Table
 console = Console()
 err_console = Console(stderr=True)
 
-OPS = {"gemv-q4f16": "gemv_q4f16", "sgemm": "sgemm"}     # CLI name -> workload name
+OPS = {"gemv-q4f16": "gemv_q4f16", "sgemm": "sgemm", "hgemm": "hgemm"}     # CLI name -> workload name
 STRATEGY_NAMES = ("exhaustive", "random", "model", "evolutionary", "evolutionary-model")
 GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
 
@@ -24,11 +24,11 @@ class CliError(Exception):
 
 
 def _workload(op: str, shape: str):
-    from autosched.workloads import GemvQ4F16, Sgemm, WorkloadError
+    from autosched.workloads import WORKLOADS, WorkloadError
     if op not in OPS:
         raise CliError(f"unknown operator {op!r}; available: {', '.join(OPS)}")
     try:
-        return (GemvQ4F16 if op == "gemv-q4f16" else Sgemm).from_shape(shape)
+        return WORKLOADS[OPS[op]].from_shape(shape)
     except WorkloadError as e:
         raise CliError(str(e)) from e
 
@@ -448,7 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(s, with_runner=True):
         s.add_argument("op", choices=list(OPS), help="operator to tune")
-        s.add_argument("--shape", required=True, help="gemv-q4f16: NxK (e.g. 12288x4096); sgemm: MxNxK")
+        s.add_argument("--shape", required=True, help="gemv-q4f16: NxK (e.g. 12288x4096); sgemm: MxNxK; hgemm: MxNxK, "
+                                                           "with _bt for B stored (N, K)")
         s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
         s.add_argument("--jobs", type=int, default=None, help="NVRTC build processes (default: all cores)")
 

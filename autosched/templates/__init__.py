@@ -2,9 +2,10 @@
 
 from autosched.templates.base import ArgSpec, KernelSpec, Template
 from autosched.templates.gemv_q4f16 import GemvQ4F16Template
+from autosched.templates.hgemm_mma import HgemmMmaTemplate
 from autosched.templates.sgemm import SgemmTemplate
 
-TEMPLATES = {t.family: t for t in (GemvQ4F16Template(), SgemmTemplate())}
+TEMPLATES = {t.family: t for t in (GemvQ4F16Template(), SgemmTemplate(), HgemmMmaTemplate())}
 
 
 def template_for(workload) -> Template:
@@ -16,4 +17,4 @@ def template_for(workload) -> Template:
 
 
 __all__ = ["ArgSpec", "KernelSpec", "Template", "TEMPLATES", "template_for", "GemvQ4F16Template",
-           "SgemmTemplate"]
+           "HgemmMmaTemplate", "SgemmTemplate"]

@@ -5,9 +5,10 @@ Nothing here knows about kernels or GPUs.
 
 from autosched.workloads.base import Workload, WorkloadError
 from autosched.workloads.gemv_q4f16 import GemvQ4F16
+from autosched.workloads.hgemm import Hgemm
 from autosched.workloads.sgemm import Sgemm
 
-WORKLOADS = {GemvQ4F16.name: GemvQ4F16, Sgemm.name: Sgemm}
+WORKLOADS = {GemvQ4F16.name: GemvQ4F16, Sgemm.name: Sgemm, Hgemm.name: Hgemm}
 
 
 def workload_from_key(key: str) -> Workload:
@@ -22,4 +23,4 @@ def workload_from_key(key: str) -> Workload:
     return WORKLOADS[name](**kw)
 
 
-__all__ = ["Workload", "WorkloadError", "GemvQ4F16", "Sgemm", "WORKLOADS", "workload_from_key"]
+__all__ = ["Workload", "WorkloadError", "GemvQ4F16", "Hgemm", "Sgemm", "WORKLOADS", "workload_from_key"]

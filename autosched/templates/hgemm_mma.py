@@ -1,0 +1,113 @@
+"""The FP16 tensor-core GEMM (kernels/hgemm_mma.cuh): warp-level mma.sync m16n8k16 fed by ldmatrix,
+the instructions behind the tensor-core seed's wmma 16x16x16, with the block and warp tiles, the K
+slice, the depth of the cp.async ring and the shared-row padding as knobs.  Whether B is row-major
+or stored (N, K) is the workload's, not a knob.
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+
+MAX_ACC = 128          # accumulator floats a thread holds: WM*WN/32
+MAX_REGS = 255
+REG_OVERHEAD = 32      # addresses, loop counters and ldmatrix temporaries beside the tiles
+
+_ARG_ORDER = ("B_COL", "BM", "BN", "BK", "WM", "WN", "STAGES", "PAD")
+
+
+def threads(bm, bn, wm, wn) -> int:
+    return (bm // wm) * (bn // wn) * 32
+
+
+def registers_needed(wm, wn) -> int:
+    """A thread's accumulators (WM*WN/32 floats) and one k step's fragments (4 registers a 16-row
+    A tile, 2 an 8-column B tile), plus a fixed overhead."""
+    return wm * wn // 32 + 4 * (wm // 16) + 2 * (wn // 8) + REG_OVERHEAD
+
+
+def smem_bytes(bm, bn, bk, stages, pad, b_col: int) -> int:
+    """The cp.async ring: STAGES slices of A and B, in halves."""
+    return 2 * stages * (bm * (bk + pad) + (bn * (bk + pad) if b_col else bk * (bn + pad)))
+
+
+class HgemmMmaTemplate(Template):
+    family = "hgemm_mma"
+    workload_name = "hgemm"
+    header = "hgemm_mma.cuh"
+
+    def space(self, workload, device) -> Space:
+        M, N, b_col = workload.M, workload.N, workload.b_col
+        knobs = [
+            Knob("bm", (32, 64, 128, 256), "rows of C a block owns"),
+            Knob("bn", (32, 64, 128, 256), "columns of C a block owns"),
+            Knob("wm", (16, 32, 64, 128), "rows of C a warp owns (16-row MMA tiles)"),
+            Knob("wn", (16, 32, 64, 128), "columns of C a warp owns (pairs of 8-column MMA tiles)"),
+            Knob("bk", (16, 32, 64), "K slice staged in shared memory"),
+            Knob("stages", (2, 3, 4), "slices in the cp.async ring (STAGES-1 in flight)"),
+            Knob("pad", (0, 8), "halves of padding per shared row (bank conflicts of ldmatrix)"),
+        ]
+        C = Constraint
+        rules = [
+            C("BM no larger than the smallest block height that covers M", ("bm",),
+              lambda bm: bm == 32 or bm // 2 < M),
+            C("BN no larger than the smallest block width that covers N", ("bn",),
+              lambda bn: bn == 32 or bn // 2 < N),
+            C("BM % WM == 0", ("bm", "wm"), lambda bm, wm: bm % wm == 0),
+            C("BN % WN == 0", ("bn", "wn"), lambda bn, wn: bn % wn == 0),
+            C(f"threads (BM/WM)*(BN/WN)*32 between 64 and {device.max_threads_per_block}", ("bm", "bn", "wm", "wn"),
+              lambda bm, bn, wm, wn: 64 <= threads(bm, bn, wm, wn) <= device.max_threads_per_block),
+            C(f"accumulators WM*WN/32 <= {MAX_ACC} floats a thread", ("wm", "wn"),
+              lambda wm, wn: wm * wn // 32 <= MAX_ACC),
+            # compiled for the H100 (2026-11-23): 1024-thread blocks (64 registers a thread) of 16 x 64
+            # warps and a 512-thread block of 128 x 16 warps spilled; this rule refuses both
+            C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min({MAX_REGS}, "
+              f"{device.regs_per_block} / threads)", ("bm", "bn", "wm", "wn"),
+              lambda bm, bn, wm, wn: registers_needed(wm, wn)
+              <= min(MAX_REGS, device.regs_per_block // threads(bm, bn, wm, wn))),
+            C(f"shared memory <= {device.smem_per_block_optin} B a block (opted in at launch over "
+              f"{device.smem_per_block})", ("bm", "bn", "bk", "stages", "pad"),
+              lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad, b_col) <= device.smem_per_block_optin),
+        ]
+        return Space(knobs, rules)
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """Blocks, waves and blocks an SM holds (threads, shared memory), tile use in M and N, and
+        MMAs per fragment load."""
+        c, M, N = config, params["M"], params["N"]
+        t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
+        smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], params.get("b_col", 0))
+        per_sm = max(1, min(device.max_threads_per_sm // t, device.smem_per_sm // max(1, smem)))
+        blocks = -(-M // c["bm"]) * -(-N // c["bn"])
+        mt, nt = c["wm"] // 16, c["wn"] // 8
+        return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
+                "blocks_per_sm": per_sm, "smem_bytes": smem,
+                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"]),
+                "mma_per_ldmatrix": mt * nt / (mt + nt / 2)}
+
+    def default_config(self, workload, device) -> dict:
+        """A 128 x 128 block of four 64 x 64 warps, K slices of 32 in a 3-deep ring, padded rows:
+        the usual first tensor-core kernel, before any tuning."""
+        space = self.space(workload, device)
+        cfg = {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "bk": 32, "stages": 3, "pad": 8}
+        if space.contains(cfg):
+            return space.validate(cfg)
+        return min(space, key=lambda c: sum(c[k] != v for k, v in cfg.items()))
+
+    def render(self, workload, config: dict, device) -> KernelSpec:
+        cfg = self.space(workload, device).validate(config)
+        M, N, K = workload.M, workload.N, workload.K
+        values = {"B_COL": workload.b_col, "BM": cfg["bm"], "BN": cfg["bn"], "BK": cfg["bk"], "WM": cfg["wm"],
+                  "WN": cfg["wn"], "STAGES": cfg["stages"], "PAD": cfg["pad"]}
+        expr = "hgemm_mma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
+        return KernelSpec(
+            family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
+            source=kernel_source(self.header), name_expression=expr,
+            grid=(-(-N // cfg["bn"]), -(-M // cfg["bm"]), 1),
+            block=(threads(cfg["bm"], cfg["bn"], cfg["wm"], cfg["wn"]), 1, 1),
+            # all of it dynamic (an extern array), opted in at launch over 48 KB
+            smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["bk"], cfg["stages"], cfg["pad"], workload.b_col),
+            args=(ArgSpec("A", "input", ctype="const half*"), ArgSpec("B", "input", ctype="const half*"),
+                  ArgSpec("C", "output", ctype="half*"), ArgSpec("M", "scalar", value=M, ctype="int"),
+                  ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
+            arch=device.arch)

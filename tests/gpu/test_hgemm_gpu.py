@@ -1,0 +1,39 @@
+"""On a GPU: fp16 tensor-core GEMM configs at the corners of the space are correct on shapes that
+fit no tile, with B row-major and stored (N, K)."""
+
+import random
+
+import pytest
+
+from autosched.build import BuildCache, Builder
+from autosched.measure.gpu import GpuRunner
+from autosched.measure.protocol import Protocol
+from autosched.templates import HgemmMmaTemplate
+from autosched.workloads import Hgemm
+
+pytestmark = pytest.mark.gpu
+
+
+def corners(configs):
+    keys = [lambda c: c["bm"] * c["bn"], lambda c: -c["bm"] * c["bn"], lambda c: c["wm"] * c["wn"],
+            lambda c: -c["wm"] * c["wn"], lambda c: (c["bk"], c["stages"]), lambda c: (-c["bk"], -c["stages"]),
+            lambda c: (c["pad"], c["bn"] // c["wn"])]
+    out = []
+    for k in keys:
+        c = max(configs, key=k)
+        if c not in out:
+            out.append(c)
+    return out + random.Random(0).sample(configs, 6)
+
+
+@pytest.mark.parametrize("shape", ["100x72x40", "100x70x40_bt", "257x136x1000", "1x4096x512_bt", "3x9x24_bt"])
+def test_corner_configs_are_correct_on_ragged_shapes(tmp_path, shape):
+    t = HgemmMmaTemplate()
+    w = Hgemm.from_shape(shape)
+    with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=1, repeat=3), timeout_s=30) as runner, \
+            Builder(cache=BuildCache(tmp_path)) as builder:
+        cfgs = corners(t.space(w, runner.device_info).enumerate()) + [t.default_config(w, runner.device_info)]
+        specs = [t.render(w, c, runner.device_info) for c in cfgs]
+        results = dict(runner.measure_stream((i, s, builder.submit(s)) for i, s in enumerate(specs)))
+    bad = [(cfgs[i], m.status.value, m.error[:200]) for i, m in results.items() if not m.ok]
+    assert len(results) == len(cfgs) and not bad, bad[:3]
