@@ -246,13 +246,15 @@ def cmd_bench(args) -> int:
                    db_path=args.db, log=console.print)
         console.print(f"wrote {path}")
         return 0
-    if args.op == "sgemm":
-        from autosched.benchmarks.sgemm import run_benchmark
+    kw = {}
+    if args.op in ("sgemm", "hgemm"):
+        from autosched.benchmarks.gemm import run_benchmark
+        kw["op"] = args.op
     else:
         from autosched.benchmarks.gemv_q4f16 import run_benchmark
     shapes = args.shapes.split(",") if args.shapes else None
     path = run_benchmark(shapes=shapes, trials=args.trials or 600, strategy=args.strategy, out_dir=args.out,
-                         db_path=args.db, console=console, time_per_shape_s=args.time_per_shape)
+                         db_path=args.db, console=console, time_per_shape_s=args.time_per_shape, **kw)
     console.print(f"wrote {path}")
     return 0
 
@@ -494,11 +496,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "  sgemm       tuned vs cuBLAS FP32 (TF32 off) on the same A, B and C (from the memory "
                     "pool the tuner\n              measures in), and again on torch's caching-allocator "
                     "memory\n"
+                    "  hgemm       the same for the FP16 tensor-core GEMM vs cuBLAS FP16 (FP32 accumulation)\n"
                     "  decode      the engine's tokens/s per model and format, quality, HF transformers "
                     "baselines\n\n"
                     "\"tuned\" is the fastest, re-timed in this process, of the database's best few configs.")
     s.add_argument("op", nargs="?", default="gemv-q4f16", choices=[*OPS, "decode"],
-                   help="gemv-q4f16 | sgemm | decode (the engine: tokens/s per model and format, quality, "
+                   help="gemv-q4f16 | sgemm | hgemm | decode (the engine: tokens/s per model and format, quality, "
                         "matmul and attention sections, HF transformers baselines)")
     s.add_argument("--shapes", default=None, help="comma-separated shapes (default: those of BENCHMARKS.md "
                                                    "and the issue for the operator)")

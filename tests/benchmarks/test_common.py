@@ -56,3 +56,23 @@ def test_rerank_times_the_pick_and_the_fastest_records_and_keeps_the_fastest_her
     assert [e.get("tuner_us") for e in tried] == [None, 1.0, 2.0, 3.0]
     assert "error" in tried[2] and "bench_us" not in tried[2]
     assert best == cfgs[3]          # 3.0 us here beats the tuner's favourite (7.0 us here)
+
+
+def test_gemm_benchmark_hands_cublas_the_logical_operands():
+    """A stored (K, M) for sgemm's trans_a and B stored (N, K) for hgemm's b_col are passed to
+    torch.matmul as transposed views, so cuBLAS computes the same product as our kernel."""
+    from types import SimpleNamespace
+
+    from autosched.benchmarks.gemm import SHAPES, _operands
+    from autosched.workloads import Hgemm, Sgemm
+
+    class View(SimpleNamespace):
+        def t(self):
+            return View(name=self.name + ".T")
+    ops = {"A": View(name="A"), "B": View(name="B")}
+    assert [v.name for v in _operands(Sgemm(4, 8, 8, trans_a=1), ops)] == ["A.T", "B"]
+    assert [v.name for v in _operands(Hgemm(4, 8, 8, b_col=1), ops)] == ["A", "B.T"]
+    assert [v.name for v in _operands(Hgemm(4, 8, 8), ops)] == ["A", "B"]
+    for op, shapes in SHAPES.items():        # every default shape parses
+        from autosched.workloads import WORKLOADS
+        assert all(WORKLOADS[op].from_shape(s) for s in shapes)

@@ -37,3 +37,21 @@ def test_corner_configs_are_correct_on_ragged_shapes(tmp_path, shape):
         results = dict(runner.measure_stream((i, s, builder.submit(s)) for i, s in enumerate(specs)))
     bad = [(cfgs[i], m.status.value, m.error[:200]) for i, m in results.items() if not m.ok]
     assert len(results) == len(cfgs) and not bad, bad[:3]
+
+
+def test_bench_hgemm_times_ours_and_cublas_on_the_same_buffers(tmp_path):
+    """`autosched bench hgemm` end to end on a ragged shape in each B layout: the tuned kernel and
+    cuBLAS pass their checks in the pool's memory and in torch's."""
+    import json
+
+    pytest.importorskip("torch")
+    from autosched.benchmarks.gemm import run_benchmark
+    path = run_benchmark(["100x72x40", "96x70x64_bt"], trials=6, strategy="random", out_dir=tmp_path,
+                         db_path=tmp_path / "db", rerank=3, op="hgemm")
+    assert path.name.startswith("hgemm-")
+    doc = json.loads(path.read_text())
+    assert [r["shape"] for r in doc["rows"]] == ["100x72x40", "96x70x64_bt"]
+    for r in doc["rows"]:
+        assert r["errors"] == {}, r["errors"]
+        assert r["cublas_check"] and r["torch_memory"]["cublas_check"]
+        assert r["tuned_us"] > 0 and r["cublas_us"] > 0

@@ -86,7 +86,7 @@ def test_bench_sgemm_times_ours_and_cublas_on_the_same_pool_buffers_and_on_torch
     import json
 
     pytest.importorskip("torch")
-    from autosched.benchmarks.sgemm import run_benchmark
+    from autosched.benchmarks.gemm import run_benchmark
     path = run_benchmark(["100x70x33", "96x128x64"], trials=6, strategy="random", out_dir=tmp_path,
                          db_path=tmp_path / "db", rerank=3)
     doc = json.loads(path.read_text())

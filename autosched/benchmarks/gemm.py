@@ -1,5 +1,6 @@
-"""`autosched bench sgemm`: tuned warptiling SGEMM vs the default config vs cuBLAS FP32 (TF32 off),
-timed in one process under one protocol; JSON under bench/results/.
+"""`autosched bench sgemm` and `autosched bench hgemm`: the tuned GEMM vs the template's default vs
+cuBLAS (FP32 with TF32 off; FP16 with FP32 accumulation and no reduced-precision reductions), timed
+in one process under one protocol; JSON under bench/results/.
 
 "tuned" is the fastest, timed here, of the database's RERANK fastest configs (the tuner's worker
 ranks configs a fraction of a percent apart; this process is where cuBLAS is timed), then timed
@@ -7,17 +8,23 @@ afresh: the per-config times of that re-rank are in each row's "rerank".
 
 Our kernels and cuBLAS read the same A and B and write the same C: one set of buffers a shape,
 taken from the memory pool the tuner's worker measures in.  The tuned kernel can be sensitive to
-how its buffers were allocated (on the H100 at 4096^3 it ran slower in torch's caching-allocator
-memory, where cuBLAS did not; see the README), so each row also times both on torch tensors
-("torch_memory"): the ratio of record is taken on the tuning's allocation, the other beside it."""
+how its buffers were allocated (on the H100 the FP32 4096^3 one ran slower in torch's
+caching-allocator memory, where cuBLAS did not; see the README), so each row also times both on
+torch tensors ("torch_memory"): the ratio of record is taken on the tuning's allocation, the
+other beside it."""
 
 from __future__ import annotations
 
 from autosched.benchmarks.common import (Launchable, err_text, pool_tensor, rerank_configs, tuned_then_timed,
                                          write_results)
 
-SHAPES = ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
-          "1x4096x4096", "64x11008x4096", "4096x512x4096"]
+SHAPES = {
+    "sgemm": ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
+              "1x4096x4096", "64x11008x4096", "4096x512x4096"],
+    # BENCHMARKS.md's square sizes, and the decode engine's shapes with B a linear layer's (N, K) weight
+    "hgemm": ["1024x1024x1024", "4096x4096x4096", "8192x8192x8192", "1x4096x4096_bt", "64x11008x4096_bt",
+              "4096x4096x4096_bt"],
+}
 RERANK = 8          # configs the benchmark re-times in its own process before timing the winner
 
 
@@ -60,11 +67,16 @@ def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, on_de
             "max_abs_err": chk.max_abs_err}
 
 
+def _operands(w, on_device):
+    """A and B as the (M, K) and (K, N) views torch.matmul takes, of the buffers as stored."""
+    a, b = on_device["A"], on_device["B"]
+    return (a.t() if getattr(w, "trans_a", 0) else a), (b.t() if getattr(w, "b_col", 0) else b)
+
+
 def _cublas(w, on_device, out, ref, bound, timer) -> dict:
-    """cuBLAS (torch.matmul, TF32 off) on the same A, B, C: checked, then timed."""
+    """cuBLAS (torch.matmul) on the same A, B, C: checked, then timed."""
     import torch
-    a = on_device["A"].t() if w.trans_a else on_device["A"]
-    b = on_device["B"]
+    a, b = _operands(w, on_device)
     out.fill_(float("nan"))
     torch.matmul(a, b, out=out)
     torch.cuda.synchronize()
@@ -82,31 +94,37 @@ def _rerank(w, template, device, db, first, builder, inputs, ref, bound, out, on
 
 def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-model",
                   out_dir="bench/results", db_path=None, console=None, time_per_shape_s=None,
-                  rerank: int = RERANK):
+                  rerank: int = RERANK, op: str = "sgemm"):
+    """`op`: "sgemm" (FP32) or "hgemm" (FP16 on tensor cores)."""
     import torch
-    from autosched.templates import SgemmTemplate
-    from autosched.workloads import Sgemm
+    from autosched.templates import template_for
+    from autosched.workloads import WORKLOADS
 
+    if op not in SHAPES:
+        raise ValueError(f"unknown GEMM benchmark {op!r}; there are {sorted(SHAPES)}")
     log = console.print if console else print
-    workloads = [Sgemm.from_shape(s) for s in (shapes or SHAPES)]
-    template = SgemmTemplate()
+    workloads = [WORKLOADS[op].from_shape(s) for s in (shapes or SHAPES[op])]
+    template = template_for(workloads[0])
     with tuned_then_timed(workloads, template, db_path, strategy=strategy, trials=trials,
                           time_per_shape_s=time_per_shape_s, log=log) as s:
         device, tuned, builder, timer, stream, db = s.device, s.tuned, s.builder, s.timer, s.stream, s.db
         torch.backends.cuda.matmul.allow_tf32 = False       # cuBLAS in true FP32, as our kernels
         torch.backends.cudnn.allow_tf32 = False
+        # and in FP16, accumulating in FP32 all the way, as ours do
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
         rows, path = [], None
         for w in workloads:
             res = tuned[w.key]
             inputs = w.inputs(seed=1234)
             ref, bound = w.reference(inputs), w.error_bound(inputs)
-            row = {"M": w.M, "N": w.N, "K": w.K, "flops": w.flops(), "tune_s": round(res.total_tuning_s, 2),
+            row = {"shape": w.shape_str, "M": w.M, "N": w.N, "K": w.K, "flops": w.flops(), "tune_s": round(res.total_tuning_s, 2),
                    "trials": res.total_trials, "run_tune_s": round(res.elapsed_s, 2), "errors": {}}
             # one set of buffers for our kernels and cuBLAS, in the memory the tuning measured in
-            on_device = {n: pool_tensor(s.gpu, stream, inputs[n].shape) for n in ("A", "B")}
+            on_device = {n: pool_tensor(s.gpu, stream, inputs[n].shape, inputs[n].dtype) for n in ("A", "B")}
             for n, t in on_device.items():
                 t.copy_(torch.from_numpy(inputs[n]))
-            out = pool_tensor(s.gpu, stream, (w.M, w.N))
+            out_shape, out_dtype = w.output_spec()
+            out = pool_tensor(s.gpu, stream, out_shape, out_dtype)
             best = res.best_config
             if best is not None and rerank > 1:
                 try:
@@ -133,7 +151,7 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
                 # the same two on torch's caching-allocator memory, beside the ratio of record
                 try:
                     tm = {n: t.clone() for n, t in on_device.items()}
-                    tout = torch.empty((w.M, w.N), dtype=torch.float32, device="cuda")
+                    tout = torch.empty_like(out)
                     ours = _time_ours(w, template, best, device, builder, inputs, ref, bound, tout, tm, timer,
                                       stream)
                     cb = _cublas(w, tm, tout, ref, bound, timer)
@@ -158,7 +176,7 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
                        "pct_of_cublas_4096_torch_memory": big.get("torch_memory", {}).get("pct_of_cublas") if big else None,
                        "shapes_at_or_above_cublas": sum(r.get("pct_of_cublas", 0) >= 100 for r in rows),
                        "shapes": len(rows)}
-            path = write_results("sgemm", device, rows, summary, out_dir,
+            path = write_results(op, device, rows, summary, out_dir,
                                  {"tuning": {"strategy": strategy, "trials": trials, "rerank": rerank},
                                   "shapes_planned": [[x.M, x.N, x.K] for x in workloads]}, path=path)
             torch.cuda.empty_cache()
