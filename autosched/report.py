@@ -137,7 +137,8 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
         written.append(readme)
     written += write_decode_report(results_dir, readme, plot_dir, console)
     from autosched.report_sgemm import search_table, sgemm_table
-    for bench, name, render in (("sgemm", "sgemm", sgemm_table), ("search-efficiency", "search", search_table)):
+    for bench, name, render in (("sgemm", "sgemm", sgemm_table), ("hgemm", "hgemm", sgemm_table),
+                                ("search-efficiency", "search", search_table)):
         doc = latest_results(results_dir, bench)
         if doc is not None and readme is not None:
             readme.write_text(replace_block(readme.read_text(), name, render(doc)))

@@ -1,6 +1,6 @@
-"""README blocks of the SGEMM issue: `<!-- results:sgemm -->` (tuned vs cuBLAS, from
-bench/results/sgemm-*.json) and `<!-- results:search -->` (the search-efficiency study, from
-bench/results/search-efficiency-*.json)."""
+"""README blocks of the GEMMs: `<!-- results:sgemm -->` and `<!-- results:hgemm -->` (tuned vs
+cuBLAS, from bench/results/sgemm-*.json and hgemm-*.json) and `<!-- results:search -->` (the
+search-efficiency study, from bench/results/search-efficiency-*.json)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,23 @@ def _f(x, fmt="{:.1f}") -> str:
     return "–" if x is None or x != x else fmt.format(x)
 
 
+_TITLES = {"sgemm": ("FP32 SGEMM", "cuBLAS with TF32 off"),
+           "hgemm": ("FP16 GEMM on tensor cores", "cuBLAS FP16 with FP32 accumulation")}
+
+
 def sgemm_table(doc: dict) -> str:
-    out = [f"**FP32 SGEMM**, {doc['device']}, {doc['date']}, commit `{str(doc.get('commit', ''))[:10]}` "
-           f"(`{Path(doc['_path']).name}`; cuBLAS with TF32 off; every kernel checked against float64 first)", "",
+    """The table of a GEMM benchmark run (`bench sgemm` or `bench hgemm`)."""
+    title, baseline = _TITLES.get(doc.get("benchmark", "sgemm"), _TITLES["sgemm"])
+    out = [f"**{title}**, {doc['device']}, {doc['date']}, commit `{str(doc.get('commit', ''))[:10]}` "
+           f"(`{Path(doc['_path']).name}`; {baseline}; every kernel checked against float64 first)", "",
            "| M x N x K | tuned (us) | TFLOP/s | default (us) | cuBLAS (us) | % of cuBLAS | "
            "% of cuBLAS, torch's memory | configs measured |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
         # runs before the shared-buffer protocol have no "torch_memory"
         tm = r.get("torch_memory", {}).get("pct_of_cublas")
-        out.append(f"| {r['M']} x {r['N']} x {r['K']} | {_f(r.get('tuned_us'), '{:.2f}')} | "
+        shape = f"{r['M']} x {r['N']} x {r['K']}" + (", B (N, K)" if str(r.get("shape", "")).endswith("_bt") else "")
+        out.append(f"| {shape} | {_f(r.get('tuned_us'), '{:.2f}')} | "
                    f"{_f(r.get('tuned_tflops'), '{:.1f}')} | {_f(r.get('default_us'), '{:.2f}')} | "
                    f"{_f(r.get('cublas_us'), '{:.2f}')} | {_f(r.get('pct_of_cublas'))}% | {_f(tm)}{'%' if tm else ''} | "
                    f"{r.get('trials', '–')} |")

@@ -51,3 +51,14 @@ def test_launchable_takes_only_identity_layout_inputs_on_the_device():
     spec = SimpleNamespace(name_expression="k", args=(ArgSpec("W", "input", layout="blocked"),))
     with pytest.raises(ValueError, match="input W of k is packed in layout blocked"):
         Launchable(spec, SimpleNamespace(ok=True), {}, None, on_device={"W": object()})
+
+
+def test_hgemm_results_render_with_their_title_and_b_layout():
+    from autosched.report_sgemm import sgemm_table
+    row = {"shape": "64x11008x4096_bt", "M": 64, "N": 11008, "K": 4096, "tuned_us": 10.0, "tuned_tflops": 1.0,
+           "default_us": 20.0, "cublas_us": 9.0, "pct_of_cublas": 90.0, "trials": 5}
+    doc = {"benchmark": "hgemm", "device": "GPU", "date": "2026-01-01", "commit": "ab" * 20,
+           "_path": "bench/results/hgemm-x.json", "rows": [row]}
+    text = sgemm_table(doc)
+    assert text.startswith("**FP16 GEMM on tensor cores**") and "FP32 accumulation" in text
+    assert "| 64 x 11008 x 4096, B (N, K) | 10.00 |" in text
