@@ -118,6 +118,14 @@ class Space:
     def contains(self, config: dict) -> bool:
         return not self.violations(config)
 
+    def nearest(self, config: dict) -> dict:
+        """`config` itself (validated) if the space holds it, else the point of the space that
+        differs from it in the fewest knobs (the first in walk order among ties): how a template's
+        rule-based default adapts to a shape that rules part of it out."""
+        if self.contains(config):
+            return self.validate(config)
+        return min(self, key=lambda c: sum(c[k] != v for k, v in config.items()))
+
     # -- enumeration ---------------------------------------------------------------------------
     def __iter__(self) -> Iterator[dict]:
         cfg: dict[str, Any] = {}

@@ -258,3 +258,12 @@ def test_config_hash_ignores_key_order():
     assert config_hash(a) == config_hash(b)
     assert config_hash(a) != config_hash(a | {"a": 2})
     assert config_hash({"a": 1}) != config_hash({"a": "1"})
+
+
+def test_nearest_is_the_config_itself_or_the_point_differing_in_fewest_knobs():
+    s = Space([Knob("a", (1, 2, 4)), Knob("b", (1, 2, 4)), Knob("c", (0, 1))],
+              [Constraint("a * b <= 4", ("a", "b"), lambda a, b: a * b <= 4)])
+    assert s.nearest({"a": 2, "b": 2, "c": 1}) == {"a": 2, "b": 2, "c": 1}
+    # (4, 2) breaks the rule: (1, 2), (2, 2) and (4, 1) each change one knob; the first in walk order wins
+    assert s.nearest({"a": 4, "b": 2, "c": 1}) == {"a": 1, "b": 2, "c": 1}
+    assert s.contains(s.nearest({"a": 4, "b": 4, "c": 0}))

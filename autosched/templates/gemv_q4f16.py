@@ -171,10 +171,8 @@ class GemvQ4F16Template(Template):
                "tile_r": 8 * vec, "ts": ts, "tr": tr, "layout_n": 1, "layout_k": 1, "v_shared": 0,
                "unroll": max(u for u in space.knob("unroll").values if u <= max(1, min(steps, 4))),
                "hint": 0, "prefetch": 0}
-        if space.contains(cfg):
-            return space.validate(cfg)
-        # tiny shapes can break the rule's block size: take the valid config closest to it
-        return min(space, key=lambda c: sum(c[k] != v for k, v in cfg.items()))
+        # tiny shapes can break the rule's block size: then the valid config closest to it
+        return space.nearest(cfg)
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.gemm_tiles import block_tile_rules, threads
 
 MAX_ACC = 128          # accumulator floats a thread holds: WM*WN/32
 MAX_REGS = 255
 REG_OVERHEAD = 32      # addresses, loop counters and ldmatrix temporaries beside the tiles
 
 _ARG_ORDER = ("B_COL", "BM", "BN", "BK", "WM", "WN", "STAGES", "PAD")
-
-
-def threads(bm, bn, wm, wn) -> int:
-    return (bm // wm) * (bn // wn) * 32
 
 
 def registers_needed(wm, wn) -> int:
@@ -49,16 +46,7 @@ class HgemmMmaTemplate(Template):
         ]
         C = Constraint
         rules = [
-            C("BM no larger than the smallest block height that covers M", ("bm",),
-              lambda bm: bm == 32 or bm // 2 < M),
-            C("BN no larger than the smallest block width that covers N", ("bn",),
-              lambda bn: bn == 32 or bn // 2 < N),
-            C("BM % WM == 0", ("bm", "wm"), lambda bm, wm: bm % wm == 0),
-            C("BN % WN == 0", ("bn", "wn"), lambda bn, wn: bn % wn == 0),
-            C(f"threads (BM/WM)*(BN/WN)*32 between 64 and {device.max_threads_per_block}", ("bm", "bn", "wm", "wn"),
-              lambda bm, bn, wm, wn: 64 <= threads(bm, bn, wm, wn) <= device.max_threads_per_block),
-            C(f"accumulators WM*WN/32 <= {MAX_ACC} floats a thread", ("wm", "wn"),
-              lambda wm, wn: wm * wn // 32 <= MAX_ACC),
+            *block_tile_rules(M, N, device, smallest=32, max_acc=MAX_ACC, min_threads=64),
             # compiled for the H100 (2026-11-23): 1024-thread blocks (64 registers a thread) of 16 x 64
             # warps and a 512-thread block of 128 x 16 warps spilled; this rule refuses both
             C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min({MAX_REGS}, "
@@ -88,11 +76,8 @@ class HgemmMmaTemplate(Template):
     def default_config(self, workload, device) -> dict:
         """A 128 x 128 block of four 64 x 64 warps, K slices of 32 in a 3-deep ring, padded rows:
         the usual first tensor-core kernel, before any tuning."""
-        space = self.space(workload, device)
         cfg = {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "bk": 32, "stages": 3, "pad": 8}
-        if space.contains(cfg):
-            return space.validate(cfg)
-        return min(space, key=lambda c: sum(c[k] != v for k, v in cfg.items()))
+        return self.space(workload, device).nearest(cfg)
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import STATIC_SMEM_LIMIT, ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.gemm_tiles import block_tile_rules, threads
 
 MAX_ACC = 128          # accumulators per thread (WM*WN/32): beyond it registers spill
 MAX_STAGED = 64        # floats of a K slice a thread loads (held in registers on their way to shared)
@@ -19,10 +20,6 @@ REG_OVERHEAD = 16      # addresses, indices and loop counters beside the tile's 
 
 _ARG_ORDER = ("TRANS_A", "BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "STAGES", "PAD", "SPLITK",
               "VEC_A", "VEC_B")
-
-
-def threads(bm, bn, wm, wn) -> int:
-    return (bm // wm) * (bn // wn) * 32
 
 
 def tiles(M, N, bm, bn) -> int:
@@ -97,17 +94,7 @@ class SgemmTemplate(Template):
         ]
         C = Constraint
         rules = [
-            # a tile twice the size that covers the matrix only adds idle threads (M = 1 in decode)
-            C("BM no larger than the smallest block height that covers M", ("bm",),
-              lambda bm: bm == 64 or bm // 2 < M),
-            C("BN no larger than the smallest block width that covers N", ("bn",),
-              lambda bn: bn == 64 or bn // 2 < N),
-            C("BM % WM == 0", ("bm", "wm"), lambda bm, wm: bm % wm == 0),
-            C("BN % WN == 0", ("bn", "wn"), lambda bn, wn: bn % wn == 0),
-            C(f"threads (BM/WM)*(BN/WN)*32 <= {device.max_threads_per_block}", ("bm", "bn", "wm", "wn"),
-              lambda bm, bn, wm, wn: threads(bm, bn, wm, wn) <= device.max_threads_per_block),
-            C(f"accumulators WM*WN/32 <= {MAX_ACC} per thread", ("wm", "wn"),
-              lambda wm, wn: wm * wn // 32 <= MAX_ACC),
+            *block_tile_rules(M, N, device, smallest=64, max_acc=MAX_ACC),
             C("(WM*WN) % (32*TM*TN*WNITER) == 0, WM % WMITER == 0, WN % WNITER == 0, and a warp "
               "sub-tile is exactly 32 thread tiles", ("wm", "wn", "wniter", "tm", "tn"), _thread_tiles_fit),
             C("slices split into whole float4s per thread: (BM*BK) and (BN*BK) % (4*threads) == 0",
@@ -158,12 +145,9 @@ class SgemmTemplate(Template):
     def default_config(self, workload, device) -> dict:
         """The seed's default (BM=BN=128, BK=8, TM=TN=8) with 64x64 warps: one stage, no padding,
         no split, as the seed ran it before its listed improvements."""
-        space = self.space(workload, device)
         cfg = {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "wniter": 2, "tm": 8, "tn": 8, "bk": 8,
                "stages": 1, "pad": 0, "splitk": 1}
-        if space.contains(cfg):
-            return space.validate(cfg)
-        return min(space, key=lambda c: sum(c[k] != v for k, v in cfg.items()))
+        return self.space(workload, device).nearest(cfg)
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)
