@@ -88,6 +88,20 @@ class Launchable:
         launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
 
 
+def checked_launch(launch, w, out, ref, stream, what: str, bound=None):
+    """One `launch(stream)` into a NaN-poisoned `out`, checked against the float64 reference
+    (within `bound` for workloads whose tolerance depends on the inputs): a kernel that fails raises
+    here and is never timed."""
+    import torch
+    out.fill_(float("nan"))
+    launch(stream)
+    torch.cuda.synchronize()
+    chk = w.check(out.cpu().numpy(), ref) if bound is None else w.check(out.cpu().numpy(), ref, bound)
+    if not chk.ok:
+        raise RuntimeError(f"{what} failed its check: {chk.message}")
+    return chk
+
+
 def err_text(e: Exception) -> str:
     import traceback
     return "".join(traceback.format_exception(e))[-1500:]

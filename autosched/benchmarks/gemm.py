@@ -15,8 +15,8 @@ other beside it."""
 
 from __future__ import annotations
 
-from autosched.benchmarks.common import (Launchable, err_text, pool_tensor, rerank_configs, tuned_then_timed,
-                                         write_results)
+from autosched.benchmarks.common import (Launchable, checked_launch, err_text, pool_tensor, rerank_configs,
+                                         tuned_then_timed, write_results)
 
 SHAPES = {
     "sgemm": ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
@@ -46,22 +46,10 @@ def _launchable(spec, binary, inputs, out, on_device):
     return run
 
 
-def _checked(w, run, out, ref, bound, stream, what: str):
-    """One launch into a NaN-poisoned C, checked against the float64 reference; raises if wrong."""
-    import torch
-    out.fill_(float("nan"))
-    run(stream)
-    torch.cuda.synchronize()
-    chk = w.check(out.cpu().numpy(), ref, bound)
-    if not chk.ok:
-        raise RuntimeError(f"{what} for {w.key} failed its check: {chk.message}")
-    return chk
-
-
 def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, on_device, timer, stream) -> dict:
     spec = template.render(w, cfg, device)
     run = _launchable(spec, builder.build(spec), inputs, out, on_device)
-    chk = _checked(w, run, out, ref, bound, stream, "kernel")
+    chk = checked_launch(run, w, out, ref, stream, f"kernel for {w.key}", bound)
     s = timer.summary(lambda: run(stream))
     return {"us": s["median_us"], "min_us": s["min_us"], "spread_us": s["spread_us"], "config": cfg,
             "max_abs_err": chk.max_abs_err}
@@ -87,7 +75,7 @@ def _cublas(w, on_device, out, ref, bound, timer) -> dict:
 def _rerank(w, template, device, db, first, builder, inputs, ref, bound, out, on_device, timer, stream, k: int):
     def time_config(spec, binary):
         run = _launchable(spec, binary, inputs, out, on_device)
-        _checked(w, run, out, ref, bound, stream, "config")
+        checked_launch(run, w, out, ref, stream, f"config for {w.key}", bound)
         return timer.summary(lambda: run(stream))["median_us"]
     return rerank_configs(w, template, device, db, first, builder, k, time_config)
 

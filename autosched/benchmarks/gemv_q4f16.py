@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.benchmarks.common import Launchable, err_text, rerank_configs, tuned_then_timed, write_results
+from autosched.benchmarks.common import (Launchable, checked_launch, err_text, rerank_configs, tuned_then_timed,
+                                         write_results)
 from autosched.engine.verify import time_graph
 from autosched.measure.protocol import ptr
 
@@ -93,25 +94,12 @@ def _baselines(workload, inputs, ref, timer, graph_copies) -> dict:
     return out
 
 
-def _checked_launch(kern, w, out, ref, stream, what: str):
-    """One launch of `kern` into a NaN-poisoned `out`, checked against the float64 reference: a
-    kernel that fails is never timed."""
-    import torch
-    out.fill_(float("nan"))
-    kern.launch(stream)
-    torch.cuda.synchronize()
-    chk = w.check(out.cpu().numpy(), ref)
-    if not chk.ok:
-        raise RuntimeError(f"{what} failed its check: {chk.message}")
-    return chk
-
-
 def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies, timer, stream) -> dict:
     import torch
     from cuda.core import Stream
     spec = template.render(w, cfg, device)
     k = Launchable(spec, builder.build(spec), inputs, out, copies)
-    chk = _checked_launch(k, w, out, ref, stream, f"{name} kernel for {w.key}")
+    chk = checked_launch(k.launch, w, out, ref, stream, f"{name} kernel for {w.key}")
     s = timer.summary(lambda: k.launch(stream))
     row = {f"{name}_us": s["median_us"], f"{name}_min_us": s["min_us"], f"{name}_spread_us": s["spread_us"],
            f"{name}_config": cfg, f"{name}_max_abs_err": chk.max_abs_err}
@@ -123,7 +111,7 @@ def _time_ours(name, w, template, cfg, device, builder, inputs, ref, out, copies
 def _rerank(w, template, device, db, first: dict, builder, inputs, ref, out, timer, stream, k: int):
     def time_config(spec, binary):
         kern = Launchable(spec, binary, inputs, out)
-        _checked_launch(kern, w, out, ref, stream, "config")
+        checked_launch(kern.launch, w, out, ref, stream, "config")
         return timer.summary(lambda: kern.launch(stream))["median_us"]
     return rerank_configs(w, template, device, db, first, builder, k, time_config)
 
