@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from autosched.workloads.base import Workload, WorkloadError
-from autosched.workloads.sgemm import EPS32, Sgemm
+from autosched.workloads.sgemm import EPS32, Sgemm, check_gemm_dims
 
 EPS16 = float(np.finfo(np.float16).eps)
 
@@ -20,11 +20,7 @@ class Hgemm(Workload):
     memory_bound = False
 
     def __init__(self, M: int, N: int, K: int, b_col: int = 0):
-        for label, value in (("M", M), ("N", N), ("K", K)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise WorkloadError(f"{label} must be an integer, got {value!r}")
-            if value < 1:
-                raise WorkloadError(f"{label} must be >= 1, got {label}={value}")
+        check_gemm_dims(M, N, K)
         if b_col not in (0, 1):
             raise WorkloadError(f"b_col must be 0 or 1, got {b_col!r}")
         if K % 8:
@@ -32,8 +28,6 @@ class Hgemm(Workload):
         if not b_col and N % 8:
             raise WorkloadError(f"N={N}: a row-major B is read in 16-byte chunks, so N must be a multiple of 8 "
                                 "(or store B as (N, K): b_col)")
-        if M * K >= 2**31 or K * N >= 2**31 or M * N >= 2**31:
-            raise WorkloadError(f"{M}x{N}x{K}: every matrix must have fewer than 2^31 elements")
         self.M, self.N, self.K, self.b_col = int(M), int(N), int(K), int(b_col)
 
     @classmethod

@@ -12,21 +12,27 @@ from autosched.workloads.base import Check, Workload, WorkloadError
 EPS32 = float(np.finfo(np.float32).eps)
 
 
+def check_gemm_dims(M, N, K) -> None:
+    """WorkloadError unless M, N, K are integers >= 1 and every matrix has fewer than 2^31
+    elements (the GEMM kernels index with 32-bit integers)."""
+    for label, value in (("M", M), ("N", N), ("K", K)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise WorkloadError(f"{label} must be an integer, got {value!r}")
+        if value < 1:
+            raise WorkloadError(f"{label} must be >= 1, got {label}={value}")
+    if M * K >= 2**31 or K * N >= 2**31 or M * N >= 2**31:
+        raise WorkloadError(f"{M}x{N}x{K}: every matrix must have fewer than 2^31 elements "
+                            "(the kernels index with 32-bit integers)")
+
+
 class Sgemm(Workload):
     name = "sgemm"
     memory_bound = False
 
     def __init__(self, M: int, N: int, K: int, trans_a: int = 0):
-        for label, value in (("M", M), ("N", N), ("K", K)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise WorkloadError(f"{label} must be an integer, got {value!r}")
-            if value < 1:
-                raise WorkloadError(f"{label} must be >= 1, got {label}={value}")
+        check_gemm_dims(M, N, K)
         if trans_a not in (0, 1):
             raise WorkloadError(f"trans_a must be 0 or 1, got {trans_a!r}")
-        if M * K >= 2**31 or K * N >= 2**31 or M * N >= 2**31:
-            raise WorkloadError(f"{M}x{N}x{K}: every matrix must have fewer than 2^31 elements "
-                                "(the kernels index with 32-bit integers)")
         self.M, self.N, self.K, self.trans_a = int(M), int(N), int(K), int(trans_a)
 
     @classmethod
