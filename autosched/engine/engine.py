@@ -149,7 +149,9 @@ class Engine:
         self.candidates = gemv_candidates(c, self.info, db, verify) if self.fmt == "q4f16_1" else {}
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
-            self.verification = {name: (self._stored_winner(name), []) for name in self.candidates}
+            times, stored = self._stored_step
+            self.verification = {name: (self._step_winner(name, times[name], stored) if name in times else cs[0], [])
+                                 for name, cs in self.candidates.items()}
         elif self.candidates:
             self.verification = served_gemv_choices(c, self.info, builder, self.candidates, self.pdl)
         else:
@@ -215,15 +217,14 @@ class Engine:
             return None
         return found
 
-    def _stored_winner(self, name: str):
+    def _step_winner(self, name: str, us: list, stored: float | None = None):
+        """The fastest of matmul `name`'s candidates by `us` (a step each), its source saying so
+        (and, for times from the database, when they were stored)."""
         cands = self.candidates[name]
-        if len(cands) == 1:
-            return cands[0]
-        times, when = self._stored_step
-        i = min(range(len(cands)), key=times[name].__getitem__)
-        return dataclasses.replace(cands[i], source=f"{cands[i].source}, fastest of {len(cands)} in the decode step "
-                                   f"({times[name][i]:.0f} us a step, stored "
-                                   f"{datetime.date.fromtimestamp(when).isoformat()})")
+        i = min(range(len(us)), key=us.__getitem__)
+        when = "" if stored is None else f", stored {datetime.date.fromtimestamp(stored).isoformat()}"
+        return dataclasses.replace(cands[i], source=f"{cands[i].source}, fastest of {len(us)} in the decode step "
+                                   f"({us[i]:.0f} us a step{when})")
 
     def _verify_in_step(self, weights, builder, progress=None, db=None) -> dict:
         """name -> [(Choice, us a step)]: each q4f16_1 matmul's candidates timed inside this
@@ -250,11 +251,7 @@ class Engine:
         for name in todo:
             us = [self._time_candidate(name, c, builder, steps, reps, progress, task) for c in cands[name]]
             times[name] = us
-            i = min(range(len(us)), key=us.__getitem__)
-            best = cands[name][i]
-            self._serve(name, dataclasses.replace(
-                best, source=f"{best.source}, fastest of {len(us)} in the decode step ({us[i]:.0f} us a step)"),
-                weights, builder)
+            self._serve(name, self._step_winner(name, us), weights, builder)
             out[name] = list(zip(cands[name], us))
         if db is not None:
             db.add_verification(self._verification_key(), times)
