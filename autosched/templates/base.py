@@ -80,6 +80,13 @@ class Template:
     family: str = ""
     workload_name: str = ""
 
+    def refuses(self, workload) -> str | None:
+        """Why this template cannot serve `workload` (None: it can).  A workload may have several
+        templates; one may serve only some of its shapes, layouts or dtypes."""
+        if workload.name != self.workload_name:
+            return f"{self.family} serves {self.workload_name}, not {workload.name}"
+        return None
+
     def space(self, workload, device):
         raise NotImplementedError
 

@@ -37,10 +37,14 @@ class Sgemm(Workload):
 
     @classmethod
     def from_shape(cls, text: str, trans_a: int = 0) -> "Sgemm":
-        """'4096x4096x4096' (M x N x K) -> Sgemm."""
-        parts = text.lower().replace("*", "x").split("x")
+        """'4096x4096x4096' (M x N x K) -> Sgemm; a '_ta' suffix (as shape_str writes it) stores A
+        transposed."""
+        t = text.lower().strip()
+        if t.endswith("_ta"):
+            t, trans_a = t[:-3], 1
+        parts = t.replace("*", "x").split("x")
         if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-            raise WorkloadError(f"shape must be MxNxK (e.g. 64x11008x4096), got {text!r}")
+            raise WorkloadError(f"shape must be MxNxK[_ta] (e.g. 64x11008x4096), got {text!r}")
         return cls(*(int(p) for p in parts), trans_a=trans_a)
 
     @property

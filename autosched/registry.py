@@ -1,0 +1,147 @@
+"""The registry of operator families: one entry per family, which everything else iterates over.
+
+A family names a workload (its class), the templates that may serve it (each may refuse a given
+workload: `Template.refuses`), the shape syntax users type, its benchmark and report section, and
+the configs a compute-sanitizer run picks.  The CLI, `autosched bench`, `autosched report`, the
+sanitizer and ncu scripts read it; adding a family is its workload, its template module, its .cuh
+and one entry in FAMILIES below.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+from autosched.templates.base import Template
+from autosched.workloads.base import Workload, WorkloadError
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str                                   # the CLI's name: autosched tune NAME --shape ...
+    workload: type                              # the Workload subclass; .from_shape parses a shape
+    templates: tuple[Template, ...]             # every template that may serve the workload
+    summary: str                                # one line for --help
+    shape_help: str                             # the shape syntax, with an example
+    benchmark: str | None = None                # "module:function" that `autosched bench NAME` runs
+    bench_help: str = ""                        # what the benchmark compares, for `bench --help`
+    bench_kwargs: dict = field(default_factory=dict)
+    default_bench_shapes: tuple[str, ...] = ()  # BENCHMARKS.md's shapes (the benchmark's default)
+    report: str | None = None                   # results prefix the report renders (bench/results/<report>-*)
+    report_title: str = ""
+    sanitize_shapes: tuple[str, ...] = ()       # ragged shapes a sanitizer run covers by default
+    sanitize_picks: Callable | None = None      # (template, workload, device) -> configs to run
+
+    def parse(self, shape: str) -> Workload:
+        """The workload at `shape`, or WorkloadError naming the syntax."""
+        try:
+            return self.workload.from_shape(shape)
+        except WorkloadError:
+            raise
+        except (ValueError, TypeError) as e:
+            raise WorkloadError(f"{self.name}: cannot read shape {shape!r} ({e}); expected {self.shape_help}") from e
+
+    def templates_for(self, workload) -> list[Template]:
+        """The templates that accept `workload` (a template may refuse a shape it cannot serve)."""
+        return [t for t in self.templates if t.refuses(workload) is None]
+
+    def benchmark_fn(self) -> Callable:
+        import importlib
+        if self.benchmark is None:
+            raise ValueError(f"{self.name} has no benchmark")
+        module, _, fn = self.benchmark.partition(":")
+        return getattr(importlib.import_module(module), fn)
+
+
+def _default_and_random(template, workload, device, n: int = 2, seed: int = 2) -> list[dict]:
+    cfgs = template.space(workload, device).enumerate()
+    picks = [template.default_config(workload, device)]
+    return picks + random.Random(seed).sample(cfgs, min(n, len(cfgs)))
+
+
+def _gemv_picks(template, workload, device) -> list[dict]:
+    from autosched.templates.gemv_q4f16 import extreme_configs
+    return extreme_configs(template.space(workload, device).enumerate())
+
+
+def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
+    """The configs staging the most dynamic shared memory over the 48 KB every launch gets (the
+    opt-in path), then two random ones of those."""
+    from autosched.templates.base import STATIC_SMEM_LIMIT
+    from autosched.templates.sgemm import dynamic_smem
+    big = sorted((c for c in template.space(workload, device) if dynamic_smem(c) > STATIC_SMEM_LIMIT),
+                 key=lambda c: -dynamic_smem(c))
+    return big[:n - 2] + random.Random(2).sample(big, min(2, len(big)))
+
+
+def _hgemm_picks(template, workload, device) -> list[dict]:
+    from autosched.templates.hgemm_mma import smem_bytes
+    cfgs = template.space(workload, device).enumerate()
+    tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
+    return [max(cfgs, key=lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)),
+            max(cfgs, key=tile), min(cfgs, key=tile)] + _default_and_random(template, workload, device)
+
+
+def _families() -> dict[str, Family]:
+    from autosched.templates.gemv_q4f16 import GemvQ4F16Template
+    from autosched.templates.hgemm_mma import HgemmMmaTemplate
+    from autosched.templates.sgemm import SgemmTemplate
+    from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
+    fams = [
+        Family("gemv-q4f16", GemvQ4F16, (GemvQ4F16Template(),),
+               "q4f16_1 dequantize-GEMV: y = dequant(W) v, W 4-bit with fp16 group scales",
+               "NxK (e.g. 12288x4096)",
+               benchmark="autosched.benchmarks.gemv_q4f16:run_benchmark",
+               bench_help="tuned vs the same-bytes read floor, cuBLAS fp16 and torch int4",
+               report="gemv-q4f16", report_title="q4f16_1 GEMV",
+               sanitize_shapes=("264x4128", "4096x4096"), sanitize_picks=_gemv_picks),
+        Family("sgemm", Sgemm, (SgemmTemplate(),),
+               "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK (e.g. 4096x4096x4096)",
+               benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "sgemm"},
+               bench_help="tuned vs cuBLAS FP32 (TF32 off) on the same A, B and C (from the memory pool "
+                          "the tuner measures in), and again on torch's caching-allocator memory",
+               report="sgemm", report_title="SGEMM",
+               sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks),
+        Family("hgemm", Hgemm, (HgemmMmaTemplate(),),
+               "FP16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
+               "(e.g. 4096x4096x4096 or 64x14336x4096_bt)",
+               benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "hgemm"},
+               bench_help="the same for the FP16 tensor-core GEMM vs cuBLAS FP16 (FP32 accumulation)",
+               report="hgemm", report_title="FP16 tensor-core GEMM",
+               sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_hgemm_picks),
+    ]
+    return {f.name: f for f in fams}
+
+
+FAMILIES: dict[str, Family] = _families()
+_BY_WORKLOAD = {f.workload.name: f for f in FAMILIES.values()}
+
+
+def family(name: str) -> Family:
+    """The family called `name` (its CLI name, or its workload's name), or ValueError naming them all."""
+    f = FAMILIES.get(name) or _BY_WORKLOAD.get(name)
+    if f is None:
+        raise ValueError(f"unknown operator {name!r}; available: {', '.join(FAMILIES)}")
+    return f
+
+
+def family_of(workload) -> Family:
+    return family(workload.name)
+
+
+def templates_for(workload) -> list[Template]:
+    """Every template that can serve `workload`, in the registry's order (the first is the one whose
+    rule-based default serves an untuned shape)."""
+    ts = family_of(workload).templates_for(workload)
+    if not ts:
+        raise ValueError(f"no template of {family_of(workload).name} accepts {workload.key}")
+    return ts
+
+
+def template_named(name: str) -> Template:
+    for f in FAMILIES.values():
+        for t in f.templates:
+            if t.family == name:
+                return t
+    raise ValueError(f"unknown template {name!r}")
