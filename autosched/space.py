@@ -218,3 +218,102 @@ class Space:
 def _same(a, b) -> bool:
     """Declared values are ints or strings; 1 must not match "1" or True."""
     return type(a) is type(b) and a == b
+
+
+class SpaceUnion:
+    """Several named spaces searched as one, the name a knob: a config is ``{tag: name, **knobs}``
+    with the knobs of that member.  It answers what a search strategy asks of a Space (enumerate,
+    sample, mutate, contain), so a workload served by several templates is tuned in one run over
+    all of them.  Mutation stays within a member (one knob changes, and the tag is a knob whose
+    change would rewrite every other); crossover of two members' configs fails `contains`."""
+
+    def __init__(self, members: dict[str, Space], tag: str = "template"):
+        if not members:
+            raise ValueError("a union of no spaces")
+        if any(tag in s.names for s in members.values()):
+            raise ValueError(f"member spaces may not have a knob named {tag!r}")
+        self.members = dict(members)
+        self.tag = tag
+        # the featurizer's columns: the tag, then every member knob once (values merged); a knob a
+        # member lacks reads as absent there
+        knobs: dict[str, list] = {}
+        for s in self.members.values():
+            for k in s.knobs:
+                vals = knobs.setdefault(k.name, [])
+                vals += [v for v in k.values if not any(_same(v, w) for w in vals)]
+        self.knobs = [Knob(tag, tuple(self.members), "the template (kernel family) serving the config")] + [
+            Knob(n, tuple(v)) for n, v in knobs.items()]
+
+    @property
+    def names(self) -> list[str]:
+        return [k.name for k in self.knobs]
+
+    def split(self, config: dict) -> tuple[str, dict]:
+        rest = dict(config)
+        name = rest.pop(self.tag, None)
+        if name not in self.members:
+            raise ConfigError(f"config {json.dumps(config, sort_keys=True)}: {self.tag} must be one of "
+                              f"{list(self.members)}")
+        return name, rest
+
+    def join(self, name: str, config: dict) -> dict:
+        return {self.tag: name, **config}
+
+    def raw_size(self) -> int:
+        return sum(s.raw_size() for s in self.members.values())
+
+    def size(self) -> int:
+        return sum(s.size() for s in self.members.values())
+
+    def restricted(self, name: str, keep: Callable[[dict], bool]) -> "SpaceUnion":
+        return SpaceUnion({m: s.restricted(name, lambda c, m=m: keep(self.join(m, c)))
+                           for m, s in self.members.items()}, self.tag)
+
+    def violations(self, config: dict) -> list[str]:
+        try:
+            name, rest = self.split(config)
+        except ConfigError as e:
+            return [str(e)]
+        return [f"{name}: {p}" for p in self.members[name].violations(rest)]
+
+    def validate(self, config: dict) -> dict:
+        name, rest = self.split(config)
+        return self.join(name, self.members[name].validate(rest))
+
+    def contains(self, config: dict) -> bool:
+        return not self.violations(config)
+
+    def nearest(self, config: dict) -> dict:
+        name, rest = self.split(config)
+        return self.join(name, self.members[name].nearest(rest))
+
+    def __iter__(self) -> Iterator[dict]:
+        for name, s in self.members.items():
+            for c in s:
+                yield self.join(name, c)
+
+    def enumerate(self) -> list[dict]:
+        return list(self)
+
+    def prune_report(self) -> list[tuple[str, int]]:
+        return [(f"{m}: {rule}", n) for m, s in self.members.items() for rule, n in s.prune_report()]
+
+    def sample(self, rng: random.Random, max_tries: int = 10000) -> dict:
+        """A member drawn uniformly, then a config of it (Space.sample); members whose space is empty
+        are skipped."""
+        names = list(self.members)
+        rng.shuffle(names)
+        for name in names:
+            try:
+                return self.join(name, self.members[name].sample(rng, max_tries))
+            except ConfigError:
+                continue
+        raise ConfigError("could not draw a valid config: every member space may be empty")
+
+    def neighbours(self, config: dict) -> list[dict]:
+        name, rest = self.split(config)
+        return [self.join(name, c) for c in self.members[name].neighbours(rest)]
+
+    def mutate(self, config: dict, rng: random.Random) -> dict | None:
+        options = self.neighbours(config)
+        return rng.choice(options) if options else None

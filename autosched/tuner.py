@@ -6,6 +6,7 @@ again, so a killed run resumes where it stopped.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -14,7 +15,7 @@ from autosched import __version__
 from autosched.database import Database
 from autosched.measure.result import Measurement
 from autosched.search import make_strategy
-from autosched.space import config_hash
+from autosched.space import SpaceUnion, config_hash
 
 
 @dataclass
@@ -33,6 +34,8 @@ class TuneResult:
     elapsed_s: float = 0.0
     total_tuning_s: float = 0.0   # all runs on this workload, from the database (set by callers)
     total_trials: int = 0
+    best_template: str | None = None   # the template of best_config
+    best_knobs: dict | None = None     # best_config without the "template" knob of a union
 
 
 def versions(runner_name: str) -> dict:
@@ -40,24 +43,80 @@ def versions(runner_name: str) -> dict:
     return {"autosched": __version__, "nvrtc": nvrtc_version(), "runner": runner_name}
 
 
-def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustive",
+class SearchSpace:
+    """What a tuning run searches for one workload: the space of its one template, or the union of
+    several templates' spaces with the template as a knob (`space.SpaceUnion`).  Results are stored
+    per template with the template's own knobs, so a single-template run and its database rows are
+    exactly what they were before unions existed."""
+
+    def __init__(self, workload, templates, device, runner=None):
+        self.templates = {t.family: t for t in templates}
+        if not self.templates:
+            raise ValueError(f"no template to tune {workload.key} with")
+        spaces = {}
+        for t in templates:
+            sp = t.space(workload, device)
+            if runner is not None and runner.partial:      # a replay searches only what it can answer
+                sp = sp.restricted("measured in the recording",
+                                   lambda c, f=t.family: runner.covers(workload.key, f, c))
+            spaces[t.family] = sp
+        self.union = len(spaces) > 1
+        self.space = SpaceUnion(spaces) if self.union else next(iter(spaces.values()))
+        self.workload, self.device = workload, device
+        if self.union:      # every template's derived features, zero where a template has none
+            self._derived_keys = sorted({k for t in templates for k in t.derived_features(
+                t.default_config(workload, device), workload.params, device)})
+
+    def split(self, config: dict):
+        """(template, its knobs) of a searched config."""
+        if not self.union:
+            return next(iter(self.templates.values())), config
+        name, rest = self.space.split(config)
+        return self.templates[name], rest
+
+    def join(self, template, config: dict) -> dict:
+        return self.space.join(template.family, config) if self.union else config
+
+    def derived_features(self, config: dict, params: dict) -> dict:
+        t, rest = self.split(config)
+        d = t.derived_features(rest, params, self.device)
+        return {**dict.fromkeys(self._derived_keys, 0.0), **d} if self.union else d
+
+
+def _templates(workload, templates) -> list:
+    if templates is None:
+        from autosched.registry import templates_for
+        return templates_for(workload)
+    return [templates] if hasattr(templates, "render") else list(templates)
+
+
+def tune(workload, templates, runner, db: Database, *, strategy: str = "exhaustive",
          trials: int | None = None, time_budget_s: float | None = None, builder=None,
          seed: int = 0, batch: int = 64,
          on_result: Callable[[dict, Measurement, TuneResult], None] | None = None) -> TuneResult:
+    """Search `workload`'s schedules with `runner`, writing every result to `db`.
+
+    templates: a Template, several (searched as one space, the template a knob), or None for every
+    template the registry has for the workload.  The result's best_config carries a "template" key
+    only when several were searched; `best_template` names the winner's either way."""
+    templates = _templates(workload, templates)
     device = runner.device_info
-    space = template.space(workload, device)
-    if hasattr(runner, "covers"):      # replay: search only what the recording can answer
-        space = space.restricted("measured in the recording", runner.covers)
+    search = SearchSpace(workload, templates, device, runner)
+    space = search.space
     n_space = space.size()
-    res = TuneResult(workload.key, device.key, template.family, runner.name, n_space)
-    done = db.measured(workload.key, device.key, template.family)
+    res = TuneResult(workload.key, device.key, "+".join(search.templates), runner.name, n_space)
+    done = {}       # hash of the searched config -> database record
+    for t in templates:
+        for r in db.measured(workload.key, device.key, t.family).values():
+            cfg = search.join(t, r.config)
+            done[config_hash(cfg)] = dataclasses.replace(r, config=cfg)
     context = {}
     if strategy in ("model", "evolutionary", "evolutionary-model"):
-        # everything this template has measured on this GPU trains the model; what this workload
+        # everything these templates have measured on this GPU trains the model; what this workload
         # already has is not proposed again
-        context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),
-                   "exclude": set(done),
-                   "derive": lambda cfg, params: template.derived_features(cfg, params, device)}
+        prior = [(search.join(t, c), p, us) for t in templates for c, p, us in db.samples(device.key, t.family)]
+        context = {"workload_params": workload.params, "prior": prior, "exclude": set(done),
+                   "derive": search.derived_features}
         # these strategies never propose what is already measured, so the best known so far comes
         # from the database: a resumed run reports the best over every run, not only its own
         known = [r for r in done.values() if r.measurement.ok and space.contains(r.config)]
@@ -98,15 +157,15 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
                 rec = done.get(config_hash(cfg))
                 if rec is not None:
                     res.resumed += 1
-                    if hasattr(runner, "observe"):      # a screening runner learns the best so far
-                        runner.observe(workload.key, rec.measurement)
+                    runner.observe(workload.key, rec.measurement)   # a screening runner learns the best so far
                     account(cfg, rec.measurement)
                 else:
                     fresh.append(cfg)
             if fresh:
                 items = []
                 for i, c in enumerate(fresh):
-                    spec = template.render(workload, c, device)
+                    t, knobs = search.split(c)
+                    spec = t.render(workload, knobs, device)
                     binary = builder.submit(spec) if (builder is not None and runner.needs_binary) else None
                     items.append((i, spec, binary))
                 return fresh, items
@@ -121,7 +180,8 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         last = time.perf_counter()
         for i, m in runner.measure_stream(items):
             now = time.perf_counter()
-            db.add(workload.key, device.key, template.family, fresh[i], m, vers, cost_s=now - last)
+            t, knobs = search.split(fresh[i])
+            db.add(workload.key, device.key, t.family, knobs, m, vers, cost_s=now - last)
             last = now
             res.measured_now += 1
             account(fresh[i], m)
@@ -129,6 +189,9 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
             break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
         batch_now = batch_next
     res.elapsed_s = time.perf_counter() - t0
+    if res.best_config is not None:
+        t, knobs = search.split(res.best_config)
+        res.best_template, res.best_knobs = t.family, knobs
     return res
 
 

@@ -9,6 +9,7 @@ import pytest
 from autosched.database import Database
 from autosched.measure.recording import Recording, ReplayRunner
 from autosched.measure.result import Status
+from autosched.measure.runner import Runner
 from autosched.space import config_hash
 import autosched.templates.gemv_q4f16 as tmod
 from autosched.templates import GemvQ4F16Template
@@ -174,7 +175,7 @@ def test_time_budget_stops_after_the_batch_it_runs_out_in(h100, gemv_template, t
     from autosched.measure.result import Measurement, Status
     from autosched.workloads import GemvQ4F16
 
-    class SlowRunner:
+    class SlowRunner(Runner):
         name, needs_binary, device_info = "slow", False, h100
 
         def measure_stream(self, items):
@@ -233,7 +234,7 @@ def test_next_batch_builds_while_this_batch_is_measured(h100, gemv_template, tmp
             f.set_result(Binary("k", spec.name_expression, "sym", b"\x7fELF"))
             return f
 
-    class FakeRunner:
+    class FakeRunner(Runner):
         name, needs_binary, device_info = "fake", True, h100
 
         def measure_stream(self, items):

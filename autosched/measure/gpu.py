@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 from autosched.device import DeviceInfo
 from autosched.measure.protocol import Protocol
 from autosched.measure.result import Measurement, Status
+from autosched.measure.runner import Runner
 from autosched.measure.worker import worker_main
 
 
@@ -97,7 +98,7 @@ class _Slot:
         self.kill()
 
 
-class GpuRunner:
+class GpuRunner(Runner):
     """Measures (spec, binary) pairs on every GPU at once, one config per GPU at a time.
 
     screen: with a factor F (> 1), a config whose first few timed runs take over F x the best median
@@ -193,9 +194,3 @@ class GpuRunner:
     def close(self) -> None:
         for s in self.slots:
             s.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

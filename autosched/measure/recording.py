@@ -18,9 +18,11 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Iterable
 
 from autosched.device import DeviceInfo
 from autosched.measure.result import Measurement, Status
+from autosched.measure.runner import Runner
 from autosched.space import config_hash
 
 FORMAT = "autosched-recording/1"
@@ -148,55 +150,64 @@ def find_recording(workload_key: str, template: str, paths=None) -> Recording | 
     return None
 
 
-class ReplayRunner:
-    """Answers measurements from a recording: the real search runs against real GPU numbers on a
-    machine with no GPU.  Configs the recording lacks come back as NOT_RECORDED."""
+class ReplayRunner(Runner):
+    """Answers measurements from recordings: the real search runs against real GPU numbers on a
+    machine with no GPU.  Several recordings (of the templates of one workload, or of several
+    workloads) may serve one runner, all taken on the same kind of GPU; configs no recording holds
+    come back as NOT_RECORDED."""
 
     name = "replay"
     needs_binary = False
+    partial = True
 
-    def __init__(self, recording: Recording):
-        self.recording = recording
+    def __init__(self, recordings: "Recording | Iterable[Recording]"):
+        recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
+        if not recs:
+            raise ValueError("a replay runner needs at least one recording")
+        keys = {r.device.key for r in recs}
+        if len(keys) > 1:
+            raise ValueError(f"recordings of different GPUs in one replay runner: {sorted(keys)}")
+        self.recordings = {(r.workload_key, r.template): r for r in recs}
+        self.recording = recs[0]          # the first: its GPU is the runner's
 
     @property
     def device_info(self) -> DeviceInfo:
         return self.recording.device
 
-    def covers(self, config: dict) -> bool:
-        return self.recording.lookup(config) is not None
+    def _for(self, workload_key: str, template: str) -> "Recording | None":
+        return self.recordings.get((workload_key, template))
 
-    def coverage_note(self, space_size: int) -> str:
-        n = len(self.recording.entries)
+    def covers(self, workload_key: str, template: str, config: dict) -> bool:
+        rec = self._for(workload_key, template)
+        return rec is not None and rec.lookup(config) is not None
+
+    def coverage_note(self, workload_key: str, template: str, space_size: int) -> str | None:
+        rec = self._for(workload_key, template)
+        if rec is None:
+            return f"no recording of {template} for {workload_key}: the replay searches none of its configs"
+        n = len(rec.entries)
         if n >= space_size:
             return f"the recording covers the whole pruned space ({space_size:,} configs)"
-        how = self.recording.versions.get("source", "measured on the GPU")
+        how = rec.versions.get("source", "measured on the GPU")
         return (f"the recording covers {n:,} of the {space_size:,} configs of the pruned space ({how}); "
                 f"the replay searches those")
 
     def measure(self, spec, binary=None) -> Measurement:
-        if spec.workload_key != self.recording.workload_key:
-            return Measurement(Status.NOT_RECORDED, error=f"recording {self.recording.name} is for "
-                               f"{self.recording.workload_key}, not {spec.workload_key}",
-                               source=f"replay:{self.recording.name}")
+        rec = self._for(spec.workload_key, spec.family)
+        if rec is None:
+            have = ", ".join(f"{t} {w}" for w, t in self.recordings)
+            return Measurement(Status.NOT_RECORDED, error=f"no recording of {spec.family} {spec.workload_key} "
+                               f"(recordings: {have})", source=f"replay:{self.recording.name}")
         if binary is not None and hasattr(binary, "result"):
             binary = binary.result()
         if binary is not None and not binary.ok:
-            return Measurement(Status.COMPILE_ERROR, error=binary.error or "", source=f"replay:{self.recording.name}")
-        m = self.recording.lookup(dict(spec.config))
+            return Measurement(Status.COMPILE_ERROR, error=binary.error or "", source=f"replay:{rec.name}")
+        m = rec.lookup(dict(spec.config))
         if m is None:
             return Measurement(Status.NOT_RECORDED, error="config not in the recording",
-                               source=f"replay:{self.recording.name}")
+                               source=f"replay:{rec.name}")
         return m
 
     def measure_stream(self, items):
         for tag, spec, binary in items:
             yield tag, self.measure(spec, binary)
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

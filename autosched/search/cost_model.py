@@ -39,7 +39,10 @@ class Featurizer:
     def _row(self, config: dict, p: dict) -> list[float]:
         out = []
         for name, value in self.columns:
-            v = config[name]
+            v = config.get(name)
+            if v is None:       # a knob of another template of a union: absent from this config
+                out.append(0.0)
+                continue
             out.append(math.log2(v + 1) if value is None else float(v == value))
         out += [math.log2(p[n] + 1) for n in self.param_names]     # +1: flags such as trans_a are 0
         if self.derive is not None:
