@@ -1,3 +1,30 @@
-"""autosched: finds the fastest CUDA kernel for an LLM-inference operator on the GPU it runs on."""
+"""autosched: finds the fastest CUDA kernel for an LLM-inference operator on the GPU it runs on.
+
+The public API (autosched/api.py) is importable from here: `autosched.tune`, `autosched.record`,
+`autosched.best_config`, `autosched.export`, `autosched.load_model`, `autosched.workload`, ... and,
+where torch is installed, the decode engine (`autosched.Engine`) and the ops (`autosched.Q4Linear`).
+Names are resolved on first use, so `import autosched` stays cheap and needs neither torch nor CUDA.
+"""
 
 __version__ = "0.1.0"
+
+_API = ("AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
+        "import_recording", "load_model", "open_runner", "record", "recordings_for", "target_device", "tune",
+        "workload")
+_ELSEWHERE = {"Engine": "autosched.engine.engine", "Q4Linear": "autosched.ops.gemv",
+              "FAMILIES": "autosched.registry", "Database": "autosched.database"}
+
+__all__ = ["__version__", *_API, *_ELSEWHERE]
+
+
+def __getattr__(name):
+    import importlib
+    if name in _API:
+        return getattr(importlib.import_module("autosched.api"), name)
+    if name in _ELSEWHERE:
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module 'autosched' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -166,7 +166,8 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
                 for i, c in enumerate(fresh):
                     t, knobs = search.split(c)
                     spec = t.render(workload, knobs, device)
-                    binary = builder.submit(spec) if (builder is not None and runner.needs_binary) else None
+                    # a builder given to a replay compiles too (tune --build): NVRTC checked on the CPU
+                    binary = builder.submit(spec) if builder is not None else None
                     items.append((i, spec, binary))
                 return fresh, items
         return None

@@ -373,21 +373,6 @@ def test_generate_and_bench_decode_need_a_gpu_and_say_so(cli):
     assert rc == 2 and "there is none here" in flat(err)
 
 
-def test_generate_model_loading(tmp_path):
-    from autosched.cli import CliError, load_model
-    from autosched.models.llama2c import SEED_CONFIGS, LlamaConfig, random_weights, write_checkpoint
-    cfg, w, tok = load_model("random:stories15M")
-    assert cfg == SEED_CONFIGS["stories15M"] and w["wq"].shape == (6, 288, 288) and tok is None
-    small = LlamaConfig(64, 96, 1, 4, 4, 40, 8)
-    write_checkpoint(tmp_path / "m.bin", small, random_weights(small, 1))
-    cfg, w, src = load_model(str(tmp_path / "m.bin"))
-    assert cfg == small and src == tmp_path / "m.bin"
-    with pytest.raises(CliError, match="unknown random model"):
-        load_model("random:gpt5")
-    with pytest.raises(CliError, match="does not exist"):
-        load_model(str(tmp_path / "nope.bin"))
-
-
 def test_generate_refuses_bad_sampling_and_prompt_arguments(cli, monkeypatch):
     monkeypatch.setattr(autosched.device, "gpu_count", lambda: 1)    # reach the argument checks
     rc, out, err = cli("generate", "--model", "random:stories15M", "--prompt-tokens", "1,x")

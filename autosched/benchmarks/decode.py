@@ -28,7 +28,7 @@ import numpy as np
 
 from autosched.models.llama2c import SEED_CONFIGS, LlamaConfig
 
-FORMATS = ("fp32", "fp16", "int8", "q4f16_1")
+from autosched.models.quantize import FORMATS  # noqa: E402  (one list of weight formats)
 PROMPT = [1, 450, 4996, 17354, 1701, 432, 17204, 975]
 
 

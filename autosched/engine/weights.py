@@ -15,7 +15,7 @@ from autosched.layouts import pack_nibbles
 from autosched.models.llama2c import LlamaConfig
 from autosched.workloads.gemv_q4f16 import GROUP
 
-FORMATS = ("fp32", "fp16", "int8", "q4f16_1")
+from autosched.models.quantize import FORMATS  # noqa: E402  (one list of weight formats)
 
 
 def check_format(fmt: str) -> str:

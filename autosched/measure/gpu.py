@@ -18,6 +18,10 @@ from autosched.measure.runner import Runner
 from autosched.measure.worker import worker_main
 
 
+class NoGpu(RuntimeError):
+    """No CUDA GPU to measure on (the caller says what to do instead)."""
+
+
 class WorkerDied(RuntimeError):
     pass
 
@@ -122,7 +126,7 @@ class GpuRunner(Runner):
         from autosched.device import gpu_count
         ids = list(device_ids) if device_ids is not None else list(range(gpu_count()))
         if not ids:
-            raise RuntimeError("no CUDA GPU found: use the replay runner (--runner replay)")
+            raise NoGpu("no CUDA GPU found on this machine")
         self.protocol = protocol
         self.timeout_s = timeout_s
         self.prepare_timeout_s = prepare_timeout_s

@@ -6,4 +6,6 @@ A strategy never sees CUDA or a GPU: it gets configs' measurements back through 
 from autosched.search.strategies import (STRATEGIES, Exhaustive, ModelGuided, RandomSearch, Strategy,
                                          make_strategy)
 
-__all__ = ["STRATEGIES", "Exhaustive", "ModelGuided", "RandomSearch", "Strategy", "make_strategy"]
+STRATEGY_NAMES = tuple(STRATEGIES)
+
+__all__ = ["STRATEGIES", "STRATEGY_NAMES", "Exhaustive", "ModelGuided", "RandomSearch", "Strategy", "make_strategy"]

@@ -1,0 +1,374 @@
+"""The public Python API (re-exported by `autosched`): what the command line does, as functions.
+
+    import autosched
+    w = autosched.workload("gemv-q4f16", "4096x4096")
+    run = autosched.tune(w, trials=200)              # the GPU if there is one, else a replay
+    print(run.result.best.median_us, run.result.best_config)
+    best = autosched.best_config(w)                  # database -> same-GPU recording -> default
+    autosched.export(w, "gemv.cu")
+
+Nothing here parses arguments or prints: progress and notes reach the caller through callbacks,
+failures as `AutoschedError` (a ValueError) whose message names the bad input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from autosched.registry import family, family_of, templates_for
+
+GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
+RUNNERS = ("auto", "gpu", "replay")
+
+
+class AutoschedError(ValueError):
+    """A request that cannot be carried out as given; the message says which input and why."""
+
+
+def workload(op: str, shape: str):
+    """The workload of operator family `op` (its CLI name, e.g. "gemv-q4f16", or workload name) at
+    `shape` (the family's shape syntax, e.g. "12288x4096")."""
+    from autosched.workloads import WorkloadError
+    try:
+        return family(op).parse(shape)
+    except WorkloadError as e:
+        raise AutoschedError(str(e)) from e
+
+
+def _as_workload(w):
+    if isinstance(w, tuple):
+        return workload(*w)
+    return w
+
+
+def _templates(w, template: str | None):
+    ts = templates_for(w)
+    if template is None:
+        return ts
+    named = [t for t in ts if t.family == template]
+    if not named:
+        raise AutoschedError(f"template {template!r} does not serve {w.key}; its templates: "
+                             f"{', '.join(t.family for t in ts)}")
+    return named
+
+
+def recordings_for(w, templates=None) -> list:
+    """The shipped (and $AUTOSCHED_RECORDINGS) recordings of `w`, one per template that has one."""
+    from autosched.measure.recording import find_recording
+    out = []
+    for t in templates or templates_for(w):
+        rec = find_recording(w.key, t.family)
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None = None):
+    """(runner, note).  auto: the GPU if there is one, else the replay runner over the recordings of
+    `w`'s templates (which answers from what was measured, so `screen` only applies on the GPU)."""
+    from autosched.device import gpu_count
+    from autosched.measure.recording import ReplayRunner, shipped_recordings
+    if kind not in RUNNERS:
+        raise AutoschedError(f"unknown runner {kind!r}; choose from {', '.join(RUNNERS)}")
+    if kind == "auto":
+        kind = "gpu" if gpu_count() > 0 else "replay"
+    if kind == "gpu":
+        from autosched.measure.gpu import GpuRunner, NoGpu
+        try:
+            run = GpuRunner(screen=screen)
+        except NoGpu as e:
+            raise AutoschedError(f"{e}: use the replay runner (runner 'replay' or 'auto'), which answers from "
+                                 "measurements recorded on a real GPU") from e
+        return run, "measuring on the GPU" + (f" (screening at {screen:g}x the best)" if screen else "")
+    recs = recordings_for(w, templates)
+    if not recs:
+        have = ", ".join(p.name for p in shipped_recordings()) or "none"
+        raise AutoschedError(f"no CUDA GPU here and no recording for {w.key}: the replay runner can only "
+                             f"answer for recorded shapes (shipped: {have})")
+    rec = recs[0]
+    names = ", ".join(r.name for r in recs)
+    return ReplayRunner(recs), (f"[yellow]REPLAY[/]: no GPU used; answers are real measurements recorded on "
+                                f"{rec.device.name} ({rec.date}, {sum(len(r.entries) for r in recs)} configs, "
+                                f"{names})")
+
+
+@dataclass
+class Plan:
+    """What a tuning run is about to search, handed to `on_start` before the first measurement."""
+    workload: object
+    device: object
+    runner_note: str
+    templates: list[str]
+    raw_size: int
+    space_size: int
+    prune_report: list[tuple[str, int]]
+    coverage: list[str]              # what a replay can answer for, per template
+    total: int                       # configs the run will evaluate at most
+
+
+@dataclass
+class Tuned:
+    """A finished tuning run: the tuner's result, and the rule-based default measured beside it."""
+    plan: Plan
+    result: object                   # tuner.TuneResult
+    default_config: dict = field(default_factory=dict)
+    default: object = None           # its Measurement (looked up in a replay, measured on a GPU)
+
+    @property
+    def replayed(self) -> bool:
+        return bool(self.result.best and self.result.best.source.startswith("replay"))
+
+
+def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: int | None = None,
+         time_s: float | None = None, seed: int = 0, screen: float | None = None, jobs: int | None = None,
+         build: bool = False, template: str | None = None,
+         on_start: Callable[[Plan], None] | None = None,
+         on_result: Callable | None = None) -> Tuned:
+    """Search the schedules of workload `w` (or an (op, shape) pair) over every template that serves
+    it (or only `template`), writing every measurement to the database `db` (a path or a Database;
+    None: the default file), so an interrupted run resumes.
+
+    runner: "gpu", "replay" (answers from shipped recordings of real GPU measurements) or "auto".
+    trials: configs to evaluate (default: 500 on a GPU, every recorded config in a replay).
+    build: with the replay runner, compile every config with NVRTC too (the GPU runner always does).
+    on_start(Plan) is called once before measuring; on_result(config, Measurement, TuneResult) after
+    each config."""
+    from autosched.build import Builder
+    from autosched.tuner import SearchSpace, measure_configs
+    from autosched.tuner import tune as run_tune
+    w = _as_workload(w)
+    ts = _templates(w, template)
+    run, note = open_runner(runner, w, ts, screen)
+    with run, _database(db) as database:
+        device = run.device_info
+        search = SearchSpace(w, ts, device)
+        space = search.space
+        size = space.size()
+        coverage = [n for t in ts if (n := run.coverage_note(w.key, t.family, t.space(w, device).size()))]
+        total = size
+        if run.partial:
+            total = sum(1 for c in space if run.covers(w.key, *_family_and_knobs(search, c)))
+        if trials is None and run.needs_binary and strategy != "exhaustive":
+            trials = GPU_DEFAULT_TRIALS
+        total = min(trials or total, total)
+        plan = Plan(w, device, note, [t.family for t in ts], space.raw_size(), size, space.prune_report(),
+                    coverage, total)
+        if on_start:
+            on_start(plan)
+        builder = Builder(jobs) if (run.needs_binary or build) else None
+        try:
+            res = run_tune(w, ts, run, database, strategy=strategy, trials=trials, time_budget_s=time_s,
+                           builder=builder, seed=seed, on_result=on_result)
+            out = Tuned(plan, res)
+            if res.best:
+                t0 = ts[0]
+                out.default_config = t0.default_config(w, device)
+                out.default = measure_configs(w, t0, run, [out.default_config], builder)[0]
+        finally:
+            if builder:
+                builder.close()
+    return out
+
+
+def _family_and_knobs(search, config):
+    t, knobs = search.split(config)
+    return t.family, knobs
+
+
+def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = None,
+           strategy: str = "exhaustive", resume_from: str | Path | None = None, screen: float | None = None,
+           jobs: int | None = None, template: str | None = None,
+           on_start: Callable[[Plan], None] | None = None, on_result: Callable | None = None):
+    """Measure the whole pruned space of `w` for one template on this GPU and write a recording
+    (gzip JSON) that the replay runner can answer from.  Returns (path, Recording, TuneResult).
+
+    template: which template (default: the workload's only one; required when it has several).
+    resume_from: a recording of an earlier, partial run of this shape on this kind of GPU, whose
+    measurements are taken as done.  Needs a GPU."""
+    from autosched.build import Builder
+    from autosched.measure.gpu import GpuRunner, NoGpu
+    from autosched.measure.protocol import Protocol
+    from autosched.measure.recording import recording_from_db
+    from autosched.tuner import tune as run_tune
+    from autosched.tuner import versions
+    w = _as_workload(w)
+    ts = _templates(w, template)
+    if len(ts) > 1:
+        raise AutoschedError(f"a recording holds one template and {w.key} has {len(ts)} "
+                             f"({', '.join(t.family for t in ts)}): name one")
+    t = ts[0]
+    try:
+        run = GpuRunner(screen=screen)
+    except NoGpu as e:
+        raise AutoschedError(f"{e}: recording measures every config on a GPU (`autosched tune` replays "
+                             "the shipped recordings on a CPU)") from e
+    with run, _database(db) as database, Builder(jobs) as builder:
+        device = run.device_info
+        space = t.space(w, device)
+        size = space.size()
+        resumed = 0
+        if resume_from:
+            resumed = import_recording(Path(resume_from), w, t, device, database)
+        if on_start:
+            on_start(Plan(w, device, f"recording on the GPU ({resumed:,} configs resumed from {resume_from})"
+                          if resume_from else "recording on the GPU", [t.family], space.raw_size(), size,
+                          space.prune_report(), [], size))
+        res = run_tune(w, t, run, database, strategy=strategy, builder=builder, time_budget_s=time_s,
+                       on_result=on_result)
+        rec = recording_from_db(database, w, t, device, Protocol().to_json(), versions("gpu"),
+                                datetime.date.today().isoformat())
+        path = Path(out) if out else Path(f"{t.family}-{w.shape_str}.json.gz")
+        rec.save(path)
+    return path, rec, res
+
+
+def import_recording(path: Path, w, template, device, db) -> int:
+    """Put an earlier recording's measurements of `w` into the database (so a record run on another
+    machine goes on where that one stopped); refuses one from another GPU, shape or template."""
+    from autosched.measure.recording import Recording
+    try:
+        rec = Recording.load(path)
+    except (OSError, ValueError) as e:
+        raise AutoschedError(str(e)) from e
+    if (rec.workload_key, rec.template) != (w.key, template.family):
+        raise AutoschedError(f"{path} records {rec.template} {rec.workload_key}, not {template.family} {w.key}")
+    if rec.device.key != device.key:
+        raise AutoschedError(f"{path} was measured on {rec.device.key}, not on this GPU ({device.key})")
+    for cfg, m in rec.entries.values():
+        db.add(w.key, device.key, template.family, cfg,
+               dataclasses.replace(m, source=f"gpu (recording {rec.name})"), rec.versions)
+    return len(rec.entries)
+
+
+def best_config(w, *, device=None, db=None, k: int = 1):
+    """The config to serve for `w` on `device` (default: GPU 0, or without a GPU the device of
+    its recording): the selection chain's first answer (database for this device, then a recording
+    taken on the same device, then the rule-based default), as a selection.Candidate with its
+    template and source.  k > 1: the k best, fastest first."""
+    from autosched.selection import rank
+    w = _as_workload(w)
+    device = device or target_device(w)
+    with _database(db) as database:
+        top = rank(w, device, database, k=k)
+    return top if k > 1 else top[0]
+
+
+def target_device(w=None):
+    """The GPU a kernel is for: GPU 0 here, else the GPU of `w`'s recording (or of any shipped
+    recording), so that limits (shared memory, registers) are checked against a real GPU."""
+    from autosched.device import gpu_count, query
+    from autosched.measure.recording import Recording, shipped_recordings
+    if gpu_count() > 0:
+        return query(0)
+    recs = recordings_for(w) if w is not None else []
+    if recs:
+        return recs[0].device
+    paths = shipped_recordings()
+    if not paths:
+        raise AutoschedError("no GPU and no recording to take the target GPU's limits from")
+    return Recording.load(paths[0]).device
+
+
+def export(w, out: str | Path | None = None, *, config: dict | None = None, template: str | None = None,
+           db=None, device_key: str | None = None) -> tuple[Path, str]:
+    """Write the kernel for `w` as a standalone .cu with a launcher carrying its grid, block and
+    shared memory.  The config is `config` (of `template`, default the workload's first), else the
+    best known: the database's for `device_key` (or the fastest on any GPU it holds), else the best
+    of a shipped recording.  Returns (path, where the config came from)."""
+    from autosched.export import export_cuda
+    from autosched.selection import best_known
+    w = _as_workload(w)
+    ts = _templates(w, template)
+    if config is not None:
+        if not isinstance(config, dict):
+            raise AutoschedError(f"a config is a JSON object of knob values, got {config!r}")
+        t, source = ts[0], "given config"
+    else:
+        with _database(db) as database:
+            cand = best_known(w, database, device_key=device_key, templates=ts)
+        if cand is None:
+            raise AutoschedError(f"nothing tuned for {w.key}: run `autosched tune` first or pass a config")
+        t = next(x for x in ts if x.family == cand.template)
+        config, source = cand.config, cand.source
+    device = target_device(w)
+    path = Path(out or f"{t.family}_{w.shape_str}.cu")
+    export_cuda(w, t, config, device, path, source=source)
+    return path, source
+
+
+def load_model(spec: str):
+    """A llama2.c checkpoint (.bin), a Hugging Face Llama directory, or `random:NAME` (seeded random
+    weights at one of the seed's sizes): (config, weights, the path it came from or None)."""
+    from autosched.models.hf import read_hf
+    from autosched.models.llama2c import SEED_CONFIGS, random_weights, read_checkpoint
+    if spec.startswith("random:"):
+        name = spec.split(":", 1)[1]
+        if name not in SEED_CONFIGS:
+            raise AutoschedError(f"unknown random model {name!r}; choose from {', '.join(SEED_CONFIGS)}")
+        cfg = SEED_CONFIGS[name]
+        if cfg.n_params() > 10**9:
+            from autosched.engine.weights import random_weights_torch
+            return cfg, random_weights_torch(cfg, 0, "cuda"), None
+        return cfg, random_weights(cfg, 0), None
+    path = Path(spec)
+    if not path.exists():
+        raise AutoschedError(f"model {path} does not exist (a llama2.c .bin, a Hugging Face directory, or "
+                             "random:NAME)")
+    cfg, w = read_hf(path) if path.is_dir() else read_checkpoint(path)
+    return cfg, w, path
+
+
+def convert(source: str | Path, dest: str | Path, *, force: bool = False):
+    """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory (the
+    direction follows the source: a directory is read as Hugging Face).  Never writes over its own
+    input, nor over an existing file unless `force`.  Returns (config, what was written)."""
+    from autosched.models.hf import read_hf, write_hf
+    from autosched.models.llama2c import read_checkpoint, write_checkpoint
+    src, dst = Path(source), Path(dest)
+    if not src.exists():
+        raise AutoschedError(f"{src} does not exist")
+    if dst.exists():
+        if dst.resolve() == src.resolve() or (src.is_dir() and dst.resolve().is_relative_to(src.resolve())):
+            raise AutoschedError(f"{dst} is the source {src} or inside it: a conversion never writes over its input")
+        if not force:
+            raise AutoschedError(f"{dst} exists: pass force=True (--force) to write over it")
+    if src.is_dir():
+        cfg, weights = read_hf(src)
+        write_checkpoint(dst, cfg, weights)
+        return cfg, "llama2.c checkpoint"
+    cfg, weights = read_checkpoint(src)
+    write_hf(dst, cfg, weights)
+    return cfg, "Hugging Face directory"
+
+
+def devices():
+    """(DeviceInfo of each GPU here, [(path, Recording)] of every shipped recording)."""
+    from autosched.device import gpu_count, query
+    from autosched.measure.recording import Recording, shipped_recordings
+    return [query(i) for i in range(gpu_count())], [(p, Recording.load(p)) for p in shipped_recordings()]
+
+
+class _database:
+    """A Database from a path (opened and closed here) or an open one (left open)."""
+
+    def __init__(self, db):
+        self.db, self.own = db, not hasattr(db, "conn")
+
+    def __enter__(self):
+        if self.own:
+            from autosched.database import Database
+            self.db = Database(self.db)
+        return self.db
+
+    def __exit__(self, *exc):
+        if self.own:
+            self.db.close()
+
+
+__all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
+           "family_of", "import_recording", "load_model", "open_runner", "record", "recordings_for",
+           "target_device", "tune", "workload"]
