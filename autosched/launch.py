@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autosched.templates.base import STATIC_SMEM_LIMIT
+from autosched.device import STATIC_SMEM_LIMIT
 
 
 def launch_config(spec, pdl: bool):

@@ -19,10 +19,10 @@ import traceback
 import numpy as np
 
 from autosched import layouts
+from autosched.device import STATIC_SMEM_LIMIT
 from autosched.launch import allow_dynamic_smem
 from autosched.measure.protocol import Protocol, Timer, check, ptr
 from autosched.measure.result import Measurement, Status, summarize
-from autosched.templates.base import STATIC_SMEM_LIMIT
 from autosched.workloads import workload_from_key
 
 
