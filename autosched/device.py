@@ -9,6 +9,12 @@ from __future__ import annotations
 import platform
 from dataclasses import asdict, dataclass
 
+# shared memory a launch gets without opting in (static arrays plus dynamic); beyond it, up to the
+# GPU's opt-in maximum, only dynamic memory of a kernel opted in at load (runtime.allow_dynamic_smem).
+# A device limit, here beside the others, so that templates and the measuring worker read it without
+# importing the layers that launch kernels
+STATIC_SMEM_LIMIT = 48 * 1024
+
 
 @dataclass(frozen=True)
 class DeviceInfo:

@@ -68,7 +68,7 @@ def _gemv_picks(template, workload, device) -> list[dict]:
 def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
     """The configs staging the most dynamic shared memory over the 48 KB every launch gets (the
     opt-in path), then two random ones of those."""
-    from autosched.templates.base import STATIC_SMEM_LIMIT
+    from autosched.device import STATIC_SMEM_LIMIT
     from autosched.templates.sgemm import dynamic_smem
     big = sorted((c for c in template.space(workload, device) if dynamic_smem(c) > STATIC_SMEM_LIMIT),
                  key=lambda c: -dynamic_smem(c))

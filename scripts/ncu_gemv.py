@@ -8,13 +8,13 @@ import sys
 
 import numpy as np
 import torch
-from cuda.core import Device, LaunchConfig, ObjectCode, Stream, launch
+from cuda.core import Device, LaunchConfig, Stream, launch
 
 from autosched.benchmarks.common import Launchable
 from autosched.benchmarks.stream_read import stream_read_spec
 from autosched.build import Builder
 from autosched.device import query
-from autosched.measure.protocol import ptr
+from autosched.runtime import load_kernel, ptr
 from autosched.templates import template_for
 from autosched.workloads import GemvQ4F16
 
@@ -33,8 +33,7 @@ def main(shape, config_json):
         k = Launchable(spec, b.build(spec), inputs, out)
         rs = stream_read_spec(4, info.arch)
         rb = b.build(rs)
-    rk = ObjectCode.from_cubin(rb.cubin, symbol_mapping={rs.name_expression: rb.symbol.encode()}).get_kernel(
-        rs.name_expression)
+    rk = load_kernel(rs, rb)
     buf = torch.empty((w.bytes_moved() + 15) // 16 * 16, dtype=torch.uint8, device="cuda").random_(0, 255)
     sink = torch.zeros(1, dtype=torch.int32, device="cuda")
     flush = torch.empty(256 * 10**6, dtype=torch.uint8, device="cuda")

@@ -14,7 +14,7 @@ from cuda.core import Device, Stream
 from autosched.benchmarks.common import Launchable
 from autosched.build import Builder
 from autosched.device import query
-from autosched.launch import allow_dynamic_smem
+from autosched.runtime import allow_dynamic_smem
 from autosched.templates import SgemmTemplate
 from autosched.workloads import Sgemm
 

@@ -11,10 +11,10 @@ import random
 import sys
 
 from autosched.build import Builder
+from autosched.device import STATIC_SMEM_LIMIT
 from autosched.measure.protocol import Protocol
 from autosched.measure.worker import Worker
 from autosched.templates import SgemmTemplate
-from autosched.templates.base import STATIC_SMEM_LIMIT
 from autosched.workloads import Sgemm
 
 

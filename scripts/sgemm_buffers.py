@@ -24,8 +24,8 @@ from cuda.core import Device, Stream
 from autosched.benchmarks.common import Launchable, pool_tensor, write_results
 from autosched.build import Builder
 from autosched.device import query
-from autosched.launch import allow_dynamic_smem
 from autosched.measure.protocol import Protocol, Timer
+from autosched.runtime import allow_dynamic_smem
 from autosched.templates import SgemmTemplate
 from autosched.workloads import Sgemm
 

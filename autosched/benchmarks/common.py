@@ -11,8 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from autosched import layouts
-from autosched.measure.protocol import ptr
-from autosched.measure.worker import SCALAR_TYPES
+from autosched.runtime import launch_config, load_kernel, ptr, scalar
 
 
 def git_commit() -> str:
@@ -62,12 +61,8 @@ class Launchable:
                 raise ValueError(f"input {a.name} of {spec.name_expression} is packed in layout {a.layout}; "
                                  "only an identity-layout input can be passed as a device tensor")
         import torch
-        from cuda.core import LaunchConfig, ObjectCode
-        if not binary.ok:
-            raise RuntimeError(f"build failed: {binary.error}")
-        mod = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
-        self.kernel = mod.get_kernel(spec.name_expression)
-        self.cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
+        self.kernel = load_kernel(spec, binary)
+        self.cfg = launch_config(spec, pdl=False)
         self.out = out
         self.arg_sets = []
         self._keep = []         # the tensors behind the pointers in arg_sets
@@ -78,7 +73,7 @@ class Launchable:
         for c in range(copies):
             # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
             tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
-            self.arg_sets.append([SCALAR_TYPES[a.dtype](a.value) if a.role == "scalar"
+            self.arg_sets.append([scalar(a) if a.role == "scalar"
                                   else ptr(out) if a.role == "output" else ptr(tensors[a.name])
                                   for a in spec.args])
             self._keep.append(tensors)

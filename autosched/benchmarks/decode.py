@@ -234,7 +234,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     from autosched.engine.verify import time_graph
     from autosched.engine.engine import rope_table
     from autosched.launch import LoadedKernel
-    from autosched.measure.protocol import ptr
+    from autosched.runtime import ptr
     from autosched.templates import decode as dk
     from cuda.core import Stream
     cfg = SEED_CONFIGS["llama2-7b"]

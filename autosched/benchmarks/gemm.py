@@ -33,7 +33,7 @@ def _launchable(spec, binary, inputs, out, on_device):
     run (zeroing C first under split-K, which accumulates: the zeroing is part of its cost)."""
     from cuda.core import Device
 
-    from autosched.launch import allow_dynamic_smem
+    from autosched.runtime import allow_dynamic_smem
     k = Launchable(spec, binary, inputs, out, on_device=on_device)
     # a config staging over 48 KB launches with dynamic shared memory, which the kernel opts in to
     allow_dynamic_smem(k.kernel, spec.smem_bytes, Device().device_id)

@@ -16,7 +16,7 @@ import numpy as np
 from autosched.benchmarks.common import (Launchable, checked_launch, err_text, rerank_configs, tuned_then_timed,
                                          write_results)
 from autosched.engine.verify import time_graph
-from autosched.measure.protocol import ptr
+from autosched.runtime import load_kernel, ptr
 
 # The database's fastest configs of a shape are timed again here, and the fastest of them is the
 # tuned kernel (then timed afresh): a database ranks configs by one flushed run of 100 launches
@@ -41,12 +41,11 @@ def _floor(workload, timer, stream, builder, arch: str) -> dict:
     rd = torch.empty((nbytes + 15) // 16 * 16, dtype=torch.uint8, device="cuda").random_(0, 255)
     sink = torch.zeros(1, dtype=torch.int32, device="cuda")
     best = None
-    from cuda.core import ObjectCode
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for unroll in (1, 4):
         spec = stream_read_spec(unroll, arch)
         b = builder.build(spec)
-        k = ObjectCode.from_cubin(b.cubin, symbol_mapping={spec.name_expression: b.symbol.encode()}).get_kernel(spec.name_expression)
+        k = load_kernel(spec, b)
         for blocks_per_sm in (2, 4, 8, 16):
             cfg = LaunchConfig(grid=(sms * blocks_per_sm, 1, 1), block=(256, 1, 1), shmem_size=0)
             args = (ptr(rd), np.int64(rd.numel() // 16), np.uint32(0x9E3779B9), ptr(sink))

@@ -40,8 +40,8 @@ import json
 import numpy as np
 
 from autosched.engine.matmul import Matmul
-from autosched.launch import LoadedKernel, pdl_supported
-from autosched.measure.protocol import ptr
+from autosched.launch import LoadedKernel
+from autosched.runtime import pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk

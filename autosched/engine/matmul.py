@@ -17,7 +17,7 @@ import numpy as np
 from autosched import layouts
 from autosched.engine.weights import quantize_int8, quantize_q4f16_1
 from autosched.launch import LoadedKernel
-from autosched.measure.protocol import ptr
+from autosched.runtime import ptr
 from autosched.templates import template_for
 from autosched.templates.decode import gemv_dense_spec
 from autosched.templates.epilogue import epilogue_id

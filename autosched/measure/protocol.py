@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
-
 from autosched.measure.result import summarize
+from autosched.runtime import check
 
 
 @dataclass(frozen=True)
@@ -22,26 +21,6 @@ class Protocol:
 
     def to_json(self) -> dict:
         return {"flush_bytes": self.flush_bytes, "warmup": self.warmup, "repeat": self.repeat}
-
-
-def check(result):
-    """cuda.bindings calls return (err, *values): raise on err, return the values."""
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        from cuda.bindings import driver
-        _, name = driver.cuGetErrorName(err)
-        raise RuntimeError(f"CUDA error {int(err)} ({name.decode() if name else '?'})")
-    return rest[0] if len(rest) == 1 else rest
-
-
-def ptr(x) -> np.uint64:
-    """A kernel pointer argument from a cuda.core Buffer, a torch tensor or an int (cuda.core
-    packs a numpy uint64 as 8 bytes, which is what a pointer parameter takes)."""
-    if hasattr(x, "data_ptr"):
-        return np.uint64(x.data_ptr())
-    if hasattr(x, "handle"):
-        return np.uint64(int(x.handle))
-    return np.uint64(int(x))
 
 
 class Timer:

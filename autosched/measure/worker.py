@@ -19,10 +19,10 @@ import traceback
 import numpy as np
 
 from autosched import layouts
-from autosched.launch import allow_dynamic_smem
-from autosched.measure.protocol import Protocol, Timer, check, ptr
+from autosched.device import STATIC_SMEM_LIMIT
+from autosched.measure.protocol import Protocol, Timer
 from autosched.measure.result import Measurement, Status, summarize
-from autosched.templates.base import STATIC_SMEM_LIMIT
+from autosched.runtime import allow_dynamic_smem, check, launch_config, load_kernel, ptr, scalar
 from autosched.workloads import workload_from_key
 
 
@@ -62,13 +62,11 @@ class _WorkloadState:
 def kernel_arg(arg, st: _WorkloadState):
     """One launch argument: a device pointer for buffers, a sized integer for scalars."""
     if arg.role == "scalar":
-        return SCALAR_TYPES[arg.dtype](arg.value)
+        return scalar(arg)
     return ptr(st.out if arg.role == "output" else st.arg_buffer(arg))
 
 
 SCREEN_RUNS = 3      # timed runs (after one warm-up) that decide whether a config is screened out
-
-SCALAR_TYPES = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "f32": np.float32}
 
 
 class Worker:
@@ -106,7 +104,7 @@ class Worker:
         median of them is above it is recorded from those runs alone (it cannot win; the check after
         timing, which guards a winner against races, is skipped for it)."""
         from cuda.bindings import driver
-        from cuda.core import LaunchConfig, ObjectCode, launch
+        from cuda.core import launch
         st = self.state(spec.workload_key)
         res = binary.resources
         base = dict(registers=res.registers, smem_bytes=res.smem_static + spec.smem_bytes,
@@ -120,15 +118,14 @@ class Worker:
         if res.smem_static + spec.smem_bytes > smem_limit:
             return Measurement(Status.LAUNCH_ERROR, error=f"{res.smem_static + spec.smem_bytes} B of "
                                f"shared memory > {smem_limit} per block", **base)
-        module = ObjectCode.from_cubin(binary.cubin, symbol_mapping={spec.name_expression: binary.symbol.encode()})
-        kernel = module.get_kernel(spec.name_expression)
+        kernel = load_kernel(spec, binary)
         try:
             allow_dynamic_smem(kernel, spec.smem_bytes, self.device.device_id)
         except Exception as e:      # refused before anything ran: the context is fine, go on
             return Measurement(Status.LAUNCH_ERROR, error=f"opting in to {spec.smem_bytes} B of dynamic "
                                f"shared memory: {type(e).__name__}: {e}"[:2000], **base)
         args = [kernel_arg(a, st) for a in spec.args]
-        cfg = LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes)
+        cfg = launch_config(spec, pdl=False)
 
         zero_first = spec.output_init == "zero"
 

@@ -93,7 +93,7 @@ class Q4Linear:
         import torch
         from cuda.core import Stream
 
-        from autosched.measure.protocol import ptr
+        from autosched.runtime import ptr
         K, N = self.workload.K, self.workload.N
         if v.dtype != torch.float16 or v.numel() != K or not v.is_cuda or not v.is_contiguous():
             raise ValueError(f"v must be a contiguous CUDA float16 tensor of {K} elements, got "

@@ -53,10 +53,6 @@ class KernelSpec:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-# shared memory a launch gets without opting in (static arrays plus dynamic); beyond it, up to the
-# GPU's opt-in maximum, only dynamic memory of a kernel opted in at load (launch.allow_dynamic_smem)
-STATIC_SMEM_LIMIT = 48 * 1024
-
 _LOCAL_INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')
 
 

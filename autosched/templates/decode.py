@@ -8,7 +8,8 @@ arguments (see the signatures in the .cuh), so the specs list none.
 
 from __future__ import annotations
 
-from autosched.templates.base import STATIC_SMEM_LIMIT, KernelSpec, kernel_source
+from autosched.device import STATIC_SMEM_LIMIT
+from autosched.templates.base import KernelSpec, kernel_source
 from autosched.templates.epilogue import epilogue_id, pairs_rows
 
 HEADER = "decode.cuh"

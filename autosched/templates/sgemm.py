@@ -9,8 +9,9 @@ layout), splitk (skinny shapes).
 
 from __future__ import annotations
 
+from autosched.device import STATIC_SMEM_LIMIT
 from autosched.space import Constraint, Knob, Space
-from autosched.templates.base import STATIC_SMEM_LIMIT, ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
 from autosched.templates.gemm_tiles import block_tile_rules, threads
 
 MAX_ACC = 128          # accumulators per thread (WM*WN/32): beyond it registers spill

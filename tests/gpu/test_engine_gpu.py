@@ -209,7 +209,7 @@ def test_argmax_step_takes_the_first_of_ties_across_blocks(builder):
     from cuda.core import Stream
     from autosched.device import query
     from autosched.launch import LoadedKernel
-    from autosched.measure.protocol import ptr
+    from autosched.runtime import ptr
     from autosched.templates import decode as dk
     n = 5000                                               # 3 slices of 2048, the last one short
     kern = LoadedKernel(dk.argmax_spec("half", query(0).arch, n), builder)

@@ -20,7 +20,7 @@ def dequantized(m) -> np.ndarray:
 def run_epilogue(m, epilogue: str, seed: int):
     """(got, want) for one launch of Matmul m with `epilogue`, on random inputs."""
     from cuda.core import Stream
-    from autosched.measure.protocol import ptr
+    from autosched.runtime import ptr
     gen = torch.Generator(device="cuda").manual_seed(seed)
     act = torch.float32 if m.fmt == "fp32" else torch.float16
     v = torch.randn(m.k, device="cuda", generator=gen).to(act)

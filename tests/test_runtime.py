@@ -1,0 +1,151 @@
+"""autosched.runtime on a machine without a GPU: error checks, pointer and scalar arguments, the
+refusal to load a failed build, launch configs, and that the module sits on the ground floor (no
+cuda import when it is imported, nothing above autosched.device imported, measure not importing
+launch).  Loading a real cubin needs a GPU: the tests under tests/gpu load through load_kernel."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from cuda.bindings import driver
+
+from autosched.build import Binary
+from autosched.device import STATIC_SMEM_LIMIT
+from autosched.runtime import (SCALAR_TYPES, allow_dynamic_smem, check, launch_config, load_kernel,
+                               pdl_supported, ptr, scalar)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _driver_library_loads() -> bool:
+    try:
+        driver.cuGetErrorName(driver.CUresult.CUDA_ERROR_INVALID_VALUE)
+        return True
+    except Exception:   # no libcuda here: cuda.bindings cannot look a name up without it
+        return False
+
+
+def test_check_returns_the_values_after_success():
+    ok = driver.CUresult.CUDA_SUCCESS
+    assert check((ok, 7)) == 7
+    assert check((ok, 1, 2)) == [1, 2]
+    assert check(ok) == []
+    assert check((ok,)) == []
+
+
+def test_check_raises_with_the_error_number_and_name(monkeypatch):
+    # cuGetErrorName needs the driver library, absent on a machine without a GPU: a stand-in for the
+    # lookup alone (given the real CUresult) checks what check makes of the name
+    seen = []
+
+    def name_of(err):
+        seen.append(err)
+        return driver.CUresult.CUDA_SUCCESS, b"CUDA_ERROR_INVALID_VALUE"
+
+    monkeypatch.setattr(driver, "cuGetErrorName", name_of)
+    err = driver.CUresult.CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(RuntimeError, match=r"^CUDA error 1 \(CUDA_ERROR_INVALID_VALUE\)$"):
+        check((err, 123))
+    with pytest.raises(RuntimeError, match=r"^CUDA error 1 \(CUDA_ERROR_INVALID_VALUE\)$"):
+        check(err)
+    assert seen == [err, err]
+
+
+def test_check_without_a_name_says_so(monkeypatch):
+    monkeypatch.setattr(driver, "cuGetErrorName", lambda err: (driver.CUresult.CUDA_ERROR_INVALID_VALUE, None))
+    with pytest.raises(RuntimeError, match=r"^CUDA error 999 \(\?\)$"):
+        check((driver.CUresult.CUDA_ERROR_UNKNOWN,))
+
+
+@pytest.mark.skipif(not _driver_library_loads(), reason="no CUDA driver library to look error names up in")
+def test_check_names_a_real_error():
+    with pytest.raises(RuntimeError, match=r"^CUDA error 1 \(CUDA_ERROR_INVALID_VALUE\)$"):
+        check((driver.CUresult.CUDA_ERROR_INVALID_VALUE, None))
+
+
+def test_ptr_from_int_tensor_and_buffer():
+    for p in (ptr(0xDEADBEEF00), ptr(SimpleNamespace(data_ptr=lambda: 0xDEADBEEF00)),
+              ptr(SimpleNamespace(handle=0xDEADBEEF00))):
+        assert type(p) is np.uint64 and p == 0xDEADBEEF00
+    # a torch tensor is asked for data_ptr() even where it also has a handle-like attribute
+    both = SimpleNamespace(data_ptr=lambda: 16, handle=32)
+    assert ptr(both) == 16
+    assert ptr(2**64 - 1) == np.uint64(2**64 - 1)
+
+
+def test_scalar_gives_the_parameter_type():
+    for dtype, t in SCALAR_TYPES.items():
+        v = scalar(SimpleNamespace(dtype=dtype, value=3))
+        assert type(v) is t and v == 3
+    assert set(SCALAR_TYPES) == {"i32", "i64", "u32", "f32"}
+    with pytest.raises(KeyError):
+        scalar(SimpleNamespace(dtype="f16", value=1))
+
+
+def test_load_kernel_refuses_a_failed_binary_naming_kernel_and_error():
+    spec = SimpleNamespace(name_expression="gemv<4, 2>")
+    with pytest.raises(RuntimeError) as e:
+        load_kernel(spec, SimpleNamespace(ok=False, error="line 3: error: expected ';'"))
+    assert str(e.value) == "gemv<4, 2> failed to build:\nline 3: error: expected ';'"
+    failed = Binary(key="k", name_expression=spec.name_expression, error="static_assert failed")
+    with pytest.raises(RuntimeError, match=r"^gemv<4, 2> failed to build:\nstatic_assert failed$"):
+        load_kernel(spec, failed)
+
+
+def test_launch_config_with_and_without_pdl():
+    spec = SimpleNamespace(grid=(8, 2, 1), block=(128, 1, 1), smem_bytes=4096)
+    plain, pdl = launch_config(spec, False), launch_config(spec, True)
+    for c in (plain, pdl):
+        assert c.grid == (8, 2, 1) and c.block == (128, 1, 1) and c.shmem_size == 4096
+    assert not plain.programmatic_stream_serialization and pdl.programmatic_stream_serialization
+    assert pdl_supported() is True      # the installed cuda.core has the option
+
+
+def test_allow_dynamic_smem_leaves_a_kernel_within_the_limit_alone():
+    # no opt-in (and so no driver call) up to what every launch gets: None would fail any use
+    allow_dynamic_smem(None, STATIC_SMEM_LIMIT, 0)
+    allow_dynamic_smem(None, 0, 0)
+    assert STATIC_SMEM_LIMIT == 48 * 1024
+
+
+def _autosched_imports(path: pathlib.Path) -> tuple[set[str], set[str]]:
+    """The autosched modules `path` imports (inside functions too), and the other packages it
+    imports at module level (what importing it loads)."""
+    tree = ast.parse(path.read_text())
+    ours, top_level = set(), set()
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+        for n in names:
+            if n.startswith("autosched"):
+                ours.add(n)
+            elif node in tree.body:
+                top_level.add(n.split(".")[0])
+    return ours, top_level
+
+
+def test_runtime_is_the_ground_floor():
+    ours, top_level = _autosched_imports(ROOT / "autosched" / "runtime.py")
+    assert ours == {"autosched.device"}
+    assert "cuda" not in top_level
+    ours, top_level = _autosched_imports(ROOT / "autosched" / "device.py")
+    assert ours == set() and "cuda" not in top_level
+    # and importing it loads no cuda module (a fresh interpreter: this one has cuda.bindings)
+    code = ("import sys, autosched.runtime; "
+            "bad = [m for m in sys.modules if m.split('.')[0] == 'cuda']; assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT), "PATH": ""})
+
+
+def test_measure_and_templates_import_nothing_that_launches():
+    for pkg in ("measure", "templates"):
+        for path in (ROOT / "autosched" / pkg).glob("*.py"):
+            ours, _ = _autosched_imports(path)
+            assert not {m for m in ours if m.startswith(("autosched.launch", "autosched.engine",
+                                                          "autosched.ops", "autosched.benchmarks"))}, path
+            if pkg == "templates":
+                assert not {m for m in ours if m.startswith(("autosched.runtime", "autosched.measure"))}, path
