@@ -1,0 +1,71 @@
+"""The family registry: every entry is complete and consistent, so the CLI, bench, report and the
+sanitizer script can iterate over it."""
+
+import subprocess
+import sys
+
+import pytest
+
+from autosched.registry import FAMILIES, family, family_of, template_named, templates_for
+from autosched.templates.base import Template
+
+
+@pytest.fixture(scope="module")
+def h100_info():
+    from autosched.measure.recording import Recording, shipped_recordings
+    return Recording.load(shipped_recordings()[0]).device
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_entry_is_complete(name, h100_info):
+    f = FAMILIES[name]
+    assert f.name == name and f.summary and f.shape_help and f.templates
+    assert all(isinstance(t, Template) and t.workload_name == f.workload.name for t in f.templates)
+    assert family(name) is f and family(f.workload.name) is f
+    if f.benchmark:
+        assert callable(f.benchmark_fn()) and f.bench_help
+    for shape in f.sanitize_shapes:
+        w = f.parse(shape)
+        assert family_of(w) is f and templates_for(w)
+        for t in f.templates_for(w):
+            space = t.space(w, h100_info)
+            picks = f.sanitize_picks(t, w, h100_info)
+            assert picks and all(space.contains(c) for c in picks), (name, shape, t.family)
+
+
+def test_template_names_are_unique_and_found():
+    names = [t.family for f in FAMILIES.values() for t in f.templates]
+    assert len(names) == len(set(names))
+    for n in names:
+        assert template_named(n).family == n
+    with pytest.raises(ValueError, match="unknown template"):
+        template_named("nope")
+
+
+def test_a_template_may_refuse_a_workload():
+    f = FAMILIES["sgemm"]
+    w = f.parse("8x8x8")
+
+    class Picky(type(f.templates[0])):
+        family = "picky"
+
+        def refuses(self, workload):
+            return "only square" if workload.M != workload.N else None
+
+    import dataclasses
+    g = dataclasses.replace(f, templates=(f.templates[0], Picky()))
+    assert [t.family for t in g.templates_for(w)] == ["sgemm", "picky"]
+    assert [t.family for t in g.templates_for(g.parse("8x16x8"))] == ["sgemm"]
+    assert "serves hgemm, not sgemm" in FAMILIES["hgemm"].templates[0].refuses(w)
+
+
+def test_cli_choices_and_help_come_from_the_registry():
+    out = subprocess.run([sys.executable, "-m", "autosched.cli", "tune", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for f in FAMILIES.values():
+        assert f.name in out
+    out = subprocess.run([sys.executable, "-m", "autosched.cli", "bench", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for f in FAMILIES.values():
+        if f.benchmark:
+            assert f.bench_help.split()[0] in out
