@@ -30,6 +30,7 @@ class Family:
     default_bench_shapes: tuple[str, ...] = ()  # BENCHMARKS.md's shapes (the benchmark's default)
     report: str | None = None                   # results prefix the report renders (bench/results/<report>-*)
     report_title: str = ""
+    report_section: str | None = None           # "module:function" rendering it into the README block <report>
     sanitize_shapes: tuple[str, ...] = ()       # ragged shapes a sanitizer run covers by default
     sanitize_picks: Callable | None = None      # (template, workload, device) -> configs to run
 
@@ -47,11 +48,21 @@ class Family:
         return [t for t in self.templates if t.refuses(workload) is None]
 
     def benchmark_fn(self) -> Callable:
-        import importlib
         if self.benchmark is None:
             raise ValueError(f"{self.name} has no benchmark")
-        module, _, fn = self.benchmark.partition(":")
-        return getattr(importlib.import_module(module), fn)
+        return _resolve(self.benchmark)
+
+    def report_fn(self) -> Callable:
+        if self.report_section is None:
+            raise ValueError(f"{self.name} has no report section")
+        return _resolve(self.report_section)
+
+
+def _resolve(path: str) -> Callable:
+    """"module:function" -> the function (imported on use: the registry sits below what it names)."""
+    import importlib
+    module, _, fn = path.partition(":")
+    return getattr(importlib.import_module(module), fn)
 
 
 def _default_and_random(template, workload, device, n: int = 2, seed: int = 2) -> list[dict]:
@@ -94,14 +105,14 @@ def _families() -> dict[str, Family]:
                "NxK (e.g. 12288x4096)",
                benchmark="autosched.benchmarks.gemv_q4f16:run_benchmark",
                bench_help="tuned vs the same-bytes read floor, cuBLAS fp16 and torch int4",
-               report="gemv-q4f16", report_title="q4f16_1 GEMV",
+               report="gemv-q4f16", report_title="q4f16_1 GEMV", report_section="autosched.report:gemv_section",
                sanitize_shapes=("264x4128", "4096x4096"), sanitize_picks=_gemv_picks),
         Family("sgemm", Sgemm, (SgemmTemplate(),),
                "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK (e.g. 4096x4096x4096)",
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "sgemm"},
                bench_help="tuned vs cuBLAS FP32 (TF32 off) on the same A, B and C (from the memory pool "
                           "the tuner measures in), and again on torch's caching-allocator memory",
-               report="sgemm", report_title="SGEMM",
+               report="sgemm", report_title="SGEMM", report_section="autosched.report_sgemm:gemm_section",
                sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks),
         Family("hgemm", Hgemm, (HgemmMmaTemplate(),),
                "FP16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
@@ -109,6 +120,7 @@ def _families() -> dict[str, Family]:
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "hgemm"},
                bench_help="the same for the FP16 tensor-core GEMM vs cuBLAS FP16 (FP32 accumulation)",
                report="hgemm", report_title="FP16 tensor-core GEMM",
+               report_section="autosched.report_sgemm:gemm_section",
                sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_hgemm_picks),
     ]
     return {f.name: f for f in fams}

@@ -112,36 +112,48 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path = Path("bench/plots"),
                  console=None, runs: int = 2) -> list[Path]:
-    """Tables of the `runs` newest results files (newest first) and a plot of the newest that has
-    every shape (a run cut short by a time limit shows in the table, not in the plot)."""
+    """Every section of the report: one per operator family of the registry that has a report (its
+    README block is named after the family's results prefix), then the decode engine's and the
+    search study's."""
+    from autosched.registry import FAMILIES
     written = []
-    docs = all_results(results_dir, "gemv-q4f16")
+    for fam in FAMILIES.values():
+        if fam.report_section:
+            written += fam.report_fn()(results_dir, readme, plot_dir, console, fam.report)
+    written += write_decode_report(results_dir, readme, plot_dir, console)
+    from autosched.report_sgemm import search_table
+    doc = latest_results(results_dir, "search-efficiency")
+    if doc is not None and readme is not None:
+        readme.write_text(replace_block(readme.read_text(), "search", search_table(doc)))
+    return written
+
+
+def gemv_section(results_dir: Path, readme: Path | None, plot_dir: Path, console, name: str,
+                 runs: int = 2) -> list[Path]:
+    """Tables of the `runs` newest GEMV results files (newest first) and a plot of the newest that
+    has every shape (a run cut short by a time limit shows in the table, not in the plot)."""
+    written = []
+    docs = all_results(results_dir, name)
     if not docs:
-        raise FileNotFoundError(f"no gemv-q4f16 results under {results_dir}")
+        raise FileNotFoundError(f"no {name} results under {results_dir}")
     expected = {(r["N"], r["K"]) for d in docs for r in d["rows"]}
     table = "\n\n".join(gemv_table(d, expected) for d in docs[:runs])
     if console:
         console.print(table)
+
     def complete(d):
         s = d.get("summary", {})
         return s.get("shapes_complete", len(d["rows"])) == s.get("shapes", len(d["rows"]))
     widest = max(len(d["rows"]) for d in docs)
     doc = next((d for d in docs if complete(d) and len(d["rows"]) == widest), docs[0])
-    plot = gemv_plot(doc, Path(plot_dir) / "gemv-q4f16-bandwidth.png")
+    plot = gemv_plot(doc, Path(plot_dir) / f"{name}-bandwidth.png")
     written.append(plot)
     if readme:
         import os
         rel = Path(os.path.relpath(Path(plot).resolve(), readme.resolve().parent)).as_posix()
         body = table + f"\n\nPlot (from `{Path(doc['_path']).name}`):\n\n![q4f16_1 GEMV bandwidth]({rel})"
-        readme.write_text(replace_block(readme.read_text(), "gemv-q4f16", body))
+        readme.write_text(replace_block(readme.read_text(), name, body))
         written.append(readme)
-    written += write_decode_report(results_dir, readme, plot_dir, console)
-    from autosched.report_sgemm import search_table, sgemm_table
-    for bench, name, render in (("sgemm", "sgemm", sgemm_table), ("hgemm", "hgemm", sgemm_table),
-                                ("search-efficiency", "search", search_table)):
-        doc = latest_results(results_dir, bench)
-        if doc is not None and readme is not None:
-            readme.write_text(replace_block(readme.read_text(), name, render(doc)))
     return written
 
 

@@ -78,3 +78,13 @@ def search_table(doc: dict) -> str:
         out += ["", f"Model-guided (evolutionary-model), median over shapes of the median over seeds: "
                     f"**{shown}** of the trials exhaustive search needs (bar: ≤ 10%)."]
     return "\n".join(out)
+
+
+def gemm_section(results_dir, readme, plot_dir, console, name: str) -> list:
+    """The newest GEMM results of benchmark `name` (sgemm, hgemm) into the README block `name`."""
+    from autosched.report import latest_results, replace_block
+    doc = latest_results(results_dir, name)
+    if doc is None or readme is None:
+        return []
+    readme.write_text(replace_block(readme.read_text(), name, sgemm_table(doc)))
+    return []

@@ -24,6 +24,8 @@ def test_entry_is_complete(name, h100_info):
     assert family(name) is f and family(f.workload.name) is f
     if f.benchmark:
         assert callable(f.benchmark_fn()) and f.bench_help
+    if f.report_section:
+        assert callable(f.report_fn()) and f.report
     for shape in f.sanitize_shapes:
         w = f.parse(shape)
         assert family_of(w) is f and templates_for(w)
