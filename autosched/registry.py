@@ -33,6 +33,8 @@ class Family:
     report_section: str | None = None           # "module:function" rendering it into the README block <report>
     sanitize_shapes: tuple[str, ...] = ()       # ragged shapes a sanitizer run covers by default
     sanitize_picks: Callable | None = None      # (template, workload, device) -> configs to run
+    profile_baseline: str | None = None         # "module:function" (workload, inputs, builder, device) ->
+                                                # a launch of the baseline a profile shows beside ours
 
     def parse(self, shape: str) -> Workload:
         """The workload at `shape`, or WorkloadError naming the syntax."""
@@ -51,6 +53,9 @@ class Family:
         if self.benchmark is None:
             raise ValueError(f"{self.name} has no benchmark")
         return _resolve(self.benchmark)
+
+    def baseline_fn(self) -> Callable | None:
+        return _resolve(self.profile_baseline) if self.profile_baseline else None
 
     def report_fn(self) -> Callable:
         if self.report_section is None:
@@ -106,14 +111,16 @@ def _families() -> dict[str, Family]:
                benchmark="autosched.benchmarks.gemv_q4f16:run_benchmark",
                bench_help="tuned vs the same-bytes read floor, cuBLAS fp16 and torch int4",
                report="gemv-q4f16", report_title="q4f16_1 GEMV", report_section="autosched.report:gemv_section",
-               sanitize_shapes=("264x4128", "4096x4096"), sanitize_picks=_gemv_picks),
+               sanitize_shapes=("264x4128", "4096x4096"), sanitize_picks=_gemv_picks,
+               profile_baseline="autosched.benchmarks.gemv_q4f16:read_stream_for_profile"),
         Family("sgemm", Sgemm, (SgemmTemplate(),),
                "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK (e.g. 4096x4096x4096)",
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "sgemm"},
                bench_help="tuned vs cuBLAS FP32 (TF32 off) on the same A, B and C (from the memory pool "
                           "the tuner measures in), and again on torch's caching-allocator memory",
                report="sgemm", report_title="SGEMM", report_section="autosched.report_sgemm:gemm_section",
-               sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks),
+               sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks,
+               profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
         Family("hgemm", Hgemm, (HgemmMmaTemplate(),),
                "FP16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt)",
@@ -121,7 +128,8 @@ def _families() -> dict[str, Family]:
                bench_help="the same for the FP16 tensor-core GEMM vs cuBLAS FP16 (FP32 accumulation)",
                report="hgemm", report_title="FP16 tensor-core GEMM",
                report_section="autosched.report_sgemm:gemm_section",
-               sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_hgemm_picks),
+               sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_hgemm_picks,
+               profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
     ]
     return {f.name: f for f in fams}
 

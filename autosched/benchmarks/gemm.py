@@ -15,6 +15,8 @@ other beside it."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from autosched.benchmarks.common import (Launchable, checked_launch, err_text, pool_tensor, rerank_configs,
                                          tuned_then_timed, write_results)
 
@@ -169,3 +171,17 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
                                   "shapes_planned": [[x.M, x.N, x.K] for x in workloads]}, path=path)
             torch.cuda.empty_cache()
     return path
+
+
+def cublas_for_profile(w, inputs: dict, builder=None, info=None):
+    """cuBLAS on the workload's inputs exactly as this benchmark calls it (TF32 and reduced-precision
+    reductions off, B as stored), as a function that launches it once: the baseline a profile
+    (scripts/ncu_kernel.py) puts beside our kernel."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    dev = {k: torch.from_numpy(inputs[k]).cuda() for k in ("A", "B")}
+    a, b = _operands(w, dev)
+    shape, dtype = w.output_spec()
+    out = torch.empty(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, device="cuda")
+    return lambda: torch.matmul(a, b, out=out)

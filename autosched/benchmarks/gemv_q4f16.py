@@ -192,3 +192,20 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
             path = _write(rows, device, strategy, trials, out_dir, [(x.N, x.K) for x in workloads], path, rerank)
             torch.cuda.empty_cache()
     return path
+
+
+def read_stream_for_profile(w, inputs: dict, builder, info):
+    """The read-only stream over as many bytes as the GEMV moves (its same-bytes floor), unroll 4 and
+    4 blocks an SM, as a function that launches it once: the baseline a profile
+    (scripts/ncu_kernel.py) puts beside our kernel."""
+    import torch
+    from cuda.core import LaunchConfig, Stream, launch
+
+    from autosched.benchmarks.stream_read import stream_read_spec
+    spec = stream_read_spec(4, info.arch)
+    k = load_kernel(spec, builder.build(spec))
+    buf = torch.empty((w.bytes_moved() + 15) // 16 * 16, dtype=torch.uint8, device="cuda").random_(0, 255)
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    cfg = LaunchConfig(grid=(info.sm_count * 4, 1, 1), block=(256, 1, 1))
+    args = (ptr(buf), np.int64(buf.numel() // 16), np.uint32(0x9E3779B9), ptr(sink))
+    return lambda: launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), cfg, k, *args)
