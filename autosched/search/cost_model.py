@@ -74,10 +74,20 @@ class CostModel:
         y = np.log([t if math.isfinite(t) else 2 * worst for _, _, t in samples])
         self.model = HistGradientBoostingRegressor(max_iter=200, learning_rate=0.1, max_leaf_nodes=31,
                                                    random_state=self.seed)
-        self.model.fit(X, y)
+        with _one_thread():
+            self.model.fit(X, y)
         return True
 
     def predict(self, configs: list[dict]) -> np.ndarray:
         if self.model is None:
             raise RuntimeError("predict before a successful fit")
-        return np.exp(self.model.predict(self.f.matrix(configs)))
+        with _one_thread():
+            return np.exp(self.model.predict(self.f.matrix(configs)))
+
+
+def _one_thread():
+    """OpenMP confined to one thread for the model's fit and predict: with a thread per core, two
+    tuning processes on one machine spin against each other and each runs 40x slower (2 cores,
+    2026-11-23); the model is small enough that one thread costs a single run little."""
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(limits=1, user_api="openmp")
