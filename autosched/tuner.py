@@ -50,12 +50,13 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         space = space.restricted("measured in the recording", runner.covers)
     n_space = space.size()
     res = TuneResult(workload.key, device.key, template.family, runner.name, n_space)
-    done = db.measured(workload.key, device.key, template.family)
+    build = runner.build_id(template)
+    done = db.measured(workload.key, device.key, template.family, build=build)
     context = {}
     if strategy in ("model", "evolutionary", "evolutionary-model"):
         # everything this template has measured on this GPU trains the model; what this workload
         # already has is not proposed again
-        context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family),
+        context = {"workload_params": workload.params, "prior": db.samples(device.key, template.family, build=build),
                    "exclude": set(done),
                    "derive": lambda cfg, params: template.derived_features(cfg, params, device)}
         # these strategies never propose what is already measured, so the best known so far comes
@@ -121,7 +122,7 @@ def tune(workload, template, runner, db: Database, *, strategy: str = "exhaustiv
         last = time.perf_counter()
         for i, m in runner.measure_stream(items):
             now = time.perf_counter()
-            db.add(workload.key, device.key, template.family, fresh[i], m, vers, cost_s=now - last)
+            db.add(workload.key, device.key, template.family, fresh[i], m, vers, cost_s=now - last, build=build)
             last = now
             res.measured_now += 1
             account(fresh[i], m)

@@ -177,6 +177,9 @@ def test_time_budget_stops_after_the_batch_it_runs_out_in(h100, gemv_template, t
     class SlowRunner:
         name, needs_binary, device_info = "slow", False, h100
 
+        def build_id(self, template):
+            return "fake-build"
+
         def measure_stream(self, items):
             for tag, spec, binary in items:
                 _time.sleep(0.01)
@@ -235,6 +238,9 @@ def test_next_batch_builds_while_this_batch_is_measured(h100, gemv_template, tmp
 
     class FakeRunner:
         name, needs_binary, device_info = "fake", True, h100
+
+        def build_id(self, template):
+            return "fake-build"
 
         def measure_stream(self, items):
             for tag, spec, binary in items:
