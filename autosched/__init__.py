@@ -8,8 +8,8 @@ Names are resolved on first use, so `import autosched` stays cheap and needs nei
 
 __version__ = "0.1.0"
 
-_API = ("AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
-        "import_recording", "load_model", "open_runner", "record", "recordings_for", "target_device", "tune",
+_API = ("AutoschedError", "Plan", "Tuned", "best_config", "convert", "current_build", "devices", "export",
+        "family", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for", "target_device", "tune",
         "workload")
 _ELSEWHERE = {"Engine": "autosched.engine.engine", "Q4Linear": "autosched.ops.gemv",
               "FAMILIES": "autosched.registry", "Database": "autosched.database"}

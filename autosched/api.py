@@ -13,7 +13,6 @@ failures as `AutoschedError` (a ValueError) whose message names the bad input.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +107,7 @@ class Plan:
     prune_report: list[tuple[str, int]]
     coverage: list[str]              # what a replay can answer for, per template
     total: int                       # configs the run will evaluate at most
+    stale: int = 0                   # rows of this workload in the database from other builds (kept, unused)
 
 
 @dataclass
@@ -155,8 +155,11 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
         if trials is None and run.needs_binary and strategy != "exhaustive":
             trials = GPU_DEFAULT_TRIALS
         total = min(trials or total, total)
+        builds = {t.family: run.build_id(t) for t in ts}
+        stale = sum(n for (wk, _, tf), n in database.stale(builds, device.key).items()
+                    if wk == w.key and tf in builds)
         plan = Plan(w, device, note, [t.family for t in ts], space.raw_size(), size, space.prune_report(),
-                    coverage, total)
+                    coverage, total, stale)
         if on_start:
             on_start(plan)
         builder = Builder(jobs) if (run.needs_binary or build) else None
@@ -214,13 +217,13 @@ def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = 
         if resume_from:
             resumed = import_recording(Path(resume_from), w, t, device, database)
         if on_start:
-            on_start(Plan(w, device, f"recording on the GPU ({resumed:,} configs resumed from {resume_from})"
+            on_start(Plan(w, device, f"recording on the GPU; resumed from {resume_from}: {resumed:,} configs already measured"
                           if resume_from else "recording on the GPU", [t.family], space.raw_size(), size,
                           space.prune_report(), [], size))
         res = run_tune(w, t, run, database, strategy=strategy, builder=builder, time_budget_s=time_s,
                        on_result=on_result)
         rec = recording_from_db(database, w, t, device, Protocol().to_json(), versions("gpu"),
-                                datetime.date.today().isoformat())
+                                datetime.date.today().isoformat(), build=run.build_id(t))
         path = Path(out) if out else Path(f"{t.family}-{w.shape_str}.json.gz")
         rec.save(path)
     return path, rec, res
@@ -238,10 +241,8 @@ def import_recording(path: Path, w, template, device, db) -> int:
         raise AutoschedError(f"{path} records {rec.template} {rec.workload_key}, not {template.family} {w.key}")
     if rec.device.key != device.key:
         raise AutoschedError(f"{path} was measured on {rec.device.key}, not on this GPU ({device.key})")
-    for cfg, m in rec.entries.values():
-        db.add(w.key, device.key, template.family, cfg,
-               dataclasses.replace(m, source=f"gpu (recording {rec.name})"), rec.versions)
-    return len(rec.entries)
+    from autosched.measure.recording import import_recording as add_rows
+    return add_rows(db, rec)
 
 
 def best_config(w, *, device=None, db=None, k: int = 1):
@@ -352,6 +353,25 @@ def devices():
     return [query(i) for i in range(gpu_count())], [(p, Recording.load(p)) for p in shipped_recordings()]
 
 
+def current_build(template_name: str) -> str | None:
+    """The build id (kernel source hash, NVRTC version) a GPU here would measure `template_name`
+    under; None for a template this version no longer has."""
+    from autosched.build import build_id
+    from autosched.registry import template_named
+    try:
+        return build_id(template_named(template_name))
+    except ValueError:
+        return None
+
+
+def stale_rows(db=None, device_key: str | None = None) -> dict:
+    """(workload key, device key, template) -> database rows measured with another build than this
+    version's (an edited kernel, another NVRTC, or unknown: rows from before builds were kept).
+    They stay in the file and rank nothing."""
+    with _database(db) as database:
+        return database.stale(current_build, device_key)
+
+
 class _database:
     """A Database from a path (opened and closed here) or an open one (left open)."""
 
@@ -370,5 +390,5 @@ class _database:
 
 
 __all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
-           "family_of", "import_recording", "load_model", "open_runner", "record", "recordings_for",
+           "family_of", "current_build", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for",
            "target_device", "tune", "workload"]

@@ -70,6 +70,9 @@ def _print_plan(plan) -> None:
     console.print(t)
     for note in plan.coverage:
         console.print("[yellow]REPLAY[/]: " + note)
+    if plan.stale:
+        console.print(f"{plan.stale:,} database rows of this shape were measured with another build of its kernels "
+                      "(an edited .cuh, another NVRTC, or from before builds were recorded): kept, not used")
 
 
 class _Bar:
@@ -101,6 +104,13 @@ def cmd_devices(args) -> int:
                   title="recorded data sets (replay runner)", title_justify="left")
         for p, r in recs:
             t.add_row(p.name, r.workload_key, r.template, r.device.name, f"{len(r.entries):,}", r.date)
+        console.print(t)
+    stale = api.stale_rows(args.db)
+    if stale:
+        t = Table("workload", "GPU", "template", "stale rows", title=f"database rows of other builds (kept, not "
+                  "used: an edited .cuh, another NVRTC, or from before builds were recorded)", title_justify="left")
+        for (wk, dk, tf), n in stale.items():
+            t.add_row(wk, dk, tf, f"{n:,}")
         console.print(t)
     return 0
 
@@ -286,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "Without a GPU, tuning replays measurements recorded on a real GPU (and says so).")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    s = sub.add_parser("devices", help="list GPUs (and shipped recordings)")
+    s = sub.add_parser("devices", help="list GPUs, shipped recordings, and stale database rows")
+    s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_devices)
 
     def screen_arg(s):

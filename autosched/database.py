@@ -1,9 +1,11 @@
 """SQLite (WAL) store of measurements: one row per (workload, device, template, config).
 
 A tuning run writes each result as it arrives, so a run that is killed and restarted resumes:
-`measured()` tells the search which configs to skip.  Verifications (the decode engine's timing
-of its candidate configs inside its own step) are kept too, under a key that names everything
-they depended on.
+`measured()` tells the search which configs to skip.  Every row names the build it timed
+(autosched.build.build_id: kernel source hash and NVRTC version); rankings and resume ask for one
+build, so timings of an older .cuh stay in the file (`stale()` counts them) but rank nothing.
+Verifications (the decode engine's timing of its candidate configs inside its own step) are kept
+too, under a key that names everything they depended on.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Mapping, Union
 
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
@@ -39,6 +42,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     versions     TEXT,
     timestamp    REAL NOT NULL,
     runs         INTEGER,
+    build        TEXT,
     PRIMARY KEY (workload_key, device_key, template, config_hash)
 );
 CREATE INDEX IF NOT EXISTS by_median ON measurements (workload_key, device_key, template, median_us);
@@ -53,8 +57,11 @@ CREATE TABLE IF NOT EXISTS verifications (
 # still reads: the column is appended by _migrate)
 COLUMNS = ("workload_key", "device_key", "template", "config_hash", "config", "status", "min_us",
            "median_us", "spread_us", "max_abs_err", "error", "registers", "smem_bytes", "spills",
-           "source", "cost_s", "versions", "timestamp", "runs")
+           "source", "cost_s", "versions", "timestamp", "runs", "build")
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM measurements"
+
+# a query's build: one build id, a mapping template -> build id, or None (every build)
+Builds = Union[str, Mapping[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,7 @@ class Record:
     versions: dict
     timestamp: float
     cost_s: float | None = None     # tuning wall time this measurement took (build + measure share)
+    build: str | None = None        # build id timed (autosched.build.build_id); None: not known
 
 
 def default_db_path() -> Path:
@@ -88,14 +96,19 @@ class Database:
 
     def _migrate(self) -> None:
         have = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
-        for col, kind in (("cost_s", "REAL"), ("runs", "INTEGER")):
+        # rows from before `build` get NULL: their build is unknown, so they count as stale
+        for col, kind in (("cost_s", "REAL"), ("runs", "INTEGER"), ("build", "TEXT")):
             if col not in have:
                 with self.conn:
                     self.conn.execute(f"ALTER TABLE measurements ADD COLUMN {col} {kind}")
 
     def add(self, workload_key: str, device_key: str, template: str, config: dict,
-            m: Measurement, versions: dict | None = None, cost_s: float | None = None) -> None:
-        """Insert or replace one measurement, committed at once (a kill loses nothing before it)."""
+            m: Measurement, versions: dict | None = None, cost_s: float | None = None,
+            build: str | None = None) -> None:
+        """Insert or replace one measurement, committed at once (a kill loses nothing before it).
+        `build`: the build id the runner timed (runner.build_id(template)); None stores an unknown
+        build, which no build-filtered query returns.  A config measured again replaces its row,
+        stale or not."""
         with self.conn:
             self.conn.execute(
                 f"INSERT OR REPLACE INTO measurements ({', '.join(COLUMNS)}) VALUES "
@@ -103,44 +116,79 @@ class Database:
                 (workload_key, device_key, template, config_hash(config),
                  json.dumps(config, sort_keys=True), m.status.value, _num(m.min_us), _num(m.median_us),
                  _num(m.spread_us), _num(m.max_abs_err), m.error, m.registers, m.smem_bytes, m.spills,
-                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time(), m.runs))
+                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time(), m.runs, build))
 
-    def measured(self, workload_key: str, device_key: str, template: str) -> dict[str, Record]:
+    # The queries below take `build`: a build id, or a mapping template -> build id (for a query
+    # over several templates), and return only rows of that build.  build=None returns rows of
+    # every build, unknown ones included: only for callers that show what the file holds.
+
+    def measured(self, workload_key: str, device_key: str, template: str, *,
+                 build: Builds = None) -> dict[str, Record]:
         """config_hash -> Record of everything already measured for this workload and device."""
+        where, args = _build_filter(build)
         rows = self.conn.execute(
-            _SELECT + " WHERE workload_key=? AND device_key=? AND template=?",
-            (workload_key, device_key, template)).fetchall()
+            _SELECT + " WHERE workload_key=? AND device_key=? AND template=?" + where,
+            (workload_key, device_key, template) + args).fetchall()
         return {r[3]: _record(r) for r in rows}
 
-    def samples(self, device_key: str, template: str) -> list[tuple[dict, dict, float]]:
+    def samples(self, device_key: str, template: str, *,
+                build: Builds = None) -> list[tuple[dict, dict, float]]:
         """(config, workload params, median us or inf if failed) of every workload measured with
         this template on this device: training data for a cost model."""
         from autosched.workloads import workload_from_key
+        where, args = _build_filter(build)
         out, params = [], {}
         for wk, cfg, st, med in self.conn.execute(
                 "SELECT workload_key, config, status, median_us FROM measurements "
-                "WHERE device_key=? AND template=?", (device_key, template)):
+                "WHERE device_key=? AND template=?" + where, (device_key, template) + args):
             if wk not in params:
                 params[wk] = workload_from_key(wk).params
             out.append((json.loads(cfg), params[wk], med if st == "ok" and med is not None else float("inf")))
         return out
 
-    def fastest(self, workload_key: str, device_key: str, template: str | None = None, k: int = 1) -> list[Record]:
+    def fastest(self, workload_key: str, device_key: str, template: str | None = None, k: int = 1, *,
+                build: Builds = None) -> list[Record]:
         """Up to k measurements that passed their check, fastest first."""
+        where, bargs = _build_filter(build)
         q = (_SELECT + " WHERE workload_key=? AND device_key=? AND status='ok'"
-             + (" AND template=?" if template else "") + " ORDER BY median_us LIMIT ?")
-        args = (workload_key, device_key) + ((template,) if template else ()) + (k,)
+             + (" AND template=?" if template else "") + where + " ORDER BY median_us LIMIT ?")
+        args = (workload_key, device_key) + ((template,) if template else ()) + bargs + (k,)
         return [_record(r) for r in self.conn.execute(q, args).fetchall()]
 
-    def best(self, workload_key: str, device_key: str, template: str | None = None) -> Record | None:
-        top = self.fastest(workload_key, device_key, template, 1)
+    def best(self, workload_key: str, device_key: str, template: str | None = None, *,
+             build: Builds = None) -> Record | None:
+        top = self.fastest(workload_key, device_key, template, 1, build=build)
         return top[0] if top else None
 
-    def tuning_seconds(self, workload_key: str, device_key: str, template: str) -> float:
+    def tuning_seconds(self, workload_key: str, device_key: str, template: str, *,
+                       build: Builds = None) -> float:
         """Wall time all tuning runs spent on this workload (sum of the per-measurement costs)."""
+        where, args = _build_filter(build)
         row = self.conn.execute("SELECT SUM(cost_s) FROM measurements WHERE workload_key=? AND "
-                                "device_key=? AND template=?", (workload_key, device_key, template)).fetchone()
+                                "device_key=? AND template=?" + where,
+                                (workload_key, device_key, template) + args).fetchone()
         return float(row[0] or 0.0)
+
+    def stale(self, current: Callable[[str], str | None] | Mapping[str, str],
+              device_key: str | None = None) -> dict[tuple[str, str, str], int]:
+        """(workload_key, device_key, template) -> rows whose build is not `current` for their
+        template (unknown builds included), for the groups that have any.  The file cannot know
+        which build is current, so the caller says: a mapping or a function template -> build id
+        (None, or missing from the mapping: no current build, every row of it is stale)."""
+        now = current.get if isinstance(current, Mapping) else current
+        q = "SELECT workload_key, device_key, template, build, COUNT(*) FROM measurements"
+        args: tuple = ()
+        if device_key:
+            q += " WHERE device_key=?"
+            args = (device_key,)
+        builds: dict[str, str | None] = {}
+        out: dict[tuple[str, str, str], int] = {}
+        for wk, dk, tpl, build, n in self.conn.execute(q + " GROUP BY 1, 2, 3, 4", args):
+            if tpl not in builds:
+                builds[tpl] = now(tpl)
+            if build is None or build != builds[tpl]:
+                out[(wk, dk, tpl)] = out.get((wk, dk, tpl), 0) + n
+        return dict(sorted(out.items()))
 
     def workloads(self, device_key: str | None = None) -> list[tuple[str, str, str, int]]:
         """(workload_key, device_key, template, rows) for every group in the database."""
@@ -188,6 +236,18 @@ class Database:
         self.close()
 
 
+def _build_filter(build: Builds) -> tuple[str, tuple]:
+    """SQL condition (to append after a WHERE) and its arguments for a query's `build`."""
+    if build is None:
+        return "", ()
+    if isinstance(build, str):
+        return " AND build=?", (build,)
+    if not build:
+        return " AND 0", ()
+    pairs = tuple(x for tpl_build in sorted(build.items()) for x in tpl_build)
+    return " AND (" + " OR ".join(["(template=? AND build=?)"] * len(build)) + ")", pairs
+
+
 def _num(x: float):
     return None if x is None or x != x else float(x)
 
@@ -196,4 +256,4 @@ def _record(r) -> Record:
     m = Measurement(Status(r[5]), *(float("nan") if v is None else v for v in r[6:10]),
                     error=r[10] or "", registers=r[11] or 0, smem_bytes=r[12] or 0, spills=r[13] or 0,
                     source=r[14] or "", runs=r[18] or 0)
-    return Record(r[0], r[1], r[2], json.loads(r[4]), m, json.loads(r[16] or "{}"), r[17], r[15])
+    return Record(r[0], r[1], r[2], json.loads(r[4]), m, json.loads(r[16] or "{}"), r[17], r[15], r[19])

@@ -105,16 +105,19 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     space = search.space
     n_space = space.size()
     res = TuneResult(workload.key, device.key, "+".join(search.templates), runner.name, n_space)
+    # measurements count only under the build this runner measures (an edited .cuh is a new build)
+    builds = {t.family: runner.build_id(t) for t in templates}
     done = {}       # hash of the searched config -> database record
     for t in templates:
-        for r in db.measured(workload.key, device.key, t.family).values():
+        for r in db.measured(workload.key, device.key, t.family, build=builds[t.family]).values():
             cfg = search.join(t, r.config)
             done[config_hash(cfg)] = dataclasses.replace(r, config=cfg)
     context = {}
     if strategy in ("model", "evolutionary", "evolutionary-model"):
         # everything these templates have measured on this GPU trains the model; what this workload
         # already has is not proposed again
-        prior = [(search.join(t, c), p, us) for t in templates for c, p, us in db.samples(device.key, t.family)]
+        prior = [(search.join(t, c), p, us) for t in templates
+                 for c, p, us in db.samples(device.key, t.family, build=builds[t.family])]
         context = {"workload_params": workload.params, "prior": prior, "exclude": set(done),
                    "derive": search.derived_features}
         # these strategies never propose what is already measured, so the best known so far comes
@@ -182,7 +185,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         for i, m in runner.measure_stream(items):
             now = time.perf_counter()
             t, knobs = search.split(fresh[i])
-            db.add(workload.key, device.key, t.family, knobs, m, vers, cost_s=now - last)
+            db.add(workload.key, device.key, t.family, knobs, m, vers, cost_s=now - last, build=builds[t.family])
             last = now
             res.measured_now += 1
             account(fresh[i], m)

@@ -12,7 +12,7 @@ import pytest
 import autosched.device
 from autosched.cli import main
 from autosched.database import Database
-from autosched.measure.recording import Recording
+from autosched.measure.recording import Recording, ReplayRunner
 from autosched.space import config_hash
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
 
@@ -343,13 +343,21 @@ def test_no_command_is_usage_error():
     assert "usage" in p.stderr
 
 
+class _GpuStandIn(ReplayRunner):
+    """The replay runner standing in for the GPU runner: it answers from the recording but, like
+    the GPU runner, says it measures the local build."""
+
+    def build_id(self, template):
+        from autosched.build import build_id
+        return build_id(template)
+
+
 def test_record_writes_a_recording_of_what_it_measured(cli, synthetic, loaded, tmp_path, monkeypatch):
     """`record` end to end with the GPU runner stood in for by a replay of the synthetic data: it
     measures (here: looks up) configs for --time, resumes, and saves a recording that loads back."""
     import autosched.measure.gpu as gpu
-    from autosched.measure.recording import ReplayRunner
 
-    monkeypatch.setattr(gpu, "GpuRunner", lambda *a, **k: ReplayRunner(loaded))
+    monkeypatch.setattr(gpu, "GpuRunner", lambda *a, **k: _GpuStandIn(loaded))
     out = tmp_path / "rec.json.gz"
     db = tmp_path / "db"
     rc, text, err = cli("record", "gemv-q4f16", "--shape", "4096x4096", "--db", str(db), "--out", str(out),
@@ -416,9 +424,8 @@ def test_record_resumes_from_an_earlier_recording(cli, synthetic, loaded, tmp_pa
     """A record run on a fresh database, given an earlier partial recording, starts from its
     measurements (they are not taken again) and refuses one of another shape."""
     import autosched.measure.gpu as gpu
-    from autosched.measure.recording import ReplayRunner
 
-    monkeypatch.setattr(gpu, "GpuRunner", lambda *a, **k: ReplayRunner(loaded))
+    monkeypatch.setattr(gpu, "GpuRunner", lambda *a, **k: _GpuStandIn(loaded))
     first = tmp_path / "first.json.gz"
     rc, _, err = cli("record", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db1"),
                      "--out", str(first), "--strategy", "random", "--time", "0.3")

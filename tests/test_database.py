@@ -244,3 +244,67 @@ def test_verifications_are_stored_under_their_key_and_replaced(tmp_path):
         assert result == {"qkv": [3.0, 2.0]} and when > 0
         d.add_verification('{"a": 1}', {"qkv": [4.0]})
         assert d.verification('{"a": 1}')[0] == {"qkv": [4.0]} and d.verification('{"a": 2}')[0] == {"qkv": [1.0]}
+
+
+# -- build identity ---------------------------------------------------------------------------
+
+def test_database_from_before_build_gains_the_column_keeps_its_rows_and_counts_them_stale(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(str(path))
+    conn.execute("""CREATE TABLE measurements (workload_key TEXT NOT NULL, device_key TEXT NOT NULL,
+        template TEXT NOT NULL, config_hash TEXT NOT NULL, config TEXT NOT NULL, status TEXT NOT NULL,
+        min_us REAL, median_us REAL, spread_us REAL, max_abs_err REAL, error TEXT, registers INTEGER,
+        smem_bytes INTEGER, spills INTEGER, source TEXT, cost_s REAL, versions TEXT, timestamp REAL NOT NULL,
+        runs INTEGER, PRIMARY KEY (workload_key, device_key, template, config_hash))""")
+    for cfg, med in ((CFG_A, 1.5), (CFG_B, 2.5)):
+        conn.execute("INSERT INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                     (WK, DEV, TPL, config_hash(cfg), json.dumps(cfg, sort_keys=True), "ok", med, med, 0.1,
+                      0.0, "", 32, 0, 0, "gpu", 0.5, "{}", 1.0, 100))
+    conn.commit()
+    conn.close()
+    with Database(path) as d:
+        assert "build" in {r[1] for r in d.conn.execute("PRAGMA table_info(measurements)")}
+        # kept, of an unknown build: shown unfiltered, never as the current build's
+        every = d.measured(WK, DEV, TPL)
+        assert set(every) == {config_hash(CFG_A), config_hash(CFG_B)}
+        assert all(r.build is None for r in every.values())
+        assert d.measured(WK, DEV, TPL, build="b1") == {}
+        assert d.best(WK, DEV, TPL, build="b1") is None
+        assert d.tuning_seconds(WK, DEV, TPL, build="b1") == 0.0
+        assert d.stale(lambda t: "b1") == {(WK, DEV, TPL): 2}
+        d.add(WK, DEV, TPL, CFG_A, ok(3.0), build="b1")        # measured again: replaces its old row
+        assert d.stale({TPL: "b1"}) == {(WK, DEV, TPL): 1}
+    assert measurement_rows(path) == 2
+    with Database(path) as d:                                   # a second open migrates nothing twice
+        assert d.best(WK, DEV, TPL, build="b1").config == CFG_A
+
+
+def test_rows_of_another_build_rank_nothing_and_are_stale(db):
+    db.add(WK, DEV, TPL, CFG_A, ok(1.0), cost_s=5.0, build="old/nvrtc-12.8")    # fastest, but stale
+    db.add(WK, DEV, TPL, CFG_B, ok(3.0), cost_s=1.0, build="new/nvrtc-12.9")
+    db.add(WK, DEV, TPL, CFG_C, ok(2.0), cost_s=2.0, build="new/nvrtc-12.9")
+    db.add(WK, DEV, TPL, dict(CFG_A, hint=1), ok(0.5), cost_s=7.0)              # unknown build
+    db.add(WK, "gpu-b", TPL, CFG_A, ok(0.1), build="old/nvrtc-12.8")
+    db.add(WK, DEV, "other_tpl", CFG_A, ok(0.2), build="o1")
+    new = "new/nvrtc-12.9"
+    assert set(db.measured(WK, DEV, TPL, build=new)) == {config_hash(CFG_B), config_hash(CFG_C)}
+    assert all(r.build == new for r in db.measured(WK, DEV, TPL, build=new).values())
+    assert [r.config for r in db.fastest(WK, DEV, TPL, 5, build=new)] == [CFG_C, CFG_B]
+    assert db.best(WK, DEV, TPL, build=new).config == CFG_C
+    assert db.tuning_seconds(WK, DEV, TPL, build=new) == 3.0
+    assert sorted(med for _, _, med in db.samples(DEV, TPL, build=new)) == [2.0, 3.0]
+    # across templates: each template's own build
+    assert db.best(WK, DEV, build={TPL: new, "other_tpl": "o1"}).config == CFG_A
+    assert db.best(WK, DEV, build={TPL: new, "other_tpl": "o1"}).template == "other_tpl"
+    assert db.best(WK, DEV, build={TPL: new}).config == CFG_C
+    assert db.best(WK, DEV, build={}) is None
+    # build=None is every row, stale ones included
+    assert db.best(WK, DEV, TPL).config == dict(CFG_A, hint=1)
+    assert len(db.measured(WK, DEV, TPL)) == 4
+    current = {TPL: new, "other_tpl": "o1"}
+    assert db.stale(current) == {(WK, DEV, TPL): 2, (WK, "gpu-b", TPL): 1}
+    assert db.stale(current, DEV) == {(WK, DEV, TPL): 2}
+    assert db.stale(current.get, "no-such-gpu") == {}
+    # a template with no current build (None, or missing from a mapping): all of its rows are stale
+    assert db.stale({TPL: new}) == {(WK, DEV, TPL): 2, (WK, "gpu-b", TPL): 1, (WK, DEV, "other_tpl"): 1}
+    assert db.stale(lambda t: None, DEV) == {(WK, DEV, TPL): 4, (WK, DEV, "other_tpl"): 1}

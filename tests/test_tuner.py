@@ -178,6 +178,9 @@ def test_time_budget_stops_after_the_batch_it_runs_out_in(h100, gemv_template, t
     class SlowRunner(Runner):
         name, needs_binary, device_info = "slow", False, h100
 
+        def build_id(self, template):
+            return "fake-build"
+
         def measure_stream(self, items):
             for tag, spec, binary in items:
                 _time.sleep(0.01)
@@ -237,6 +240,9 @@ def test_next_batch_builds_while_this_batch_is_measured(h100, gemv_template, tmp
     class FakeRunner(Runner):
         name, needs_binary, device_info = "fake", True, h100
 
+        def build_id(self, template):
+            return "fake-build"
+
         def measure_stream(self, items):
             for tag, spec, binary in items:
                 events.append(("measure", spec.name_expression))
@@ -270,3 +276,47 @@ def test_resumed_model_search_reports_the_best_of_every_run(synthetic, loaded, t
     want_cfg, want_m = synthetic.best_ok(loaded, [loaded.entries[h][0] for h in measured])
     assert second.best_config == want_cfg
     assert second.best.median_us == want_m.median_us
+
+
+class EditedRunner(CountingRunner):
+    """The same numbers, said to be of another build: what the tuner sees after a .cuh edit."""
+
+    def build_id(self, template):
+        return "0123456789ab/nvrtc-99.9"
+
+
+def test_a_kernel_edit_measures_again_instead_of_resuming_from_stale_rows(synthetic, loaded, tmp_path):
+    path = tmp_path / "db"
+    w, t, key = synthetic.workload, synthetic.template, synthetic.device.key
+    with Database(path) as db:
+        first = tune(w, t, CountingRunner(loaded), db, strategy="random", trials=100, seed=0)
+    assert first.measured_now == 100
+    edited = EditedRunner(loaded)
+    with Database(path) as db:
+        assert db.stale({t.family: edited.build_id(t)}) == {(w.key, key, t.family): 100}
+        second = tune(w, t, edited, db, strategy="random", trials=100, seed=0)
+        assert db.stale({t.family: edited.build_id(t)}) == {}       # every stale row measured again
+        assert {r.build for r in db.measured(w.key, key, t.family).values()} == {edited.build_id(t)}
+    assert (second.measured_now, second.resumed) == (100, 0)
+    assert len(edited.asked) == 100
+    assert measurement_rows(path) == 100            # the same configs: their rows replaced, not added
+    again = EditedRunner(loaded)
+    with Database(path) as db:
+        third = tune(w, t, again, db, strategy="random", trials=100, seed=0)
+    assert (third.measured_now, third.resumed, again.asked) == (0, 100, [])
+
+
+def test_a_replay_run_twice_resumes_under_the_recordings_build_never_the_local_one(synthetic, loaded, tmp_path):
+    from autosched.build import build_id
+    path = tmp_path / "db"
+    w, t, key = synthetic.workload, synthetic.template, synthetic.device.key
+    assert ReplayRunner(loaded).build_id(t) == "recording:x.json.gz"      # an old recording: no build id
+    with Database(path) as db:
+        tune(w, t, CountingRunner(loaded), db, strategy="random", trials=80, seed=0)
+    r2 = CountingRunner(loaded)
+    with Database(path) as db:
+        second = tune(w, t, r2, db, strategy="random", trials=80, seed=0)
+        assert {r.build for r in db.measured(w.key, key, t.family).values()} == {"recording:x.json.gz"}
+        assert db.measured(w.key, key, t.family, build=build_id(t)) == {}
+        assert db.best(w.key, key, t.family, build=build_id(t)) is None
+    assert (second.measured_now, second.resumed, r2.asked) == (0, 80, [])

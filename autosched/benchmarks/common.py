@@ -145,16 +145,17 @@ def tune_all(workloads, template, runner, db, builder, *, strategy: str, trials:
     from autosched.space import config_hash
     from autosched.tuner import measure_configs, tune, versions
     device = runner.device_info
+    build = runner.build_id(template)
     tuned = {}
     for w in workloads:
         res = tune(w, template, runner, db, strategy=strategy, trials=trials, builder=builder, seed=1,
                    time_budget_s=time_per_shape_s)
         dflt = template.default_config(w, device)
-        if config_hash(dflt) not in db.measured(w.key, device.key, template.family):
+        if config_hash(dflt) not in db.measured(w.key, device.key, template.family, build=build):
             m = measure_configs(w, template, runner, [dflt], builder)[0]
-            db.add(w.key, device.key, template.family, dflt, m, versions(runner.name))
-        res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family)
-        res.total_trials = len(db.measured(w.key, device.key, template.family))
+            db.add(w.key, device.key, template.family, dflt, m, versions(runner.name), build=build)
+        res.total_tuning_s = db.tuning_seconds(w.key, device.key, template.family, build=build)
+        res.total_trials = len(db.measured(w.key, device.key, template.family, build=build))
         tuned[w.key] = res
         best = f"{res.best.median_us:.2f} us" if res.best else "no config passed"
         log(f"tuned {w.shape_str}: {best} after {res.trials} trials in {res.elapsed_s:.0f} s {res.statuses}")
@@ -167,11 +168,14 @@ def rerank_configs(w, template, device, db, first: dict, builder, k: int, time_c
     and the database's fastest configs of `w`, k in all.  `time_config(spec, binary)` checks one
     kernel against the reference and returns its median time (us), raising if it fails.
     Returns (config, [{config, tuner_us, bench_us | error}])."""
+    from autosched.build import build_id
     space = template.space(w, device)
 
     def norm(c):
         return tuple(sorted(space.validate(c).items()))
-    recs = [(r.config, r.measurement.median_us) for r in db.fastest(w.key, device.key, template.family, 4 * k)
+    # the local build: `builder` compiles the current source, so only its timings rank here
+    recs = [(r.config, r.measurement.median_us)
+            for r in db.fastest(w.key, device.key, template.family, 4 * k, build=build_id(template))
             if space.contains(r.config)]
     tuner_us = {}
     for c, t in recs:

@@ -140,6 +140,11 @@ class GpuRunner(Runner):
     def device_info(self) -> DeviceInfo:
         return self.slots[0].info
 
+    def build_id(self, template) -> str:
+        """The build every measurement of this runner is of: the local kernel source and NVRTC."""
+        from autosched.build import build_id
+        return build_id(template)
+
     def measure(self, spec, binary) -> Measurement:
         return self._measure_on(self.slots[0], spec, binary)
 

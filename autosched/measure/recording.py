@@ -7,7 +7,11 @@ no GPU the space is pruned against the GPU the numbers came from.  Format (gzip 
     {"format": "autosched-recording/1", "workload": key, "template": family,
      "device": DeviceInfo, "protocol": {...}, "versions": {...}, "date": ..., "space_size": n,
      "knobs": [names], "columns": [...], "rows": [[knob values..., columns...], ...],
-     "errors": {row index: message}}
+     "errors": {row index: message}, "build": build id}
+
+"build" (autosched.build.build_id of the source measured) came later: a recording without it is
+of an unknown build, which Recording.build_id names after the file, so its replayed rows never
+pass for measurements of the local build.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Iterable
@@ -44,6 +48,7 @@ class Recording:
     space_size: int = 0
     entries: dict[str, tuple[dict, Measurement]] = field(default_factory=dict)   # config hash ->
     path: str = ""
+    build: str = ""               # build id measured; "" for a recording from before build ids
 
     def add(self, config: dict, m: Measurement) -> None:
         self.entries[config_hash(config)] = (dict(config), m)
@@ -66,6 +71,12 @@ class Recording:
     def name(self) -> str:
         return Path(self.path).name if self.path else f"{self.workload_key}@{self.device.name}"
 
+    @property
+    def build_id(self) -> str:
+        """The build its measurements are of; for one that does not say, a token naming the
+        recording: stable, so a replay resumes from its own rows, and never a local build id."""
+        return self.build or f"recording:{self.name}"
+
     def save(self, path: str | Path) -> None:
         rows, errors = [], {}
         for i, (cfg, m) in enumerate(self.entries.values()):
@@ -78,7 +89,7 @@ class Recording:
                "device": self.device.to_json(), "device_key": self.device.key,
                "protocol": self.protocol, "versions": self.versions, "date": self.date,
                "space_size": self.space_size, "knobs": self.knobs, "columns": list(COLUMNS),
-               "rows": rows, "errors": errors}
+               "rows": rows, "errors": errors, "build": self.build}
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         with gzip.open(path, "wt") as f:
@@ -96,7 +107,7 @@ class Recording:
             raise ValueError(f"{path}: not an autosched recording (format {fmt!r})")
         rec = cls(doc["workload"], doc["template"], DeviceInfo.from_json(doc["device"]), doc["knobs"],
                   doc.get("protocol", {}), doc.get("versions", {}), doc.get("date", ""),
-                  doc.get("space_size", 0), path=str(path))
+                  doc.get("space_size", 0), path=str(path), build=doc.get("build") or "")
         nk = len(rec.knobs)
         errors = doc.get("errors", {})
         columns = doc.get("columns", COLUMNS[:8])
@@ -119,15 +130,31 @@ def _f(x):
 
 
 def recording_from_db(db, workload, template, device: DeviceInfo, protocol: dict, versions: dict,
-                      date: str) -> Recording:
-    """The database's measurements of one workload on one GPU, as a recording (configs no longer
-    in the template's space are left out)."""
+                      date: str, build: str | None = None) -> Recording:
+    """The database's measurements of one workload on one GPU and one build, as a recording of
+    that build (configs no longer in the template's space are left out).  `build` defaults to
+    the local build, the one the GPU runner measures."""
+    if build is None:
+        from autosched.build import build_id
+        build = build_id(template)
     space = template.space(workload, device)
-    rec = Recording(workload.key, template.family, device, space.names, protocol, versions, date, space.size())
-    for r in db.measured(workload.key, device.key, template.family).values():
+    rec = Recording(workload.key, template.family, device, space.names, protocol, versions, date, space.size(),
+                    build=build)
+    for r in db.measured(workload.key, device.key, template.family, build=build).values():
         if space.contains(r.config):
             rec.add(r.config, r.measurement)
     return rec
+
+
+def import_recording(db, recording: Recording) -> int:
+    """Put a recording's measurements into the database under its workload, device, template and
+    build id (so a record run goes on where another machine's stopped, and only where that build
+    is the one now measured).  Returns the rows added."""
+    build = recording.build_id
+    for cfg, m in recording.entries.values():
+        db.add(recording.workload_key, recording.device.key, recording.template, cfg,
+               replace(m, source=f"gpu (recording {recording.name})"), recording.versions, build=build)
+    return len(recording.entries)
 
 
 def shipped_recordings() -> list[Path]:
@@ -176,6 +203,12 @@ class ReplayRunner(Runner):
 
     def _for(self, workload_key: str, template: str) -> "Recording | None":
         return self.recordings.get((workload_key, template))
+
+    def build_id(self, template) -> str:
+        """A replay answers with a recording's measurements, so it measures that recording's build."""
+        family = getattr(template, "family", template)
+        rec = next((r for (_, t), r in self.recordings.items() if t == family), self.recording)
+        return rec.build_id
 
     def covers(self, workload_key: str, template: str, config: dict) -> bool:
         rec = self._for(workload_key, template)

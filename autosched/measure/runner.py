@@ -27,6 +27,11 @@ class Runner:
         order)."""
         raise NotImplementedError
 
+    def build_id(self, template) -> str:
+        """The build (kernel source hash and NVRTC version, `build.build_id`) whose times this runner
+        reports for `template`: measurements are stored and ranked under it."""
+        raise NotImplementedError
+
     def measure(self, spec, binary=None) -> Measurement:
         return next(iter(self.measure_stream([(0, spec, binary)])))[1]
 

@@ -75,6 +75,19 @@ class Template:
 
     family: str = ""
     workload_name: str = ""
+    header: str = ""              # the .cuh in autosched/kernels that render() compiles
+
+    def source_hash(self) -> str:
+        """sha256 of the kernel source render() hands NVRTC (the header with its local includes
+        inlined).  A timing is only evidence for the source it timed: build.build_id pairs this
+        with the NVRTC version to tell current measurements from stale ones.  Read once per
+        instance: the tuner and benchmarks ask for it per run and per shape."""
+        cached = self.__dict__.get("_source_hash")
+        if cached is None:
+            if not self.header:
+                raise ValueError(f"template {self.family or type(self).__name__} names no header")
+            cached = self._source_hash = hashlib.sha256(kernel_source(self.header).encode()).hexdigest()
+        return cached
 
     def refuses(self, workload) -> str | None:
         """Why this template cannot serve `workload` (None: it can).  A workload may have several

@@ -30,6 +30,7 @@ def test_rerank_times_the_pick_and_the_fastest_records_and_keeps_the_fastest_her
     from types import SimpleNamespace
 
     from autosched.benchmarks.common import rerank_configs
+    from autosched.build import build_id
     from autosched.measure.result import Measurement, Status
     from autosched.templates import SgemmTemplate
     from autosched.workloads import Sgemm
@@ -40,8 +41,9 @@ def test_rerank_times_the_pick_and_the_fastest_records_and_keeps_the_fastest_her
     with Database(tmp_path / "db") as db:
         # the database ranks cfgs[1] < cfgs[2] < ... ; cfgs[0] is the tuning's pick, not in it
         for i, c in enumerate(cfgs[1:], 1):
-            db.add(w.key, device.key, t.family, c, Measurement(Status.OK, median_us=float(i), min_us=float(i)))
-        db.add(w.key, device.key, t.family, cfgs[5], Measurement(Status.WRONG, median_us=0.5))
+            db.add(w.key, device.key, t.family, c, Measurement(Status.OK, median_us=float(i), min_us=float(i)),
+                   build=build_id(t))
+        db.add(w.key, device.key, t.family, cfgs[5], Measurement(Status.WRONG, median_us=0.5), build=build_id(t))
         names = {t.render(w, c, device).name_expression: i for i, c in enumerate(cfgs)}
         here = {0: 9.0, 1: 7.0, 2: None, 3: 3.0, 4: 1.0}     # this process's times; 2 fails its check
 
