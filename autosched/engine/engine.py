@@ -302,20 +302,12 @@ class Engine:
 
     def _step_us(self, steps: int, reps: int) -> float:
         """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""
-        import torch
+        from autosched.measure.protocol import time_runs
         self._graph = None
         self.reset()
         self.step(1)
         self.decode(4)                  # captures the graph and warms it
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps):
-            start.record()
-            self.decode(steps)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1000.0 / steps)
-        return float(np.median(times))
+        return time_runs(lambda: self.decode(steps), reps, steps)
 
     def _splits_that_fit(self, splits: int) -> int:
         """Fewest splits >= `splits` whose slice of scores fits a launch's shared memory."""

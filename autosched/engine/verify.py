@@ -13,35 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
-
-def time_graph(enqueue_copy, copies: int, count: int = 200, replays: int = 10) -> float:
-    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
-    graph (no per-launch event or launch-API cost: what a decode step sees); median of replays."""
-    import torch
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        for i in range(count):
-            enqueue_copy(i % copies)
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / count)
-    return float(np.median(times))
+from autosched.measure.protocol import time_graph
 
 
 def matmul_graph_us(matmul, copies: int, count: int) -> float:
