@@ -15,7 +15,7 @@ from autosched.database import Database
 from autosched.device import DeviceInfo
 from autosched.measure.protocol import Protocol
 from autosched.measure.recording import Recording, recording_from_db
-from autosched.templates import template_for
+from autosched.registry import templates_for
 from autosched.workloads import workload_from_key
 
 
@@ -25,7 +25,7 @@ def main(db_path, device_json, out_dir, date=None):
     with Database(db_path) as db:
         for wkey, dkey, family, n in db.workloads(device.key):
             w = workload_from_key(wkey)
-            t = template_for(w)
+            t = templates_for(w)[0]
             rec = recording_from_db(db, w, t, device, Protocol().to_json(),
                                     {"runner": "gpu", "source": "the configs earlier GPU tuning runs measured: random, "
                                      "then model-guided search"}, date)

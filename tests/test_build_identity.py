@@ -14,7 +14,10 @@ from autosched.database import Database
 from autosched.device import nvrtc_version
 from autosched.measure.recording import Recording, ReplayRunner, import_recording, recording_from_db
 from autosched.measure.result import Measurement, Status
-from autosched.templates import TEMPLATES, GemvQ4F16Template
+from autosched.registry import FAMILIES
+from autosched.templates import GemvQ4F16Template
+
+TEMPLATES = {t.family: t for f in FAMILIES.values() for t in f.templates}
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
 
 

@@ -4,6 +4,7 @@ re-rank of the database's fastest configs in the benchmark's own process."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -167,37 +168,38 @@ def rerank_configs(w, template, device, db, first: dict, builder, k: int, time_c
     """Performance verification: the fastest, timed in this process, of the tuning's pick `first`
     and the database's fastest configs of `w`, k in all.  `time_config(spec, binary)` checks one
     kernel against the reference and returns its median time (us), raising if it fails.
-    Returns (config, [{config, tuner_us, bench_us | error}])."""
+    Returns (config, [{config, tuner_us, bench_us | error}]); `first` where every one failed."""
     from autosched.build import build_id
+    from autosched.selection import Candidate, fastest, from_database
     space = template.space(w, device)
 
     def norm(c):
         return tuple(sorted(space.validate(c).items()))
     # the local build: `builder` compiles the current source, so only its timings rank here
-    recs = [(r.config, r.measurement.median_us)
-            for r in db.fastest(w.key, device.key, template.family, 4 * k, build=build_id(template))
-            if space.contains(r.config)]
+    recs = [c for c in from_database(w, template, device, db, 4 * k, build=build_id(template))
+            if space.contains(c.config)]
     tuner_us = {}
-    for c, t in recs:
-        tuner_us.setdefault(norm(c), t)
+    for c in recs:
+        tuner_us.setdefault(norm(c.config), c.median_us)
     todo, seen = [], set()
-    for cfg in [first] + [c for c, _ in recs]:
-        if norm(cfg) not in seen:
-            seen.add(norm(cfg))
-            todo.append((cfg, tuner_us.get(norm(cfg))))
+    for cand in [Candidate(template.family, first, "tuning's pick")] + recs:
+        if norm(cand.config) not in seen:
+            seen.add(norm(cand.config))
+            todo.append(dataclasses.replace(cand, median_us=tuner_us.get(norm(cand.config))))
     todo = todo[:k]
-    specs = [template.render(w, c, device) for c, _ in todo]
+    if not todo:
+        return first, []
+    specs = [template.render(w, c.config, device) for c in todo]
     futures = [builder.submit(sp) for sp in specs]      # all build in the pool while the first is timed
-    tried = []
-    for (cfg, t_us), spec, fut in zip(todo, specs, futures):
-        entry = {"config": cfg, "tuner_us": t_us}
-        try:
-            entry["bench_us"] = time_config(spec, fut.result())
-        except Exception as e:
-            entry["error"] = err_text(e)
-        tried.append(entry)
-    ok = [e for e in tried if "bench_us" in e]
-    return (min(ok, key=lambda e: e["bench_us"])["config"] if ok else first), tried
+    job = {id(c): (spec, fut) for c, spec, fut in zip(todo, specs, futures)}
+
+    def time_one(cand):
+        spec, fut = job[id(cand)]
+        return time_config(spec, fut.result())
+    best, timed = fastest(todo, time_one, what="in the benchmark's process")
+    tried = [{"config": t.candidate.config, "tuner_us": t.candidate.median_us,
+              **({"bench_us": t.us} if t.ok else {"error": err_text(t.error)})} for t in timed]
+    return best.config, tried
 
 
 @contextmanager

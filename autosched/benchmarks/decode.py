@@ -147,7 +147,7 @@ def matmul_rows(torch, cfg, w, builder, info, eng, copies: int = 8, count: int =
     from autosched.engine.matmul import Matmul
     from autosched.engine.verify import time_graph
     from autosched.engine.weights import as_torch, classifier, fused
-    from autosched.templates import template_for
+    from autosched.registry import templates_for
     from autosched.workloads import GemvQ4F16
     rows = []
     names = ("qkv", "o", "gate_up", "down", "cls")
@@ -164,7 +164,7 @@ def matmul_rows(torch, cfg, w, builder, info, eng, copies: int = 8, count: int =
         served = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=eng.mm[name].choice)
         served_pdl = Matmul(name, "q4f16_1", n, k, "half", "half", info, choice=eng.mm[name].choice, pdl=True)
         dflt = Matmul(name, "q4f16_1", n, k, "half", "half", info,
-                      config=template_for(wl).default_config(wl, info))
+                      config=templates_for(wl)[0].default_config(wl, info))
         for m in (served, served_pdl, dflt):
             m.load(builder)
             for x_ in mats:
@@ -197,18 +197,19 @@ def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> d
     """Tune the q4f16_1 GEMV of every matmul shape of `cfg` until the database (or a same-device
     recording) holds `trials` measured configs for it (model-guided search; resumes)."""
     from autosched.benchmarks.common import tune_all
+    from autosched.build import build_id
     from autosched.device import query
     from autosched.engine.engine import matmul_shapes
     from autosched.measure.gpu import GpuRunner
     from autosched.measure.recording import find_recording
-    from autosched.templates import template_for
+    from autosched.registry import templates_for
     from autosched.workloads import GemvQ4F16
     info = query(0)
     todo = []
     for n, k in sorted(set(matmul_shapes(cfg).values())):
         wl = GemvQ4F16(n, k)
-        t = template_for(wl)
-        in_db = len(db.measured(wl.key, info.key, t.family))
+        t = templates_for(wl)[0]
+        in_db = len(db.measured(wl.key, info.key, t.family, build=build_id(t)))   # stale rows are not tuning
         rec = find_recording(wl.key, t.family)
         in_rec = len(rec.entries) if rec is not None and rec.device.key == info.key else 0
         if max(in_db, in_rec) < trials:
@@ -218,7 +219,7 @@ def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> d
         return out
     with GpuRunner() as runner:
         for wl, more in todo:
-            res = tune_all([wl], template_for(wl), runner, db, builder, strategy="model", trials=more,
+            res = tune_all([wl], templates_for(wl)[0], runner, db, builder, strategy="model", trials=more,
                            time_per_shape_s=None, log=log)
             out.update({key: {"trials": r.total_trials, "best_us": r.best.median_us if r.best else None,
                               "tuning_s": r.total_tuning_s} for key, r in res.items()})

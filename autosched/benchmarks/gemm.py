@@ -87,14 +87,14 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
                   rerank: int = RERANK, op: str = "sgemm"):
     """`op`: "sgemm" (FP32) or "hgemm" (FP16 on tensor cores)."""
     import torch
-    from autosched.templates import template_for
+    from autosched.registry import templates_for
     from autosched.workloads import WORKLOADS
 
     if op not in SHAPES:
         raise ValueError(f"unknown GEMM benchmark {op!r}; there are {sorted(SHAPES)}")
     log = console.print if console else print
     workloads = [WORKLOADS[op].from_shape(s) for s in (shapes or SHAPES[op])]
-    template = template_for(workloads[0])
+    template = templates_for(workloads[0])[0]
     with tuned_then_timed(workloads, template, db_path, strategy=strategy, trials=trials,
                           time_per_shape_s=time_per_shape_s, log=log) as s:
         device, tuned, builder, timer, stream, db = s.device, s.tuned, s.builder, s.timer, s.stream, s.db

@@ -134,12 +134,12 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
                   db_path=None, console=None, time_per_shape_s: float | None = None,
                   rerank: int = RERANK) -> Path:
     import torch
-    from autosched.templates import template_for
+    from autosched.registry import templates_for
     from autosched.workloads import GemvQ4F16
 
     log = console.print if console else print
     workloads = [GemvQ4F16.from_shape(s) for s in (shapes or SHAPES)]
-    template = template_for(workloads[0])
+    template = templates_for(workloads[0])[0]
     with tuned_then_timed(workloads, template, db_path, strategy=strategy, trials=trials,
                           time_per_shape_s=time_per_shape_s, log=log) as s:
         device, tuned, builder, timer, stream, db = s.device, s.tuned, s.builder, s.timer, s.stream, s.db

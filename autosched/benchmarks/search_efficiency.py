@@ -22,11 +22,11 @@ def curve(recording, strategy: str, seed: int, trials: int) -> list[float]:
     """Best median (us) after each trial."""
     from autosched.database import Database
     from autosched.measure.recording import ReplayRunner
-    from autosched.templates import TEMPLATES
+    from autosched.registry import template_named
     from autosched.tuner import tune
     from autosched.workloads import workload_from_key
     w = workload_from_key(recording.workload_key)
-    t = TEMPLATES[recording.template]
+    t = template_named(recording.template)
     best, out = float("inf"), []
 
     def on_result(cfg, m, res):

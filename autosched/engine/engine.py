@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 
 import numpy as np
@@ -54,33 +55,34 @@ def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
             "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
 
 
+# how a candidate timed in the step is named in its winner's source
+IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
+
 # the epilogue each matmul of the step applies (templates/epilogue.py)
 EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "residual", "cls": "norm"}
 
 
 def gemv_candidates(cfg: LlamaConfig, info, db, verify: int) -> dict:
-    """name -> [Choice] of each q4f16_1 matmul: the `verify` best measured configs, ranked (the
+    """name -> [Candidate] of each q4f16_1 matmul: the `verify` best measured configs, ranked (the
     default config where none was measured).  gate_up takes only configs whose blocks own an even
     number of rows (its epilogue pairs gate and up)."""
-    from autosched.ops.gemv import Choice, ranked_configs
-    from autosched.templates import template_for
+    from autosched.selection import default_candidate, rank
     from autosched.templates.epilogue import pairs_rows
     from autosched.templates.gemv_q4f16 import blocks_pair_rows
     from autosched.workloads import GemvQ4F16
     out = {}
     for name, (n, k) in matmul_shapes(cfg).items():
         w, want = GemvQ4F16(n, k), max(1, verify)
-        choices = ranked_configs(w, info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
+        choices = rank(w, info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
         if pairs_rows(EPILOGUE[name]):
             paired = [c for c in choices if blocks_pair_rows(w, c.config)]
-            choices = paired[:want] or [Choice(template_for(w).default_config(w, info),
-                                               "default (no measured config pairs rows)")]
+            choices = paired[:want] or [default_candidate(w, info, "default (no measured config pairs rows)")]
         out[name] = choices
     return out
 
 
 def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: bool = True) -> dict:
-    """name -> (Choice, [(Choice, graph us)]) of each q4f16_1 matmul: its only candidate, or the
+    """name -> (Candidate, [(Candidate, graph us)]) of each q4f16_1 matmul: its only candidate, or the
     fastest of its candidates in a CUDA graph (engine/verify.py)."""
     from autosched.engine.verify import fastest_in_graph
     shapes = matmul_shapes(cfg)
@@ -217,23 +219,25 @@ class Engine:
             return None
         return found
 
-    def _step_winner(self, name: str, us: list, stored: float | None = None):
-        """The fastest of matmul `name`'s candidates by `us` (a step each), its source saying so
-        (and, for times from the database, when they were stored)."""
-        cands = self.candidates[name]
-        i = min(range(len(us)), key=us.__getitem__)
-        when = "" if stored is None else f", stored {datetime.date.fromtimestamp(stored).isoformat()}"
-        return dataclasses.replace(cands[i], source=f"{cands[i].source}, fastest of {len(us)} in the decode step "
-                                   f"({us[i]:.0f} us a step{when})")
+    def _step_winner(self, name: str, us: list, stored: float):
+        """The fastest of matmul `name`'s candidates by `us` (a step each, as the database stored
+        them at `stored`), its source saying so and when."""
+        from autosched.selection import Timing, pick
+        when = f", stored {datetime.date.fromtimestamp(stored).isoformat()}"
+        return pick([Timing(c, u) for c, u in zip(self.candidates[name], us)], what=IN_STEP,
+                    shown=STEP_US + when)
 
     def _verify_in_step(self, weights, builder, progress=None, db=None) -> dict:
-        """name -> [(Choice, us a step)]: each q4f16_1 matmul's candidates timed inside this
+        """name -> [(Candidate, us a step)]: each q4f16_1 matmul's candidates timed inside this
         engine's own step graph, one matmul at a time, largest first, the others as served; the
         fastest is served (its weights packed again if it is not the one already in place).  A step
         sees what an isolated graph of one kernel does not (the kernel before it, what it leaves in
         the L2): on the 7B model the gate/up config the isolated check chose was 3% slower a step
         than the tuner's own best (H100, 2026-11-23).  The times go to `db`; an engine that found
-        them there (see _build) serves the stored winners from the start and times nothing."""
+        them there (see _build) serves the stored winners from the start and times nothing.  A
+        candidate that fails to build or run is skipped (its time None) and nothing is stored, so
+        the next engine times again; where all fail, the one in place stays."""
+        from autosched.selection import fastest
         todo, timing = self._verified(), self._step_timing()
         if not todo or timing is None:
             return {}
@@ -249,11 +253,15 @@ class Engine:
             if progress else None
         out, times = {}, {}
         for name in todo:
-            us = [self._time_candidate(name, c, builder, steps, reps, progress, task) for c in cands[name]]
+            winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
+                                                                   steps=steps, reps=reps, progress=progress,
+                                                                   task=task),
+                                    what=IN_STEP, shown=STEP_US, fallback=self.mm[name].choice)
+            us = [t.us for t in timed]
             times[name] = us
-            self._serve(name, self._step_winner(name, us), weights, builder)
+            self._serve(name, winner, weights, builder)
             out[name] = list(zip(cands[name], us))
-        if db is not None:
+        if db is not None and all(u is not None for us in times.values() for u in us):
             db.add_verification(self._verification_key(), times)
         self._graph = None
         self.reset()
@@ -302,20 +310,12 @@ class Engine:
 
     def _step_us(self, steps: int, reps: int) -> float:
         """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""
-        import torch
+        from autosched.measure.protocol import time_runs
         self._graph = None
         self.reset()
         self.step(1)
         self.decode(4)                  # captures the graph and warms it
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps):
-            start.record()
-            self.decode(steps)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1000.0 / steps)
-        return float(np.median(times))
+        return time_runs(lambda: self.decode(steps), reps, steps)
 
     def _splits_that_fit(self, splits: int) -> int:
         """Fewest splits >= `splits` whose slice of scores fits a launch's shared memory."""

@@ -1,7 +1,7 @@
 """The engine's matmuls: one weight matrix shape, every layer's copy of it, and the kernel for it.
 
     q4f16_1          the tuned GEMV (config from the database, else a same-device recording,
-                     else the rule-based default: ops.gemv.choose_config), fp16 in and out
+                     else the rule-based default: selection.rank), fp16 in and out
     fp32/fp16/int8   gemv_dense of kernels/decode.cuh
 
 Each applies a decode-step epilogue to its sums (templates/epilogue.py): "store" is the plain
@@ -18,7 +18,7 @@ from autosched import layouts
 from autosched.engine.weights import quantize_int8, quantize_q4f16_1
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
-from autosched.templates import template_for
+from autosched.registry import templates_for
 from autosched.templates.decode import gemv_dense_spec
 from autosched.templates.epilogue import epilogue_id
 from autosched.templates.gemv_q4f16 import fused_spec
@@ -33,7 +33,7 @@ class Matmul:
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
                  config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store"):
-        """The q4f16_1 config: `choice` (an ops.gemv.Choice), else `config`, else choose_config."""
+        """The q4f16_1 config: `choice` (a selection.Candidate), else `config`, else rank's first."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.epilogue = epilogue
         epilogue_id(epilogue)           # refuse an unknown name before anything is built
@@ -41,11 +41,12 @@ class Matmul:
         if fmt == "q4f16_1":
             if act != "half" or out != "half":
                 raise ValueError("the q4f16_1 GEMV reads and writes fp16")
-            from autosched.ops.gemv import Choice, choose_config
+            from autosched.selection import Candidate, rank
             self.workload = GemvQ4F16(n, k)
-            self.choice = (choice if choice is not None else Choice(config, "given") if config is not None
-                           else choose_config(self.workload, device_info, db))
-            self.spec = (template_for(self.workload).render(self.workload, self.choice.config, device_info)
+            self.choice = (choice if choice is not None
+                           else Candidate(templates_for(self.workload)[0].family, config, "given") if config is not None
+                           else rank(self.workload, device_info, db)[0])
+            self.spec = (templates_for(self.workload)[0].render(self.workload, self.choice.config, device_info)
                          if epilogue == "store" else
                          fused_spec(self.workload, self.choice.config, device_info, epilogue))
             if pdl:    # the same kernel plus the weight prefetch and the dependency wait

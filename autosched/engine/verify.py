@@ -11,37 +11,8 @@ fastest.
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
-
-def time_graph(enqueue_copy, copies: int, count: int = 200, replays: int = 10) -> float:
-    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
-    graph (no per-launch event or launch-API cost: what a decode step sees); median of replays."""
-    import torch
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        for i in range(count):
-            enqueue_copy(i % copies)
-    for _ in range(3):
-        g.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / count)
-    return float(np.median(times))
+from autosched.measure.protocol import time_graph
+from autosched.selection import fastest
 
 
 def matmul_graph_us(matmul, copies: int, count: int) -> float:
@@ -56,9 +27,10 @@ def matmul_graph_us(matmul, copies: int, count: int) -> float:
 
 def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, builder, *, pdl: bool = True,
                      copies: int = 8, count: int = 32, seed: int = 0):
-    """(the Choice that is fastest in a graph, [(choice, us)] for every candidate).  The weights are
-    random (a GEMV's time does not depend on their values), packed per config (a config's weight
-    layout is part of it) and copied to more bytes than the L2 holds."""
+    """(the Candidate that is fastest in a graph, [(candidate, us)] for every candidate, us None for
+    one that failed).  The weights are random (a GEMV's time does not depend on their values),
+    packed per config (a config's weight layout is part of it) and copied to more bytes than the L2
+    holds."""
     import torch
 
     from autosched.engine.matmul import Matmul
@@ -66,14 +38,17 @@ def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, buil
     w = torch.randn((n, k), device="cuda", generator=g)
     cands = [Matmul(name, "q4f16_1", n, k, "half", "half", device_info, config=c.config, pdl=pdl) for c in choices]
     list(builder.build_many([m.spec for m in cands]))          # in parallel
-    timed = []
-    for choice, m in zip(choices, cands):
-        m.load(builder)
-        m.add_layer_copies(w, copies)
-        timed.append((choice, matmul_graph_us(m, copies, count)))
-        m.layers.clear()
-        torch.cuda.empty_cache()
+    matmul_of = {id(c): m for c, m in zip(choices, cands)}
+
+    def time_one(choice) -> float:
+        m = matmul_of[id(choice)]
+        try:
+            m.load(builder)
+            m.add_layer_copies(w, copies)
+            return matmul_graph_us(m, copies, count)
+        finally:
+            m.layers.clear()
+            torch.cuda.empty_cache()
+    best, timed = fastest(choices, time_one, what="in a CUDA graph")
     del w
-    best, us = min(timed, key=lambda cu: cu[1])
-    return dataclasses.replace(best, source=f"{best.source}, fastest of {len(choices)} in a CUDA graph "
-                                            f"({us:.1f} us)"), timed
+    return best, [(t.candidate, t.us) for t in timed]

@@ -1,7 +1,12 @@
-"""The timing protocol (the q4f16_1 seed's, see BENCHMARKS.md) on a cuda.core stream.
+"""Every timing of enqueued work, in one module.
 
-L2 flushed before every timed run by writing a buffer of >= 2x the L2 (256 MB by default), one
-launch per timed run between two events, median of 100 after 10 warm-ups.
+The timing protocol (the q4f16_1 seed's, see BENCHMARKS.md) on a cuda.core stream (`Timer`): L2
+flushed before every timed run by writing a buffer of >= 2x the L2 (256 MB by default), one launch
+per timed run between two events, median of 100 after 10 warm-ups.
+
+How a kernel runs in a decode step, on torch's stream (`time_graph`, `time_runs`): many launches
+back to back, no flush between them (rotating weight copies keep them cold instead), in a CUDA
+graph, timed as a whole between two events and divided by the launches; median of a few runs.
 """
 
 from __future__ import annotations
@@ -65,3 +70,39 @@ class Timer:
 
     def close(self) -> None:
         self.flush_buf.close()
+
+
+def time_runs(run: Callable[[], None], runs: int, launches: int) -> float:
+    """Median over `runs` of the microseconds per launch of `run()`, which enqueues `launches`
+    launches on torch's current stream and is timed whole between two events (no per-launch event
+    or flush: what back-to-back launches in a step cost)."""
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(runs):
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0 / launches)
+    return float(np.median(times))
+
+
+def time_graph(enqueue_copy: Callable[[int], None], copies: int, count: int = 200, replays: int = 10) -> float:
+    """Per-launch microseconds of `count` back-to-back launches over rotating copies, in a CUDA
+    graph (no per-launch event or launch-API cost: what a decode step sees); median of replays."""
+    import torch
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        enqueue_copy(0)          # warm up outside capture (lazy init, module load)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        for i in range(count):
+            enqueue_copy(i % copies)
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    return time_runs(g.replay, replays, count)

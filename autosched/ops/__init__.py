@@ -1,5 +1,5 @@
-"""User-facing ops on torch tensors, served from the database (falling back to the default)."""
+"""User-facing ops on torch tensors, served by the config autosched.selection.rank puts first."""
 
-from autosched.ops.gemv import Choice, Q4Linear, choose_config
+from autosched.ops.gemv import Q4Linear
 
-__all__ = ["Choice", "Q4Linear", "choose_config"]
+__all__ = ["Q4Linear"]

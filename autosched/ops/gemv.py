@@ -3,59 +3,17 @@
     w = Q4Linear(a_q, a_scale)      # picks a config, builds it, packs the weights once
     y = w(v)                        # (N,) fp16 = dequant(a_q, a_scale) . v, on torch's stream
 
-The config comes from an ordered chain of sources, each answering None when it has nothing: the
-tuning database for this exact device key, then a shipped recording taken on the same device key,
-then the template's rule-based default.
+The config is the top of autosched.selection.rank: the tuning database for this exact device key,
+then a shipped recording taken on the same device key, then the template's rule-based default.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from autosched.templates import template_for
+from autosched.registry import template_named
+from autosched.selection import rank
 from autosched.workloads import GemvQ4F16
-
-
-@dataclass(frozen=True)
-class Choice:
-    config: dict
-    source: str                   # "database", "recording <name>" or "default"
-    median_us: float | None = None
-
-
-def from_database(workload, template, device, db, k: int = 1) -> list[Choice]:
-    """Up to k configs that passed, fastest first, measured for this exact device key."""
-    if db is None:
-        return []
-    return [Choice(r.config, "database", r.measurement.median_us)
-            for r in db.fastest(workload.key, device.key, template.family, k)]
-
-
-def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Choice]:
-    from autosched.measure.recording import find_recording
-    rec = find_recording(workload.key, template.family, recordings)
-    if rec is None or rec.device.key != device.key:
-        return []                 # numbers from another GPU or driver say nothing about this one
-    return [Choice(c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
-
-
-def ranked_configs(workload, device, db=None, recordings=None, k: int = 1) -> list[Choice]:
-    """Up to k configs, fastest first, from the first source that has any: the database, then a
-    same-device recording; the rule-based default when neither has one."""
-    template = template_for(workload)
-    space = template.space(workload, device)
-    for source in (lambda: from_database(workload, template, device, db, k),
-                   lambda: from_recording(workload, template, device, recordings, k)):
-        choices = [c for c in source() if space.contains(c.config)]
-        if choices:
-            return choices
-    return [Choice(template.default_config(workload, device), "default")]
-
-
-def choose_config(workload, device, db=None, recordings=None) -> Choice:
-    return ranked_configs(workload, device, db, recordings, 1)[0]
 
 
 class Q4Linear:
@@ -75,9 +33,8 @@ class Q4Linear:
                                        "V": np.zeros(self.workload.K, dtype=np.float16)})
         self.device_info = query(device_id)
         Device(device_id).set_current()
-        self.choice = choose_config(self.workload, self.device_info, db)
-        template = template_for(self.workload)
-        self.spec = template.render(self.workload, self.choice.config, self.device_info)
+        self.choice = rank(self.workload, self.device_info, db)[0]
+        self.spec = template_named(self.choice.template).render(self.workload, self.choice.config, self.device_info)
         from autosched.launch import LoadedKernel
         if builder is None:
             with Builder(workers=1) as b:

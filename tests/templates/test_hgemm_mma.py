@@ -6,7 +6,8 @@ import random
 import pytest
 
 from autosched.build import BuildCache, Builder
-from autosched.templates import HgemmMmaTemplate, template_for
+from autosched.registry import templates_for
+from autosched.templates import HgemmMmaTemplate
 from autosched.templates.hgemm_mma import registers_needed, smem_bytes, threads
 from autosched.workloads import Hgemm
 
@@ -18,7 +19,7 @@ def t():
 
 def test_space_rules_and_render(t, h100):
     w = Hgemm.from_shape("4096x4096x4096")
-    assert template_for(w).family == "hgemm_mma"
+    assert templates_for(w)[0].family == "hgemm_mma"
     space = t.space(w, h100)
     cfgs = space.enumerate()
     assert len(cfgs) > 1000

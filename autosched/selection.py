@@ -1,0 +1,194 @@
+"""Which config serves a workload: the one selection path every consumer goes through.
+
+    cands = rank(workload, device, db, k=4)          # fastest first, across every template
+    best, timed = fastest(cands, time_one, what="in a CUDA graph")
+
+`rank` reads what is known, in a fixed chain of sources: the tuning database for this exact device
+key, then a shipped recording taken on the same device key, then the rule-based default of the
+workload's first template.  The first source that holds any config of the workload's space
+answers alone, its candidates from every template merged fastest first (the numbers of one source
+were taken by one runner under one protocol, so they compare; numbers of two sources may not).
+
+A ranking's numbers come from the tuning protocol (one launch after an L2 flush), which is not how
+every caller runs a kernel: a decode step launches it in a CUDA graph right after another kernel.
+`fastest` re-times the few best in the caller's own context (`time_one`) and keeps the fastest, its
+source saying how it won.
+
+`best_known` is the export's question, which differs on purpose: the best config measured anywhere
+(another device key's numbers included), since the exported source may be built for any GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+
+@dataclass(frozen=True)
+class Candidate:
+    template: str                 # the template family that renders `config`
+    config: dict
+    source: str                   # "database", "recording <name>", "default", "given"; then how it was re-timed
+    median_us: float | None = None    # the source's own time (tuning protocol), None for a default
+
+
+# -- what is known -----------------------------------------------------------------------------
+
+CURRENT = "current"       # the build a GPU here would measure: rows of an edited kernel rank nothing
+ANY = "any"               # no build filter
+
+
+def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=CURRENT) -> list:
+    # The one place the database is asked for measured configs, and so the one place its build
+    # filter is decided: by default, only rows measured with this version's kernel source and NVRTC
+    if build == ANY:
+        return db.fastest(workload_key, device_key, template.family, k)
+    if build == CURRENT:
+        from autosched.build import build_id
+        build = build_id(template)
+    return db.fastest(workload_key, device_key, template.family, k, build=build)
+
+
+def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) -> list[Candidate]:
+    """Up to k configs of `template` that passed, fastest first, measured on this exact device key
+    with `build` (default: the current build of the template's kernel; ANY: whatever build)."""
+    if db is None:
+        return []
+    return [Candidate(template.family, r.config, "database", r.measurement.median_us)
+            for r in _db_fastest(db, workload.key, device.key, template, k, build)]
+
+
+def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
+    """Up to k configs of `template`, fastest first, from a recording taken on this exact device key."""
+    from autosched.measure.recording import find_recording
+    rec = find_recording(workload.key, template.family, recordings)
+    if rec is None or rec.device.key != device.key:
+        return []                 # numbers from another GPU or driver say nothing about this one
+    if rec.build:                 # a recording that names its build: of an edited kernel, it says nothing
+        from autosched.build import build_id
+        if rec.build != build_id(template):
+            return []
+    return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
+
+
+def _templates(workload) -> list:
+    # looked up at each call, not imported once, so a test can stand a second template beside the real one
+    from autosched import registry
+    return registry.templates_for(workload)
+
+
+def default_candidate(workload, device, source: str = "default") -> Candidate:
+    """The rule-based default of the workload's first template (the registry's order)."""
+    t = _templates(workload)[0]
+    return Candidate(t.family, t.default_config(workload, device), source)
+
+
+def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURRENT) -> list[Candidate]:
+    """Up to k candidates, fastest first, from the first source that has any config in its
+    template's space: the database (this device key), then a same-device recording; the default
+    when neither has one.  Every template of the workload is asked, and their candidates merged by
+    the source's time.  Database rows count only if measured with `build` (default: the current
+    build of each template's kernel)."""
+    templates = _templates(workload)
+    spaces = {t.family: t.space(workload, device) for t in templates}
+    sources = (lambda t: from_database(workload, t, device, db, k, build=build),
+               lambda t: from_recording(workload, t, device, recordings, k))
+    for source in sources:
+        found = [c for t in templates for c in source(t) if spaces[t.family].contains(c.config)]
+        if found:
+            # stable: equal times keep the registry's template order, then the source's own order
+            return sorted(found, key=lambda c: c.median_us)[:k]
+    return [default_candidate(workload, device)]
+
+
+class NothingKnown(LookupError):
+    """No measured config of a workload anywhere (database or recording)."""
+
+
+def best_known(workload, device_key: str | None = None, db=None, recordings=None, *, build=CURRENT) -> Candidate:
+    """The best measured config of `workload` for an export: the database's best on `device_key`
+    if given and measured there, else the database's best over every device key it holds, else the
+    best of a shipped recording (taken on any device).  Every template of the workload is asked;
+    the fastest wins.  Rows of the current build are preferred; where the database holds only
+    rows of other builds (replays of a recording, an edited kernel), the best of those serves and
+    its source says so.  Raises NothingKnown when none of these has a config that passed."""
+    from autosched.measure.recording import find_recording
+    templates = _templates(workload)
+
+    def best_on(dk: str, t, build=build):
+        rows = _db_fastest(db, workload.key, dk, t, 1, build)
+        return rows[0] if rows else None
+
+    def fastest_row(rows):
+        rows = [r for r in rows if r is not None]
+        return min(rows, key=lambda r: r.measurement.median_us) if rows else None
+
+    if db is not None:
+        families = {t.family: t for t in templates}
+        groups = [g for g in db.workloads() if g[0] == workload.key and g[2] in families]
+        for b, note in ((build, ""), (ANY, ", measured with another build of the kernel")):
+            rec = fastest_row([best_on(device_key, t, b) for t in templates]) if device_key else None
+            if rec is None:
+                rec = fastest_row([best_on(g[1], families[g[2]], b) for g in groups])
+            if rec is not None:
+                return Candidate(rec.template, rec.config, f"database best on {rec.device_key}{note}",
+                                 rec.measurement.median_us)
+            if build == ANY:
+                break
+    recs = [(t, r) for t in templates if (r := find_recording(workload.key, t.family, recordings)) is not None]
+    if not recs:
+        raise NothingKnown(f"nothing tuned for {workload.key}")
+    bests = [(t, r, b) for t, r in recs if (b := r.best()) is not None]
+    if not bests:
+        raise NothingKnown(f"recording {recs[0][1].name} holds no config that passed its check")
+    t, r, (config, m) = min(bests, key=lambda trb: trb[2][1].median_us)
+    return Candidate(t.family, config, f"best of recording {r.name}", m.median_us)
+
+
+# -- re-timed where it runs --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Timing:
+    """One candidate re-timed by the caller: its time (us) or the exception that stopped it."""
+    candidate: Candidate
+    us: float | None = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.us is not None
+
+
+def pick(timed: Sequence[Timing], *, what: str, shown: str = "{:.1f} us",
+         fallback: Candidate | None = None) -> Candidate:
+    """The fastest of `timed` (the first of equal times), its source annotated with how it won,
+    e.g. "database, fastest of 4 in a CUDA graph (10.7 us)"; `shown` formats its time.  When none
+    could be timed: `fallback` (else the first candidate, the ranking's own best), its source
+    saying that nothing was."""
+    if not timed:
+        raise ValueError("no candidates to choose from")
+    n = len(timed)
+    ok = [t for t in timed if t.ok]
+    if not ok:
+        fb = timed[0].candidate if fallback is None else fallback
+        return dataclasses.replace(fb, source=f"{fb.source}; none of {n} could be timed {what}")
+    best = min(ok, key=lambda t: t.us)
+    failed = "" if len(ok) == n else f"; {n - len(ok)} failed"
+    return dataclasses.replace(best.candidate, source=f"{best.candidate.source}, fastest of {n} {what} "
+                                                      f"({shown.format(best.us)}{failed})")
+
+
+def fastest(candidates: Sequence[Candidate], time_one: Callable[[Candidate], float], *, what: str,
+            shown: str = "{:.1f} us", fallback: Candidate | None = None) -> tuple[Candidate, list[Timing]]:
+    """Time every candidate with `time_one` (microseconds, in the caller's context), one after
+    another in order, and keep the fastest: (the winner as `pick` annotates it, a Timing per
+    candidate in order).  A candidate whose timing raises is recorded with its exception and
+    skipped; when all raise, the winner is `fallback` or the first candidate (see `pick`)."""
+    timed = []
+    for c in candidates:
+        try:
+            timed.append(Timing(c, float(time_one(c))))
+        except Exception as e:       # one config that cannot build, launch or pass its check is skipped
+            timed.append(Timing(c, error=e))
+    return pick(timed, what=what, shown=shown, fallback=fallback), timed
