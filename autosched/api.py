@@ -280,8 +280,8 @@ def export(w, out: str | Path | None = None, *, config: dict | None = None, temp
     shared memory.  The config is `config` (of `template`, default the workload's first), else the
     best known: the database's for `device_key` (or the fastest on any GPU it holds), else the best
     of a shipped recording.  Returns (path, where the config came from)."""
-    from autosched.export import export_cuda
-    from autosched.selection import best_known
+    from autosched.cuda_export import export_cuda
+    from autosched.selection import NothingKnown, best_known
     w = _as_workload(w)
     ts = _templates(w, template)
     if config is not None:
@@ -290,9 +290,10 @@ def export(w, out: str | Path | None = None, *, config: dict | None = None, temp
         t, source = ts[0], "given config"
     else:
         with _database(db) as database:
-            cand = best_known(w, database, device_key=device_key, templates=ts)
-        if cand is None:
-            raise AutoschedError(f"nothing tuned for {w.key}: run `autosched tune` first or pass a config")
+            try:
+                cand = best_known(w, device_key, database, templates=ts)
+            except NothingKnown as e:
+                raise AutoschedError(f"{e}: run `autosched tune` first or pass a config") from e
         t = next(x for x in ts if x.family == cand.template)
         config, source = cand.config, cand.source
     device = target_device(w)

@@ -106,7 +106,8 @@ class NothingKnown(LookupError):
     """No measured config of a workload anywhere (database or recording)."""
 
 
-def best_known(workload, device_key: str | None = None, db=None, recordings=None, *, build=CURRENT) -> Candidate:
+def best_known(workload, device_key: str | None = None, db=None, recordings=None, *, build=CURRENT,
+               templates=None) -> Candidate:
     """The best measured config of `workload` for an export: the database's best on `device_key`
     if given and measured there, else the database's best over every device key it holds, else the
     best of a shipped recording (taken on any device).  Every template of the workload is asked;
@@ -114,7 +115,7 @@ def best_known(workload, device_key: str | None = None, db=None, recordings=None
     rows of other builds (replays of a recording, an edited kernel), the best of those serves and
     its source says so.  Raises NothingKnown when none of these has a config that passed."""
     from autosched.measure.recording import find_recording
-    templates = _templates(workload)
+    templates = templates or _templates(workload)
 
     def best_on(dk: str, t, build=build):
         rows = _db_fastest(db, workload.key, dk, t, 1, build)

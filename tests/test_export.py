@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from autosched.export import export_cuda
+from autosched.cuda_export import export_cuda
 from autosched.templates import GemvQ4F16Template, SgemmTemplate
 from autosched.workloads import GemvQ4F16, Sgemm
 
