@@ -330,8 +330,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model (default): a gradient-boosted cost model, trained on everything measured "
                         "(other shapes too), picks what to measure next")
     s.add_argument("--trials", type=_positive, default=None,
-                   help=f"stop after N configs (default: {GPU_DEFAULT_TRIALS} on a GPU, every recorded config "
-                        "in a replay)")
+                   help=f"evaluate N configs of this shape in all (default: {GPU_DEFAULT_TRIALS} on a GPU, every "
+                        "recorded config in a replay); those the database already holds count, so the same "
+                        "command run again finishes an interrupted run's budget")
     s.add_argument("--time", type=float, default=None, help="stop after S seconds")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--build", action="store_true", help="with the replay runner, also compile every config it "

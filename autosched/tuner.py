@@ -132,6 +132,19 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     limit = n_space if trials is None else min(trials, n_space)
     vers = versions(runner.name)
     t0 = time.perf_counter()
+    if context:
+        # these strategies never propose a measured config again, so a run that resumes an
+        # interrupted one (or repeats a finished one) counts what the database holds against its
+        # budget up front: the same command run again finishes the budget, it does not start anew
+        held = sorted((r for r in done.values() if space.contains(r.config)),
+                      key=lambda r: r.measurement.median_us if r.measurement.ok else float("inf"))
+        for r in held[:limit]:
+            res.trials += 1
+            res.resumed += 1
+            res.statuses[r.measurement.status.value] = res.statuses.get(r.measurement.status.value, 0) + 1
+            if on_result:
+                on_result(r.config, r.measurement, res)
+        limit -= min(len(held), limit)
 
     def account(cfg, m):
         res.trials += 1

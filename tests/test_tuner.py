@@ -270,9 +270,11 @@ def test_resumed_model_search_reports_the_best_of_every_run(synthetic, loaded, t
         tune(w, t, CountingRunner(loaded), db, strategy=strategy, trials=120, seed=0)
     r2 = CountingRunner(loaded)
     with Database(path) as db:
-        second = tune(w, t, r2, db, strategy=strategy, trials=5, seed=1)
+        # the budget counts what the database holds: 125 is 5 more than the first run's 120
+        second = tune(w, t, r2, db, strategy=strategy, trials=125, seed=1)
         measured = db.measured(w.key, key, t.family)
     assert len(r2.asked) == second.measured_now == 5 and len(measured) == 125
+    assert second.resumed == 120 and second.trials == 125
     want_cfg, want_m = synthetic.best_ok(loaded, [loaded.entries[h][0] for h in measured])
     assert second.best_config == want_cfg
     assert second.best.median_us == want_m.median_us
@@ -320,3 +322,29 @@ def test_a_replay_run_twice_resumes_under_the_recordings_build_never_the_local_o
         assert db.measured(w.key, key, t.family, build=build_id(t)) == {}
         assert db.best(w.key, key, t.family, build=build_id(t)) is None
     assert (second.measured_now, second.resumed, r2.asked) == (0, 80, [])
+
+
+@pytest.mark.parametrize("strategy", ["model", "evolutionary-model"])
+def test_a_rerun_finishes_the_interrupted_budget(synthetic, loaded, tmp_path, strategy):
+    """Killed part way through `--trials N`, the same command again measures only what is left of N
+    and says how many it took from the database; run once more, it measures nothing."""
+    w, t = synthetic.workload, synthetic.template
+    path = tmp_path / "db"
+
+    class Killed(CountingRunner):
+        def measure(self, spec, binary=None):
+            if len(self.asked) == 70:
+                raise KeyboardInterrupt        # Ctrl-C part way through the run
+            return super().measure(spec, binary)
+
+    with Database(path) as db, pytest.raises(KeyboardInterrupt):
+        tune(w, t, Killed(loaded), db, strategy=strategy, trials=200, seed=0)
+    with Database(path) as db:
+        assert len(db.measured(w.key, synthetic.device.key, t.family)) == 70
+        again = tune(w, t, CountingRunner(loaded), db, strategy=strategy, trials=200, seed=0)
+        assert len(db.measured(w.key, synthetic.device.key, t.family)) == 200
+    assert again.resumed == 70 and again.measured_now == 130
+    assert again.trials == 200
+    with Database(path) as db:
+        third = tune(w, t, CountingRunner(loaded), db, strategy=strategy, trials=200, seed=0)
+    assert third.measured_now == 0 and third.resumed == 200 and third.best.median_us == again.best.median_us

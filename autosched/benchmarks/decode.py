@@ -213,13 +213,13 @@ def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> d
         rec = find_recording(wl.key, t.family)
         in_rec = len(rec.entries) if rec is not None and rec.device.key == info.key else 0
         if max(in_db, in_rec) < trials:
-            todo.append((wl, trials - in_db))
+            todo.append((wl, trials))     # the tuner counts the database's rows against it
     out = {}
     if not todo:
         return out
     with GpuRunner() as runner:
-        for wl, more in todo:
-            res = tune_all([wl], templates_for(wl)[0], runner, db, builder, strategy="model", trials=more,
+        for wl, budget in todo:
+            res = tune_all([wl], templates_for(wl)[0], runner, db, builder, strategy="model", trials=budget,
                            time_per_shape_s=None, log=log)
             out.update({key: {"trials": r.total_trials, "best_us": r.best.median_us if r.best else None,
                               "tuning_s": r.total_tuning_s} for key, r in res.items()})
