@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -17,8 +19,19 @@ from autosched.models.quantize import FORMATS
 from autosched.registry import FAMILIES
 from autosched.search import STRATEGY_NAMES
 
-console = Console()
-err_console = Console(stderr=True)
+
+
+def _console(stderr: bool = False) -> Console:
+    """Rich output; where it goes to a file or a pipe (no terminal, no COLUMNS), lines are never
+    wrapped or cut at 80 columns, so tables, names and markdown survive redirection whole."""
+    c = Console(stderr=stderr)
+    if not c.is_terminal and "COLUMNS" not in os.environ:
+        c = Console(stderr=stderr, width=10_000)
+    return c
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 class CliError(AutoschedError):
@@ -50,6 +63,16 @@ def _positive(text: str) -> int:
     return n
 
 
+def _seconds(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}")
+    if not f > 0 or f != f or f == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
+    return f
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("{task.fields[best]}"), TimeElapsedColumn(), TimeRemainingColumn(),
@@ -76,18 +99,34 @@ def _print_plan(plan) -> None:
 
 
 class _Bar:
-    """A progress bar started by the API's on_start and advanced by its on_result."""
+    """A progress bar started by the API's on_start and advanced by its on_result.  Where the output
+    is not a terminal (a pipe, a log file) the bar cannot redraw, so a plain line is printed every
+    twentieth of the run or every 10 seconds instead."""
+
+    EVERY_S = 10.0
 
     def __init__(self, prog: Progress, verb: str):
         self.prog, self.verb, self.task = prog, verb, None
+        self.plain = not console.is_terminal
+        self.done, self.total, self.t0, self.last = 0, 0, time.monotonic(), 0.0
 
     def start(self, plan) -> None:
         _print_plan(plan)
-        self.task = self.prog.add_task(f"{self.verb} {plan.workload.shape_str}", total=plan.total, best="")
+        self.what = f"{self.verb} {plan.workload.shape_str}"
+        self.total = plan.total
+        self.task = self.prog.add_task(self.what, total=plan.total, best="")
 
     def result(self, cfg, m, res) -> None:
         best = f"best {res.best.median_us:.2f} us" if res.best else ""
         self.prog.update(self.task, advance=1, best=best)
+        self.done += 1
+        if self.plain:
+            now = time.monotonic()
+            step = max(1, self.total // 20)
+            if self.done % step == 0 or now - self.last >= self.EVERY_S:
+                self.last = now
+                console.print(f"{self.what}: {self.done}/{self.total} {best} ({now - self.t0:.0f} s)",
+                              highlight=False)
 
 
 def cmd_devices(args) -> int:
@@ -132,7 +171,11 @@ def _print_tune_result(run) -> None:
     console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from "
                   f"the database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
     if not res.best:
-        console.print("[red]no config passed the correctness check[/]")
+        if res.trials == 0:
+            console.print("[red]nothing was measured[/] (the time or trial budget ran out before the first "
+                          "config): give it more with --time or --trials")
+        else:
+            console.print("[red]no config passed the correctness check[/]")
         return
     _, unit = workload.throughput(res.best.median_us)
     t = Table("", "median (us)", "min (us)", unit, "config", title=f"{workload.key} on {device.name}",
@@ -333,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"evaluate N configs of this shape in all (default: {GPU_DEFAULT_TRIALS} on a GPU, every "
                         "recorded config in a replay); those the database already holds count, so the same "
                         "command run again finishes an interrupted run's budget")
-    s.add_argument("--time", type=float, default=None, help="stop after S seconds")
+    s.add_argument("--time", type=_seconds, default=None, help="stop after S seconds (the batch in flight is "
+                                                                 "finished)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--build", action="store_true", help="with the replay runner, also compile every config it "
                    "answers for with NVRTC (a config that fails to compile here is recorded as a compile error)")
@@ -343,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")
     common(s)
     s.add_argument("--out", default=None, help="output .json.gz")
-    s.add_argument("--time", type=float, default=None, help="stop after S seconds (resume later)")
+    s.add_argument("--time", type=_seconds, default=None, help="stop after S seconds (resume later)")
     s.add_argument("--strategy", choices=("exhaustive", "random"), default="exhaustive",
                    help="order of measurement: random makes a time-limited recording a uniform sample")
     s.add_argument("--resume-from", default=None, metavar="REC",
@@ -373,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--trials", type=_positive, default=None,
                    help="tuning trials per shape (default 600; decode: 64 configs per GEMV shape, 256 for a 7B)")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
-    s.add_argument("--time-per-shape", type=float, default=None, help="tuning time limit per shape (s)")
+    s.add_argument("--time-per-shape", type=_seconds, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_bench)

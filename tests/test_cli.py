@@ -445,3 +445,48 @@ def test_record_resumes_from_an_earlier_recording(cli, synthetic, loaded, tmp_pa
     rc, _, err = cli("record", "gemv-q4f16", "--shape", "4096x2048", "--db", str(tmp_path / "db3"),
                      "--resume-from", str(first))
     assert rc == 2 and "not gemv_q4f16" in flat(err)
+
+
+# -- output that survives a pipe ------------------------------------------------------------------
+
+def test_piped_output_is_never_cut_at_80_columns(synthetic, tmp_path):
+    """`devices` and a tune whose output goes to a pipe (no terminal, no COLUMNS): long names come
+    out whole, and the tune prints progress lines (a bar cannot redraw in a pipe)."""
+    import os
+    import shutil
+    long_name = "gemv_q4f16-4096x4096-" + "a-very-long-recording-name-" * 3 + "NVIDIA_H100.json.gz"
+    shutil.copy(synthetic.path, tmp_path / long_name)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["AUTOSCHED_RECORDINGS"] = str(tmp_path)
+    env["AUTOSCHED_HOME"] = str(tmp_path / "home")
+    out = subprocess.run([sys.executable, "-m", "autosched.cli", "devices"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert long_name in out
+    out = subprocess.run([sys.executable, "-m", "autosched.cli", "tune", "gemv-q4f16", "--shape", "4096x4096",
+                          "--runner", "replay", "--strategy", "random", "--trials", "100"],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    progress = [line for line in out.splitlines() if line.startswith("tune 4096x4096: ")]
+    assert len(progress) >= 10 and progress[-1].startswith("tune 4096x4096: 100/100 best ")
+
+
+def test_report_renders_what_there_is_and_refuses_an_empty_folder(cli, tmp_path):
+    res = tmp_path / "res"
+    res.mkdir()
+    rc, out, err = cli("report", "--results", str(res), "--plots", str(tmp_path / "plots"))
+    assert rc == 2 and f"no results files (*.json) under {res}" in flat(err)
+    committed = Path(__file__).resolve().parents[1] / "bench" / "results"
+    sgemm = sorted(committed.glob("sgemm-NVIDIA*.json"))[-1]
+    (res / sgemm.name).write_text(sgemm.read_text())          # a folder without GEMV results
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- results:sgemm -->\nold\n<!-- /results:sgemm -->\n")
+    rc, out, err = cli("report", "--results", str(res), "--plots", str(tmp_path / "plots"), "--readme", str(readme))
+    assert rc == 0, err
+    assert "old" not in readme.read_text() and "4096" in readme.read_text()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_time_must_be_positive_seconds(cli, value, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db"), "--time", value)
+    assert e.value.code == 2
+    assert not (tmp_path / "db").exists()
