@@ -71,3 +71,20 @@ def test_cli_choices_and_help_come_from_the_registry():
     for f in FAMILIES.values():
         if f.benchmark:
             assert f.bench_help.split()[0] in out
+
+
+def test_readme_module_table_names_every_module():
+    """'How it is built' in the README lists every module and package of autosched, and nothing gone."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "README.md").read_text()
+    table = text[text.index("## How it is built"):]
+    named = set()
+    for cell in re.findall(r"^\| (`autosched/[^|]+)\|", table, re.M):
+        for path in re.findall(r"`([\w./*]+)`", cell):
+            path = path.removeprefix("autosched/")
+            named.add(path.split("*")[0])
+    actual = {p.name + ("/" if p.is_dir() else "") for p in (root / "autosched").iterdir()
+              if not p.name.startswith("_") and p.name != "data" and (p.is_dir() or p.suffix == ".py")}
+    assert actual == named, f"README lacks {sorted(actual - named)}; names gone {sorted(named - actual)}"
