@@ -334,9 +334,13 @@ def cmd_generate(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="autosched",
-        description="Find the fastest CUDA kernel for an LLM-inference operator on this GPU. "
-                    "Without a GPU, tuning replays measurements recorded on a real GPU (and says so).")
+        prog="autosched", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Find the fastest CUDA kernel for an LLM-inference operator on this GPU.\n"
+                    "Without a GPU, tuning replays measurements recorded on a real GPU (and says so).",
+        epilog="operators (OP):\n" + "".join(
+            f"  {f.name:<11} {f.summary}\n  {'':<11} shape: {f.shape_help}; templates: "
+            f"{', '.join(t.family for t in f.templates)}\n" for f in FAMILIES.values())
+        + "\n`autosched COMMAND --help` explains each command; the same is a Python API: import autosched.")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     s = sub.add_parser("devices", help="list GPUs, shipped recordings, and stale database rows")

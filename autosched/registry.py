@@ -114,7 +114,7 @@ def _families() -> dict[str, Family]:
                sanitize_shapes=("264x4128", "4096x4096"), sanitize_picks=_gemv_picks,
                profile_baseline="autosched.benchmarks.gemv_q4f16:read_stream_for_profile"),
         Family("sgemm", Sgemm, (SgemmTemplate(),),
-               "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK (e.g. 4096x4096x4096)",
+               "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK, with _ta for A stored transposed (e.g. 4096x4096x4096)",
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "sgemm"},
                bench_help="tuned vs cuBLAS FP32 (TF32 off) on the same A, B and C (from the memory pool "
                           "the tuner measures in), and again on torch's caching-allocator memory",
