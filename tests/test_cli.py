@@ -490,3 +490,12 @@ def test_time_must_be_positive_seconds(cli, value, tmp_path):
         cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db"), "--time", value)
     assert e.value.code == 2
     assert not (tmp_path / "db").exists()
+
+
+@pytest.mark.parametrize("config", ["null", "5", '"str"', "[1, 2]"])
+def test_export_config_must_be_an_object(cli, tmp_path, config):
+    out_path = tmp_path / "k.cu"
+    rc, out, err = cli("export", "gemv-q4f16", "--shape", "4096x4096", "--config", config, "-o", str(out_path))
+    assert rc == 2
+    assert "--config must be a JSON object of knob values" in flat(err)
+    assert not out_path.exists()
