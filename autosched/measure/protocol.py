@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from autosched.measure.result import summarize
 from autosched.runtime import check
 
