@@ -165,6 +165,7 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
     """With three measured configs of the qkv shape in the database, the engine times all three in
     an isolated graph and then inside its own step graph, serves the fastest in the step (its
     weights packed again when that is not the one in place), and still matches the reference."""
+    from autosched.build import build_id
     from autosched.database import Database
     from autosched.device import query
     from autosched.engine.engine import Engine, matmul_shapes
@@ -178,7 +179,9 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
     cfgs = [c for i, c in enumerate(t.space(w, info)) if i % 997 == 0][:3]
     with Database(tmp_path / "db") as db:
         for i, c in enumerate(cfgs):
-            db.add(w.key, info.key, t.family, c, Measurement(Status.OK, 1.0 + i, 1.0 + i, 0.0, 0.0, runs=100))
+            # under the current build: rank() passes over rows of any other (or an unknown) build
+            db.add(w.key, info.key, t.family, c, Measurement(Status.OK, 1.0 + i, 1.0 + i, 0.0, 0.0, runs=100),
+                   build=build_id(t))
         eng = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
         # a second engine of the same model and candidates serves the stored winner without timing
         again = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
