@@ -1,0 +1,113 @@
+"""Engine's step verification without a GPU: the loop that times each q4f16_1 matmul's candidates
+in the step (Engine._verify_in_step through selection.fastest) and the stored winner
+(_step_winner), on an Engine whose kernels never load and whose step time is a table lookup.
+tests/gpu/test_engine_gpu.py runs the same path on real kernels; this pins down the bookkeeping:
+which candidate is served, what its source says, and when the times are stored."""
+
+import datetime
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from autosched.engine import engine as engine_mod  # noqa: E402
+from autosched.engine.engine import Engine, matmul_shapes  # noqa: E402
+from autosched.engine.matmul import Matmul  # noqa: E402
+from autosched.models.llama2c import LlamaConfig  # noqa: E402
+from autosched.selection import Candidate  # noqa: E402
+from autosched.templates import GemvQ4F16Template  # noqa: E402
+from autosched.workloads import GemvQ4F16  # noqa: E402
+
+CFG = LlamaConfig(dim=128, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, seq_len=64)
+
+
+class FakeDb:
+    def __init__(self):
+        self.stored = []
+
+    def add_verification(self, key, times):
+        self.stored.append((key, times))
+
+
+def fake_engine(monkeypatch, h100, step_us):
+    """An Engine with three database candidates for qkv (the first in place) and one for o, whose
+    step takes step_us[json of the qkv config in place] us (None: the step raises)."""
+    t = GemvQ4F16Template()
+    n, k = matmul_shapes(CFG)["qkv"]
+    w = GemvQ4F16(n, k)
+    cfgs = [c for i, c in enumerate(t.space(w, h100)) if i % 997 == 0][:3]
+    no, ko = matmul_shapes(CFG)["o"]
+    wo = GemvQ4F16(no, ko)
+    cands = {"qkv": [Candidate(t.family, c, "database", 1.0 + i) for i, c in enumerate(cfgs)],
+             "o": [Candidate(t.family, t.default_config(wo, h100), "default")]}
+    monkeypatch.setattr(Matmul, "load", lambda self, builder: None)
+    monkeypatch.setattr(Matmul, "add_layer_copies", lambda self, w, count: self.layers.extend([{}] * count))
+    eng = Engine.__new__(Engine)
+    eng.cfg, eng.fmt, eng.info, eng.act, eng.pdl, eng.splits = CFG, "q4f16_1", h100, "half", False, 1
+    eng.dev, eng._graph, eng._stored_step, eng.graphs_enabled = torch.device("cpu"), None, None, True
+    eng.candidates = cands
+    eng.mm = {name: Matmul(name, "q4f16_1", *matmul_shapes(CFG)[name], "half", "half", h100,
+                           choice=cs[0], epilogue=engine_mod.EPILOGUE[name]) for name, cs in cands.items()}
+    for m in eng.mm.values():
+        m.layers = [{}] * CFG.n_layers
+    packed = []
+    monkeypatch.setattr(Engine, "_pack", lambda self, weights, names, progress=None: packed.extend(names))
+    monkeypatch.setattr(Engine, "reset", lambda self: None)
+
+    def step(self, steps, reps):
+        assert (steps, reps) == self._step_timing()
+        us = step_us[json.dumps(self.mm["qkv"].choice.config, sort_keys=True)]
+        if us is None:
+            raise RuntimeError("launch failed")
+        return us
+    monkeypatch.setattr(Engine, "_step_us", step)
+    builder = type("B", (), {"build_many": lambda self, specs: iter(specs)})()
+    return eng, cfgs, builder, packed
+
+
+def key(c):
+    return json.dumps(c, sort_keys=True)
+
+
+def test_the_fastest_in_the_step_is_served_and_its_times_stored(monkeypatch, h100):
+    times = {}
+    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
+    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): 20.0, key(cfgs[2]): 25.0})
+    db = FakeDb()
+    out = eng._verify_in_step({}, builder, None, db)
+    assert list(out) == ["qkv"]                          # o has one candidate: nothing to time
+    assert [(c.config, us) for c, us in out["qkv"]] == list(zip(cfgs, [30.0, 20.0, 25.0]))
+    served = eng.mm["qkv"].choice
+    assert served.config == cfgs[1] and packed == ["qkv"]         # another config: its weights packed again
+    assert served.source == "database, fastest of 3 in the decode step (20 us a step)"
+    assert [t for _, t in db.stored] == [{"qkv": [30.0, 20.0, 25.0]}]
+
+    # the stored times serve the same winner, saying when they were stored
+    stored = datetime.datetime(2027, 1, 15, 12).timestamp()
+    w = eng._step_winner("qkv", [30.0, 20.0, 25.0], stored)
+    assert w.config == cfgs[1]
+    assert w.source == "database, fastest of 3 in the decode step (20 us a step, stored 2027-01-15)"
+
+
+def test_a_candidate_that_fails_is_skipped_and_nothing_is_stored(monkeypatch, h100):
+    times = {}
+    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
+    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): None, key(cfgs[2]): 25.0})
+    db = FakeDb()
+    out = eng._verify_in_step({}, builder, None, db)
+    assert [us for _, us in out["qkv"]] == [30.0, None, 25.0]
+    assert eng.mm["qkv"].choice.config == cfgs[2]
+    assert eng.mm["qkv"].choice.source.endswith("(25 us a step; 1 failed)")
+    assert db.stored == []
+
+
+def test_when_every_candidate_fails_the_one_in_place_stays(monkeypatch, h100):
+    times = {}
+    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
+    times.update({key(c): None for c in cfgs})
+    db = FakeDb()
+    eng._verify_in_step({}, builder, None, db)
+    assert eng.mm["qkv"].choice.config == cfgs[0] and packed == []
+    assert "none of 3 could be timed in the decode step" in eng.mm["qkv"].choice.source
+    assert db.stored == []
