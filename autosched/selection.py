@@ -21,6 +21,7 @@ source saying how it won.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -181,15 +182,24 @@ def pick(timed: Sequence[Timing], *, what: str, shown: str = "{:.1f} us",
 
 
 def fastest(candidates: Sequence[Candidate], time_one: Callable[[Candidate], float], *, what: str,
-            shown: str = "{:.1f} us", fallback: Candidate | None = None) -> tuple[Candidate, list[Timing]]:
+            shown: str = "{:.1f} us", fallback: Candidate | None = None,
+            strict: bool = False) -> tuple[Candidate, list[Timing]]:
     """Time every candidate with `time_one` (microseconds, in the caller's context), one after
     another in order, and keep the fastest: (the winner as `pick` annotates it, a Timing per
-    candidate in order).  A candidate whose timing raises is recorded with its exception and
-    skipped; when all raise, the winner is `fallback` or the first candidate (see `pick`)."""
+    candidate in order).  A candidate whose timing raises is recorded with its exception, skipped
+    and warned about (RuntimeWarning naming it); when all raise, the winner is `fallback` or the
+    first candidate (see `pick`), unless `strict`: then every candidate failing is taken for what
+    it usually is, a fault of the timing context rather than of the configs, and the first error
+    is raised."""
     timed = []
     for c in candidates:
         try:
             timed.append(Timing(c, float(time_one(c))))
         except Exception as e:       # one config that cannot build, launch or pass its check is skipped
             timed.append(Timing(c, error=e))
+            warnings.warn(f"{c.template} {c.config} could not be timed {what}: {type(e).__name__}: {e}",
+                          RuntimeWarning, stacklevel=2)
+    if strict and timed and not any(t.ok for t in timed):
+        raise RuntimeError(f"none of the {len(timed)} candidates could be timed {what}; the first failed "
+                           f"with {type(timed[0].error).__name__}: {timed[0].error}") from timed[0].error
     return pick(timed, what=what, shown=shown, fallback=fallback), timed

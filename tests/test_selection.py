@@ -213,6 +213,11 @@ def test_fastest_when_all_fail_serves_the_fallback_or_the_first():
     assert best.config == {"i": 9} and best.source == "served; none of 3 could be timed in the decode step"
     with pytest.raises(ValueError, match="no candidates"):
         fastest([], boom, what="here")
+    # strict: every candidate failing is the context's fault, raised with the first error
+    with pytest.raises(RuntimeError, match="none of the 3 candidates could be timed here; the first failed "
+                                           "with ValueError: no 0") as e:
+        fastest(cs, boom, what="here", strict=True)
+    assert str(e.value.__cause__) == "no 0"
 
 
 def test_pick_annotates_times_taken_elsewhere():

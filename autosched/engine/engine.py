@@ -256,7 +256,7 @@ class Engine:
             winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
                                                                    steps=steps, reps=reps, progress=progress,
                                                                    task=task),
-                                    what=IN_STEP, shown=STEP_US, fallback=self.mm[name].choice)
+                                    what=IN_STEP, shown=STEP_US, fallback=self.mm[name].choice, strict=True)
             us = [t.us for t in timed]
             times[name] = us
             self._serve(name, winner, weights, builder)
