@@ -129,7 +129,11 @@ class Space:
         if self.contains(config):
             return self.validate(config)
         # a knob the space lacks differs from every point alike
-        return min(self, key=lambda c: sum(k not in c or c[k] != v for k, v in config.items()))
+        best = min(self, key=lambda c: sum(k not in c or c[k] != v for k, v in config.items()), default=None)
+        if best is None:
+            raise ConfigError(f"no config is near {_describe(config)}: the space is empty "
+                              f"(every point breaks a rule: {[n for n, _ in self.prune_report()]})")
+        return best
 
     # -- enumeration ---------------------------------------------------------------------------
     def __iter__(self) -> Iterator[dict]:
@@ -308,7 +312,11 @@ class SpaceUnion:
 
     def validate(self, config: dict) -> dict:
         name, rest = self.split(config)
-        return self.join(name, self.members[name].validate(rest))
+        try:
+            return self.join(name, self.members[name].validate(rest))
+        except ConfigError as e:
+            # the member's message lists its knobs only: say whose they are
+            raise ConfigError(f"{self.tag} {name}: {e}") from None
 
     def contains(self, config: dict) -> bool:
         return not self.violations(config)
