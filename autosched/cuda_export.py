@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autosched.device import STATIC_SMEM_LIMIT
 from autosched.space import config_hash
 
 
@@ -26,6 +27,15 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
             nbytes *= d
         zero = (f"  // this config accumulates into its output (split-K): it must start from zeros\n"
                 f"  cudaMemsetAsync({outs[0].name}, 0, {nbytes}, stream);\n")
+    optin = ""
+    if spec.smem_bytes > STATIC_SMEM_LIMIT:
+        # without the opt-in a launch asking for more than 48 KB of dynamic shared memory fails
+        # (cudaErrorInvalidValue) however much the GPU has
+        optin = (f"  // {spec.smem_bytes} B of dynamic shared memory is over the {STATIC_SMEM_LIMIT} B every launch "
+                 f"gets: opt in first\n"
+                 f"  cudaError_t optin = cudaFuncSetAttribute({spec.name_expression}, "
+                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {spec.smem_bytes});\n"
+                 f"  if (optin != cudaSuccess) return optin;\n")
     text = f"""// Exported by autosched: {workload.key}, template {template.family}
 // config ({source}): {json.dumps(dict(spec.config), sort_keys=True)}
 // target: {device.name} ({device.arch})
@@ -39,7 +49,7 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
 template __global__ void {spec.name_expression}({kernel_params});
 
 extern "C" cudaError_t autosched_{template.family}_{tag}({params}, cudaStream_t stream) {{
-{zero}  {spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>({names});
+{optin}{zero}  {spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>({names});
   return cudaGetLastError();
 }}
 """

@@ -15,6 +15,12 @@ from dataclasses import asdict, dataclass
 # importing the layers that launch kernels
 STATIC_SMEM_LIMIT = 48 * 1024
 
+# launch shape limits of every CUDA GPU since compute capability 3.0: a launch past them fails
+# with cudaErrorInvalidConfiguration, so a KernelSpec is checked against them when it is built
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+
 
 @dataclass(frozen=True)
 class DeviceInfo:

@@ -153,9 +153,11 @@ def family_of(workload) -> Family:
 def templates_for(workload) -> list[Template]:
     """Every template that can serve `workload`, in the registry's order (the first is the one whose
     rule-based default serves an untuned shape)."""
-    ts = family_of(workload).templates_for(workload)
+    fam = family_of(workload)
+    ts = fam.templates_for(workload)
     if not ts:
-        raise ValueError(f"no template of {family_of(workload).name} accepts {workload.key}")
+        why = "; ".join(f"{t.family}: {t.refuses(workload)}" for t in fam.templates)
+        raise WorkloadError(f"no template of {fam.name} accepts {workload.key} ({why})")
     return ts
 
 

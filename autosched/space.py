@@ -90,15 +90,20 @@ class Space:
     # -- validation ---------------------------------------------------------------------------
     def violations(self, config: dict) -> list[str]:
         """Every reason the config is not in the space (empty list: it is)."""
+        if not isinstance(config, dict):
+            return [f"a config is a dict of knob values ({', '.join(self.names)}), got {config!r}"]
         problems = []
-        unknown = sorted(set(config) - set(self._index))
+        # keys of any type may arrive (JSON objects only have strings, Python callers anything):
+        # ordered by type and text, as sorted() cannot compare 1 with "bm"
+        unknown = sorted(set(config) - set(self._index), key=lambda k: (type(k).__name__, str(k)))
         if unknown:
             problems.append(f"unknown knobs {unknown}; the space has {self.names}")
         for k in self.knobs:
             if k.name not in config:
                 problems.append(f"missing knob {k.name!r}")
             elif not any(_same(config[k.name], v) for v in k.values):
-                problems.append(f"{k.name}={config[k.name]!r} is not one of {list(k.values)}")
+                problems.append(f"{k.name}={config[k.name]!r} is not one of {list(k.values)}"
+                                + _type_hint(config[k.name], k.values))
         if problems:
             return problems
         return [f"rule broken: {c.name}" for c in self.constraints if not c.holds(config)]
@@ -108,8 +113,7 @@ class Space:
         problem.  Only values that pass here ever reach a template's render."""
         problems = self.violations(config)
         if problems:
-            raise ConfigError("invalid config " + json.dumps(config, sort_keys=True) + ": " +
-                              "; ".join(problems))
+            raise ConfigError("invalid config " + _describe(config) + ": " + "; ".join(problems))
         out = {}
         for k in self.knobs:
             out[k.name] = next(v for v in k.values if _same(config[k.name], v))
@@ -124,7 +128,12 @@ class Space:
         rule-based default adapts to a shape that rules part of it out."""
         if self.contains(config):
             return self.validate(config)
-        return min(self, key=lambda c: sum(c[k] != v for k, v in config.items()))
+        # a knob the space lacks differs from every point alike
+        best = min(self, key=lambda c: sum(k not in c or c[k] != v for k, v in config.items()), default=None)
+        if best is None:
+            raise ConfigError(f"no config is near {_describe(config)}: the space is empty "
+                              f"(every point breaks a rule: {[n for n, _ in self.prune_report()]})")
+        return best
 
     # -- enumeration ---------------------------------------------------------------------------
     def __iter__(self) -> Iterator[dict]:
@@ -220,6 +229,28 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _type_hint(value, declared) -> str:
+    """Where `value` equals a declared value of another type (128.0, True, "128" read from a
+    file), say so: the printed value alone looks right."""
+    def equal(v) -> bool:
+        try:
+            return bool(v == value) or str(v) == str(value)
+        except Exception:       # arrays and other values without a plain truth value
+            return False
+    match = next((v for v in declared if equal(v)), None)
+    if match is None or type(match) is type(value):
+        return ""
+    return f" (a {type(value).__name__}; the space's values are {type(match).__name__}s)"
+
+
+def _describe(config) -> str:
+    """The config as JSON where it is JSON, else its repr (keys of mixed types, values like sets)."""
+    try:
+        return json.dumps(config, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(config)
+
+
 class SpaceUnion:
     """Several named spaces searched as one, the name a knob: a config is ``{tag: name, **knobs}``
     with the knobs of that member.  It answers what a search strategy asks of a Space (enumerate,
@@ -249,10 +280,13 @@ class SpaceUnion:
         return [k.name for k in self.knobs]
 
     def split(self, config: dict) -> tuple[str, dict]:
+        if not isinstance(config, dict):
+            raise ConfigError(f"a config is a dict of knob values with {self.tag!r} naming one of "
+                              f"{list(self.members)}, got {config!r}")
         rest = dict(config)
         name = rest.pop(self.tag, None)
-        if name not in self.members:
-            raise ConfigError(f"config {json.dumps(config, sort_keys=True)}: {self.tag} must be one of "
+        if not isinstance(name, str) or name not in self.members:
+            raise ConfigError(f"config {_describe(config)}: {self.tag} must be one of "
                               f"{list(self.members)}")
         return name, rest
 
@@ -278,7 +312,11 @@ class SpaceUnion:
 
     def validate(self, config: dict) -> dict:
         name, rest = self.split(config)
-        return self.join(name, self.members[name].validate(rest))
+        try:
+            return self.join(name, self.members[name].validate(rest))
+        except ConfigError as e:
+            # the member's message lists its knobs only: say whose they are
+            raise ConfigError(f"{self.tag} {name}: {e}") from None
 
     def contains(self, config: dict) -> bool:
         return not self.violations(config)

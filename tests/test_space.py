@@ -267,3 +267,46 @@ def test_nearest_is_the_config_itself_or_the_point_differing_in_fewest_knobs():
     # (4, 2) breaks the rule: (1, 2), (2, 2) and (4, 1) each change one knob; the first in walk order wins
     assert s.nearest({"a": 4, "b": 2, "c": 1}) == {"a": 1, "b": 2, "c": 1}
     assert s.contains(s.nearest({"a": 4, "b": 4, "c": 0}))
+
+
+# -- malformed configs (issue 14): a ConfigError naming the problem, never a TypeError ----------------
+
+OK = {"a": 2, "b": "x", "c": 0, "d": 1}
+
+
+@pytest.mark.parametrize("cfg, words", [
+    (None, "got None"),
+    (5, "got 5"),
+    ("str", "got 'str'"),
+    ([("a", 1)], "a config is a dict"),
+    (OK, None),
+    ({**OK, 1: 2}, "unknown knobs [1]"),
+    ({**OK, (1, 2): 2, "zz": 1}, "unknown knobs"),
+    ({**OK, "b": {"x"}}, "b={'x'}"),
+    ({**OK, "a": 2.0}, "a=2.0 is not one of [1, 2, 4, 8] (a float; the space's values are ints)"),
+    ({**OK, "a": "2"}, "(a str; the space's values are ints)"),
+    ({**OK, "c": False}, "(a bool; the space's values are ints)"),
+    ({"a": 2}, "missing knob 'b'"),
+])
+def test_malformed_configs_are_config_errors_naming_the_knob(cfg, words):
+    space = toy_space(rules=[])
+    if words is None:
+        assert space.validate(cfg) == cfg
+        return
+    assert not space.contains(cfg)
+    assert any(words in p for p in space.violations(cfg)), space.violations(cfg)
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        space.validate(cfg)
+
+
+def test_nearest_ignores_knobs_the_space_lacks():
+    assert toy_space().nearest(valid_config() | {"zeta": 1}) in toy_space().enumerate()
+
+
+@pytest.mark.parametrize("cfg", [None, [], {"template": ["a"]}, {"template": None, "a": 1}, {"template": {}}])
+def test_union_split_refuses_malformed_configs(cfg):
+    from autosched.space import SpaceUnion
+    union = SpaceUnion({"one": toy_space(), "two": toy_space()})
+    with pytest.raises(ConfigError, match="template"):
+        union.validate(cfg)
+    assert not union.contains(cfg)

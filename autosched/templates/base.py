@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import numbers
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+
+from autosched.device import MAX_BLOCK, MAX_GRID, MAX_THREADS_PER_BLOCK
+
+
+class LaunchError(ValueError):
+    """A rendered launch shape no CUDA GPU accepts: a template or workload bound let it through."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,14 @@ class KernelSpec:
     options: tuple[str, ...] = field(default=())
     output_init: str = "nan"      # "zero" for kernels that accumulate into the output (split-K)
 
+    def __post_init__(self):
+        # every template builds its spec here, so one check keeps any config, of any template,
+        # from reaching a launch (or an exported launcher) that the driver would refuse
+        problem = launch_problem(self.grid, self.block, self.smem_bytes)
+        if problem:
+            raise LaunchError(f"{self.family} {self.workload_key} {dict(self.config)}: {problem}; the "
+                              "template's space should have excluded this config (please report it)")
+
     @property
     def threads(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
@@ -51,6 +66,23 @@ class KernelSpec:
     def source_hash(self) -> str:
         blob = "\0".join([self.source, self.name_expression, self.arch, *self.options])
         return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def launch_problem(grid, block, smem_bytes) -> str | None:
+    """Why CUDA would refuse to launch this grid, block and dynamic shared memory (None: it would not
+    for these limits; the device's own shared-memory limit is the template's to check)."""
+    for label, dims, limits in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
+        if (not isinstance(dims, tuple) or len(dims) != 3
+                or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims)):
+            return f"{label} must be a tuple of 3 ints, got {dims!r}"
+        for axis, d, most in zip("xyz", dims, limits):
+            if not 1 <= d <= most:
+                return f"{label}.{axis} = {d} is outside 1..{most}"
+    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
+        return f"block {block} has {block[0] * block[1] * block[2]} threads, over {MAX_THREADS_PER_BLOCK}"
+    if not isinstance(smem_bytes, numbers.Integral) or isinstance(smem_bytes, bool) or smem_bytes < 0:
+        return f"dynamic shared memory must be an int >= 0, got {smem_bytes!r}"
+    return None
 
 
 _LOCAL_INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')

@@ -3,6 +3,7 @@ and is cut into warps of WM x WN."""
 
 from __future__ import annotations
 
+from autosched.device import MAX_GRID
 from autosched.space import Constraint
 
 
@@ -22,6 +23,8 @@ def block_tile_rules(M: int, N: int, device, smallest: int, max_acc: int, min_th
           lambda bm: bm == smallest or bm // 2 < M),
         C("BN no larger than the smallest block width that covers N", ("bn",),
           lambda bn: bn == smallest or bn // 2 < N),
+        # the kernels put M on grid.y; N goes on grid.x, whose limit no matrix under 2^31 reaches
+        C(f"grid.y = ceil(M/BM) <= {MAX_GRID[1]} blocks", ("bm",), lambda bm: -(-M // bm) <= MAX_GRID[1]),
         C("BM % WM == 0", ("bm", "wm"), lambda bm, wm: bm % wm == 0),
         C("BN % WN == 0", ("bn", "wn"), lambda bn, wn: bn % wn == 0),
         C(f"threads (BM/WM)*(BN/WN)*32 between {min_threads} and {device.max_threads_per_block}",

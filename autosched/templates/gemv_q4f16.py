@@ -36,6 +36,10 @@ _ARG_ORDER = ("N", "K", "LOAD_K", "COMPUTE_K", "VEC_C", "TX_S", "TS", "TR", "TIL
               "PREFETCH")
 
 
+def _pow2_floor(x: int) -> int:
+    return 1 << (x.bit_length() - 1) if x >= 1 else 0
+
+
 def _r_in_warp(tx: str, ts: int, tr: int) -> int:
     """Reduction-axis threads that share one warp (mirrors R_IN_WARP in the .cuh)."""
     if tx == "s":
@@ -82,6 +86,17 @@ class GemvQ4F16Template(Template):
     family = "gemv_q4f16"
     workload_name = "gemv_q4f16"
     header = "gemv_q4f16.cuh"
+
+    def refuses(self, workload) -> str | None:
+        other = super().refuses(workload)
+        if other:
+            return other
+        # a block is whole warps and no thread may idle: ts <= N rows and tr <= K/8 words, both
+        # powers of two, must make 32 threads; below that the space is empty and no config exists
+        if _pow2_floor(workload.N) * _pow2_floor(workload.K // 8) < 32:
+            return (f"{self.family} needs a warp of threads with work: the largest powers of two in N and "
+                    f"K/8 must multiply to at least 32, not so for N={workload.N}, K={workload.K}")
+        return None
 
     def space(self, workload, device) -> Space:
         N, K = workload.N, workload.K

@@ -3,6 +3,8 @@
 Nothing here knows about kernels or GPUs.
 """
 
+import re
+
 from autosched.workloads.base import Workload, WorkloadError
 from autosched.workloads.gemv_q4f16 import GemvQ4F16
 from autosched.workloads.hgemm import Hgemm
@@ -19,8 +21,13 @@ def workload_from_key(key: str) -> Workload:
     kw = {}
     for item in filter(None, params.split(",")):
         k, _, v = item.partition("=")
+        if not re.fullmatch(r"-?[0-9]{1,30}", v.strip()):
+            raise WorkloadError(f"workload key {key!r}: {item!r} is not NAME=INTEGER")
         kw[k] = int(v)
-    return WORKLOADS[name](**kw)
+    try:
+        return WORKLOADS[name](**kw)
+    except TypeError as e:      # a parameter the workload does not take, or one missing
+        raise WorkloadError(f"workload key {key!r} does not name {name}'s parameters: {e}") from None
 
 
 __all__ = ["Workload", "WorkloadError", "GemvQ4F16", "Hgemm", "Sgemm", "WORKLOADS", "workload_from_key"]

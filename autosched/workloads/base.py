@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +10,30 @@ import numpy as np
 
 class WorkloadError(ValueError):
     """A shape or buffer that the operator's format cannot accept."""
+
+
+# str.isdigit() also passes superscripts and other scripts' digits, which int() then refuses or
+# reads: a shape is ASCII digits only, and never so long that int() itself refuses it
+_DIGITS = re.compile(r"[0-9]{1,30}")
+
+
+def parse_dims(text: str, count: int, syntax: str) -> list[int]:
+    """`count` dimensions joined by 'x' (or '*'), spaces around each allowed, as ints; else
+    WorkloadError quoting `syntax` (the expected form, with an example)."""
+    if not isinstance(text, str):
+        raise WorkloadError(f"shape must be {syntax}, got {text!r} (not a string)")
+    parts = [p.strip() for p in text.lower().replace("*", "x").split("x")]
+    if len(parts) != count or not all(_DIGITS.fullmatch(p) for p in parts):
+        raise WorkloadError(f"shape must be {syntax}, got {text!r}")
+    return [int(p) for p in parts]
+
+
+def as_int(label: str, value) -> int:
+    """`value` as a Python int (numpy integers too: their products would wrap silently), or
+    WorkloadError naming `label`."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise WorkloadError(f"{label} must be an integer, got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True)

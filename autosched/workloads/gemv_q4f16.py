@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.workloads.base import Check, Workload, WorkloadError
+from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
 
 GROUP = 32        # elements sharing one scale
 PER_WORD = 8      # 4-bit values in a uint32
+MAX_ELEMENTS = 2**31 - 1   # per buffer: kernels and launchers count elements and rows in 32-bit ints
 
 
 def unpack_q4(a_q: np.ndarray) -> np.ndarray:
@@ -35,23 +36,24 @@ class GemvQ4F16(Workload):
     name = "gemv_q4f16"
 
     def __init__(self, N: int, K: int):
-        for label, value in (("N", N), ("K", K)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-                raise WorkloadError(f"{label} must be an integer, got {value!r}")
+        N, K = as_int("N", N), as_int("K", K)
         if N < 1:
             raise WorkloadError(f"N must be >= 1, got N={N}")
         if K < GROUP or K % GROUP:
             raise WorkloadError(f"K must be a positive multiple of {GROUP} (one fp16 scale per "
                                 f"{GROUP} values), got K={K}")
-        self.N, self.K = int(N), int(K)
+        # the weight's N*K/8 words is the largest buffer; with it under 2^31, so are the scales, V,
+        # C, the rows a block past the end indexes, and the grid (at most N blocks): a shape past
+        # it once exported a launch of 25e9 blocks
+        if K > MAX_ELEMENTS or N * (K // PER_WORD) > MAX_ELEMENTS:
+            raise WorkloadError(f"{N}x{K} is too large: the weight's N*K/8 = {N * (K // PER_WORD)} words "
+                                f"and V's K values must each be at most 2^31-1; split the matrix")
+        self.N, self.K = N, K
 
     @classmethod
     def from_shape(cls, text: str) -> "GemvQ4F16":
         """'12288x4096' -> GemvQ4F16(N=12288, K=4096)."""
-        parts = text.lower().replace("*", "x").split("x")
-        if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-            raise WorkloadError(f"shape must be NxK (e.g. 12288x4096), got {text!r}")
-        return cls(int(parts[0]), int(parts[1]))
+        return cls(*parse_dims(text, 2, "NxK (e.g. 12288x4096)"))
 
     @property
     def params(self) -> dict[str, int]:

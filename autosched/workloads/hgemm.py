@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.workloads.base import Workload, WorkloadError
+from autosched.workloads.base import Workload, WorkloadError, parse_dims
 from autosched.workloads.sgemm import EPS32, Sgemm, check_gemm_dims
 
 EPS16 = float(np.finfo(np.float16).eps)
@@ -33,13 +33,16 @@ class Hgemm(Workload):
     @classmethod
     def from_shape(cls, text: str) -> "Hgemm":
         """'4096x4096x4096' (M x N x K, B row-major) or '1x4096x4096_bt' (B stored (N, K))."""
+        syntax = "MxNxK, with _bt for B stored (N, K) (e.g. 64x11008x4096_bt)"
+        if not isinstance(text, str):
+            raise WorkloadError(f"shape must be {syntax}, got {text!r} (not a string)")
         t = text.lower().strip()
         b_col = int(t.endswith("_bt"))
-        parts = t.removesuffix("_bt").replace("*", "x").split("x")
-        if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-            raise WorkloadError(f"shape must be MxNxK, with _bt for B stored (N, K) (e.g. 64x11008x4096_bt), "
-                                f"got {text!r}")
-        return cls(*(int(p) for p in parts), b_col=b_col)
+        try:
+            dims = parse_dims(t.removesuffix("_bt"), 3, syntax)
+        except WorkloadError:
+            raise WorkloadError(f"shape must be {syntax}, got {text!r}") from None
+        return cls(*dims, b_col=b_col)
 
     @property
     def params(self) -> dict[str, int]:

@@ -7,22 +7,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.workloads.base import Check, Workload, WorkloadError
+from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
 
 EPS32 = float(np.finfo(np.float32).eps)
 
+# the GEMM kernels put M on grid.y, which CUDA caps at 65535 blocks, in blocks of at most 256 rows
+MAX_M = 65535 * 256
+
 
 def check_gemm_dims(M, N, K) -> None:
-    """WorkloadError unless M, N, K are integers >= 1 and every matrix has fewer than 2^31
-    elements (the GEMM kernels index with 32-bit integers)."""
+    """WorkloadError unless M, N, K are integers >= 1, every matrix has fewer than 2^31
+    elements (the GEMM kernels index with 32-bit integers) and M rows fit a launch grid."""
     for label, value in (("M", M), ("N", N), ("K", K)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise WorkloadError(f"{label} must be an integer, got {value!r}")
+        value = as_int(label, value)
         if value < 1:
             raise WorkloadError(f"{label} must be >= 1, got {label}={value}")
+    M, N, K = int(M), int(N), int(K)      # numpy integers would wrap in the products below
     if M * K >= 2**31 or K * N >= 2**31 or M * N >= 2**31:
         raise WorkloadError(f"{M}x{N}x{K}: every matrix must have fewer than 2^31 elements "
                             "(the kernels index with 32-bit integers)")
+    if M > MAX_M:
+        raise WorkloadError(f"M={M} is over {MAX_M}: the kernels cover M in at most 65535 blocks "
+                            "(CUDA's grid.y limit) of at most 256 rows; split the rows into several GEMMs")
 
 
 class Sgemm(Workload):
@@ -39,13 +45,17 @@ class Sgemm(Workload):
     def from_shape(cls, text: str, trans_a: int = 0) -> "Sgemm":
         """'4096x4096x4096' (M x N x K) -> Sgemm; a '_ta' suffix (as shape_str writes it) stores A
         transposed."""
+        if not isinstance(text, str):
+            raise WorkloadError(f"shape must be MxNxK[_ta] (e.g. 64x11008x4096), got {text!r} (not a string)")
         t = text.lower().strip()
         if t.endswith("_ta"):
             t, trans_a = t[:-3], 1
-        parts = t.replace("*", "x").split("x")
-        if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
-            raise WorkloadError(f"shape must be MxNxK[_ta] (e.g. 64x11008x4096), got {text!r}")
-        return cls(*(int(p) for p in parts), trans_a=trans_a)
+        try:
+            dims = parse_dims(t, 3, "MxNxK[_ta] (e.g. 64x11008x4096)")
+        except WorkloadError:
+            # quote what the user typed, not the remainder
+            raise WorkloadError(f"shape must be MxNxK[_ta] (e.g. 64x11008x4096), got {text!r}") from None
+        return cls(*dims, trans_a=trans_a)
 
     @property
     def params(self) -> dict[str, int]:

@@ -305,3 +305,26 @@ def test_fused_variants_compile_for_every_template_family(tmp_path, gemv_templat
     odd = next(c for c in configs if c["ts"] * c["tile_s"] == 1)
     with pytest.raises(ValueError, match="pairs rows"):
         tmod.fused_spec(w, odd, h100, "norm_swiglu")
+
+
+@pytest.mark.parametrize("shape", ["1x32", "2x64", "3x96", "7x32"])
+def test_shapes_too_small_for_a_warp_are_refused_not_an_empty_space(h100, gemv_template, shape):
+    """Found by tests/fuzz: these shapes had an empty space, and default_config died in min()."""
+    from autosched.registry import templates_for
+    from autosched.space import ConfigError
+    from autosched.workloads import WorkloadError
+    w = GemvQ4F16.from_shape(shape)
+    assert next(iter(gemv_template.space(w, h100)), None) is None
+    assert "a warp of threads" in gemv_template.refuses(w)
+    with pytest.raises(WorkloadError, match="a warp of threads"):
+        templates_for(w)
+    with pytest.raises(ConfigError, match="the space is empty"):
+        gemv_template.default_config(w, h100)
+
+
+@pytest.mark.parametrize("shape", ["1x256", "4x64", "32x32", "2x128"])
+def test_smallest_shapes_with_a_warp_have_configs(h100, gemv_template, shape):
+    w = GemvQ4F16.from_shape(shape)
+    assert gemv_template.refuses(w) is None
+    cfg = gemv_template.default_config(w, h100)
+    assert gemv_template.render(w, cfg, h100).threads % 32 == 0

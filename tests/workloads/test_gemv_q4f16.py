@@ -194,3 +194,45 @@ def test_bytes_moved_and_flops(N, K):
     w = GemvQ4F16(N, K)
     assert w.bytes_moved() == N * K // 2 + N * K // 32 * 2 + 2 * K + 2 * N
     assert w.flops() == 2 * N * K
+
+
+# -- bounds and junk shapes (issue 14) -----------------------------------------------------------
+
+@pytest.mark.parametrize("N, K", [
+    (25_000_000_000, 4096),      # exported once as a launch of 25e9 blocks
+    (2**29, 32),                 # N*K/8 = 2^31 words
+    (1, 2**31),                  # V alone past 2^31 values
+    (2**20, 2**17),              # 2^34 words
+])
+def test_shapes_past_32_bit_buffers_are_refused(N, K):
+    with pytest.raises(WorkloadError, match="too large"):
+        GemvQ4F16(N, K)
+
+
+def test_largest_shapes_are_accepted():
+    assert GemvQ4F16(2**29 - 1, 32).K == 32
+    assert GemvQ4F16(1, 2**31 - 32).N == 1
+
+
+def test_numpy_dimensions_do_not_wrap_past_the_bound():
+    with pytest.raises(WorkloadError, match="too large"):
+        GemvQ4F16(np.int64(2**40), np.int64(2**40))
+
+
+@pytest.mark.parametrize("text", ["--", "\u00b2x32", "\u0661\u0662x32", "9" * 5000 + "x32", "1_0x32", "+1x32",
+                                  "0x10x32", " x ", "12288x4096x"])
+def test_from_shape_refuses_junk_with_the_syntax(text):
+    with pytest.raises(WorkloadError, match="NxK"):
+        GemvQ4F16.from_shape(text)
+
+
+def test_from_shape_refuses_a_non_string():
+    with pytest.raises(WorkloadError, match="not a string"):
+        GemvQ4F16.from_shape([])      # what argparse hands over for --shape=--
+
+
+@pytest.mark.parametrize("key", ["gemv_q4f16:N=x,K=64", "gemv_q4f16:N=8", "gemv_q4f16:N=8,K=64,Z=1",
+                                 "gemv_q4f16:N=8,K=\u00b2"])
+def test_malformed_workload_keys_are_workload_errors(key):
+    with pytest.raises(WorkloadError, match="gemv_q4f16"):
+        workload_from_key(key)

@@ -36,3 +36,15 @@ def test_reference_and_bound(b_col):
     bad = ref.astype(np.float16)
     bad[:16, :8] = 0
     assert not w.check(bad, ref, bound).ok
+
+
+@pytest.mark.parametrize("text", ["--", "\u00b2x8x8", "9" * 5000 + "x8x8", "1x8x8_bt_bt", "_bt", None])
+def test_from_shape_refuses_junk_with_the_syntax(text):
+    with pytest.raises(WorkloadError, match="MxNxK"):
+        Hgemm.from_shape(text)
+
+
+def test_m_past_the_launch_grid_is_refused():
+    from autosched.workloads.sgemm import MAX_M
+    with pytest.raises(WorkloadError, match="grid.y"):
+        Hgemm(MAX_M + 1, 8, 8)

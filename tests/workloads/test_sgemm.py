@@ -77,3 +77,24 @@ def test_threaded_check_agrees_with_one_pass(monkeypatch):
     assert not whole["holes"].ok and whole["holes"].message.startswith("2 of 3201 outputs not finite")
     d = bad.astype(np.float64) - ref
     assert whole["bad"].rel_l2_err == pytest.approx(np.linalg.norm(d) / np.linalg.norm(ref), rel=1e-9)
+
+
+# -- bounds and junk shapes (issue 14) -----------------------------------------------------------
+
+def test_m_past_the_launch_grid_is_refused():
+    from autosched.workloads.sgemm import MAX_M
+    assert Sgemm(MAX_M, 1, 1).M == MAX_M
+    with pytest.raises(WorkloadError, match="grid.y"):
+        Sgemm(MAX_M + 1, 1, 1)
+
+
+def test_numpy_dimensions_do_not_wrap_past_the_bound():
+    big = np.int64(2**32)        # big * big wraps to 0 in int64
+    with pytest.raises(WorkloadError, match="2\\^31"):
+        Sgemm(big, big, big)
+
+
+@pytest.mark.parametrize("text", ["--", "\u00b2x2x3", "9" * 5000 + "x2x3", "1x2x3_ta_ta", "_ta", "1x2x3 x"])
+def test_from_shape_refuses_junk_with_the_syntax(text):
+    with pytest.raises(WorkloadError, match="MxNxK"):
+        Sgemm.from_shape(text)

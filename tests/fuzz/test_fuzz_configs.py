@@ -1,0 +1,212 @@
+"""Property tests of schedule spaces and render (issue 14): any dict (or non-dict) is a config of a
+template's space or a ConfigError naming the knob, never a TypeError or KeyError; a config that
+validates renders a KernelSpec within CUDA's launch limits whose grid covers the output and whose
+arguments match the workload; SpaceUnion keeps its members apart; config_hash is stable.
+
+Spaces are enumerated once per module, on small (some ragged) shapes of every family."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autosched.device import MAX_BLOCK, MAX_GRID, MAX_THREADS_PER_BLOCK
+from autosched.registry import FAMILIES
+from autosched.space import ConfigError, SpaceUnion, config_hash
+from autosched.templates.base import KernelSpec, launch_problem
+from fuzz.strategies import examples, VALID_WORKLOADS, keys, values
+
+BOUNDED = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+SHAPES = {"gemv-q4f16": ["64x256", "264x4128", "1x256"], "sgemm": ["64x64x64", "300x260x200_ta", "1x1x1"],
+          "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8"]}
+assert set(SHAPES) == set(FAMILIES), "a family without fuzz shapes: add some above"
+CASES = [(name, shape, i) for name, shapes in SHAPES.items() for shape in shapes
+         for i in range(len(FAMILIES[name].templates))]
+IDS = [f"{FAMILIES[n].templates[i].family}-{s}" for n, s, i in CASES]
+
+
+_SPACES: dict = {}
+
+
+def space_of(case, device):
+    """(template, workload, space, its configs) of a case, enumerated once per module (a module
+    global rather than a fixture: hypothesis prints a failing example's arguments)."""
+    if case not in _SPACES:
+        name, shape, i = case
+        fam = FAMILIES[name]
+        t, w = fam.templates[i], fam.parse(shape)
+        space = t.space(w, device)
+        _SPACES[case] = (t, w, space, space.enumerate())
+    return _SPACES[case]
+
+
+def check_spec(spec: KernelSpec, template, workload, cfg, device):
+    """What every rendered spec must satisfy, whatever the template."""
+    assert launch_problem(spec.grid, spec.block, spec.smem_bytes) is None
+    assert all(1 <= g <= m for g, m in zip(spec.grid, MAX_GRID))
+    assert all(1 <= b <= m for b, m in zip(spec.block, MAX_BLOCK)) and spec.threads <= MAX_THREADS_PER_BLOCK
+    assert spec.threads <= device.max_threads_per_block and spec.threads % device.warp_size == 0
+    assert 0 <= spec.smem_bytes <= device.smem_per_block_optin
+    assert dict(spec.config) == cfg and spec.family == template.family and spec.workload_key == workload.key
+    assert spec.arch == device.arch
+    p = workload.params
+    inputs = [a.name for a in spec.args if a.role == "input"]
+    outputs = [a.name for a in spec.args if a.role == "output"]
+    assert len(outputs) == 1 and len(set(a.name for a in spec.args)) == len(spec.args)
+    assert all(a.ctype for a in spec.args), "an exported launcher needs every argument's C++ type"
+    for a in spec.args:
+        if a.role == "scalar":
+            assert a.value == p[a.name], (a.name, a.value, p)
+    # the inputs are the workload's own buffers (generated only where that is cheap), and the grid
+    # covers every output
+    if workload.bytes_moved() < 1 << 20:
+        assert set(inputs) == set(workload.inputs(0))
+    if "bn" in cfg:
+        assert spec.grid[0] * cfg["bn"] >= p["N"] and spec.grid[1] * cfg["bm"] >= p["M"]
+        assert set(inputs) == {"A", "B"}
+    else:
+        assert spec.grid[0] * cfg["ts"] * cfg["tile_s"] >= p["N"]
+        assert set(inputs) == {"A_q", "A_scale", "V"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@BOUNDED
+@given(cfg=st.one_of(st.none(), values, st.dictionaries(keys, values, max_size=6)))
+def test_arbitrary_values_are_config_errors(case, cfg, h100):
+    t, w, space, _ = space_of(case, h100)
+    problems = space.violations(cfg)
+    assert problems and all(isinstance(p, str) and p for p in problems)
+    assert not space.contains(cfg)
+    with pytest.raises(ConfigError):
+        space.validate(cfg)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@BOUNDED
+@given(data=st.data())
+def test_a_broken_knob_is_named(case, data, h100):
+    """A valid config with one knob changed (to any value, or dropped), or one knob added: valid, or
+    a ConfigError naming that knob, from validate and from render alike."""
+    t, w, space, configs = space_of(case, h100)
+    cfg = dict(data.draw(st.sampled_from(configs)))
+    knob = data.draw(st.sampled_from(space.names + ["extra"]))
+    how = data.draw(st.sampled_from(["value", "drop", "declared"]))
+    if how == "drop" and knob in cfg:
+        del cfg[knob]
+    elif how == "declared" and knob in cfg:
+        cfg[knob] = data.draw(st.sampled_from(space.knob(knob).values))
+    else:
+        cfg[knob] = data.draw(values)
+    try:
+        out = space.validate(cfg)
+    except ConfigError as e:
+        assert repr(knob) in str(e) or f"{knob}=" in str(e) or "rule broken" in str(e), str(e)
+        assert not space.contains(cfg)
+        with pytest.raises(ConfigError):
+            t.render(w, cfg, h100)
+        return
+    assert space.contains(cfg) and out in configs
+    check_spec(t.render(w, cfg, h100), t, w, out, h100)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@BOUNDED
+@given(data=st.data())
+def test_every_valid_config_renders_within_limits(case, data, h100):
+    t, w, space, configs = space_of(case, h100)
+    cfg = data.draw(st.sampled_from(configs))
+    assert space.validate(cfg) == cfg and not space.violations(cfg)
+    check_spec(t.render(w, cfg, h100), t, w, cfg, h100)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_valid_workload_renders_sampled_and_default_configs(name, data, h100):
+    """On any shape the workload accepts (up to its bounds), a sampled config and the rule-based
+    default render within the limits: the workload bounds and the spaces agree."""
+    w = data.draw(VALID_WORKLOADS[name])
+    for t in FAMILIES[name].templates_for(w):
+        space = t.space(w, h100)
+        cfg = space.sample(random.Random(data.draw(st.integers(0, 2**32))))
+        check_spec(t.render(w, cfg, h100), t, w, space.validate(cfg), h100)
+        if w.name != "gemv_q4f16" or w.N * w.K <= 2**26:      # nearest() may walk a large GEMV space
+            default = t.default_config(w, h100)
+            check_spec(t.render(w, default, h100), t, w, default, h100)
+
+
+# -- config_hash --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+@BOUNDED
+@given(data=st.data())
+def test_config_hash_is_stable(case, data, h100):
+    t, w, space, configs = space_of(case, h100)
+    a, b = data.draw(st.sampled_from(configs)), data.draw(st.sampled_from(configs))
+    shuffled = dict(data.draw(st.permutations(list(a.items()))))
+    h = config_hash(a)
+    assert len(h) == 16 and int(h, 16) >= 0
+    assert config_hash(shuffled) == h == config_hash(space.validate(shuffled)) == config_hash(dict(a))
+    assert (config_hash(a) == config_hash(b)) == (a == b)
+    # a value of another type is another config
+    k = data.draw(st.sampled_from([n for n, v in a.items() if type(v) is int] or [None]))
+    if k is not None:
+        assert config_hash({**a, k: float(a[k])}) != h and config_hash({**a, k: str(a[k])}) != h
+
+
+# -- SpaceUnion --------------------------------------------------------------------------------------
+
+_UNION: list = []
+
+
+def union_of(device):
+    """The gemv, sgemm and hgemm spaces of the small shapes as one union: members with different
+    knobs, as a workload served by several templates has."""
+    if not _UNION:
+        picks = {f"m{i}": space_of(c, device)[2]
+                 for i, c in enumerate(c for c in CASES if c[1] in ("64x256", "64x64x64"))}
+        _UNION.append((SpaceUnion(picks), {m: s.enumerate() for m, s in picks.items()}))
+    return _UNION[0]
+
+
+@BOUNDED
+@given(data=st.data())
+def test_union_invariants(data, h100):
+    u, members = union_of(h100)
+    name = data.draw(st.sampled_from(sorted(members)))
+    cfg = data.draw(st.sampled_from(members[name]))
+    joined = u.join(name, cfg)
+    assert u.split(joined) == (name, cfg)
+    assert u.contains(joined) and u.validate(joined) == joined and not u.violations(joined)
+    for n in u.neighbours(joined):
+        assert n[u.tag] == name and u.contains(n)
+        assert sum(n[k] != joined[k] for k in joined) == 1
+    drawn = u.sample(random.Random(data.draw(st.integers(0, 2**32))))
+    assert u.contains(drawn) and drawn[u.tag] in members
+    # a config of one member under another member's name is not in the union
+    other = data.draw(st.sampled_from(sorted(members)))
+    if other != name and set(cfg) != set(u.members[other].names):
+        assert not u.contains(u.join(other, cfg))
+        with pytest.raises(ConfigError, match=other):
+            u.validate(u.join(other, cfg))
+    assert u.names[0] == u.tag and set(u.names[1:]) == {k for s in u.members.values() for k in s.names}
+
+
+def test_union_enumerates_its_members_in_order(h100):
+    u, members = union_of(h100)
+    assert u.enumerate() == [u.join(m, c) for m in members for c in members[m]]
+    assert u.size() == sum(map(len, members.values()))
+    assert u.raw_size() == sum(s.raw_size() for s in u.members.values())
+
+
+@BOUNDED
+@given(cfg=st.one_of(values, st.dictionaries(keys, values, max_size=5),
+                     st.dictionaries(st.just("template"), values, min_size=1).flatmap(
+                         lambda d: st.dictionaries(keys, values, max_size=4).map(lambda e: {**e, **d}))))
+def test_union_takes_any_value(cfg, h100):
+    u, _ = union_of(h100)
+    assert u.violations(cfg) and not u.contains(cfg)
+    with pytest.raises(ConfigError):
+        u.validate(cfg)
