@@ -38,8 +38,10 @@ class CliError(AutoschedError):
     pass
 
 
-def _workload(op: str, shape: str):
+def _workload(op: str, shape):
     from autosched import api
+    if not isinstance(shape, str) or not shape.strip():      # `--shape=--` reaches here as [] (argparse)
+        raise CliError(f"--shape needs a value: {FAMILIES[op].shape_help}")
     return api.workload(op, shape)
 
 

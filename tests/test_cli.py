@@ -499,3 +499,10 @@ def test_export_config_must_be_an_object(cli, tmp_path, config):
     assert rc == 2
     assert "--config must be a JSON object of knob values" in flat(err)
     assert not out_path.exists()
+
+
+@pytest.mark.parametrize("argv", [["--shape=--"], ["--shape", ""], ["--shape=   "]])
+def test_a_shape_with_no_value_names_the_syntax(cli, tmp_path, argv):
+    rc, out, err = cli("tune", "gemv-q4f16", *argv, "--db", str(tmp_path / "db"))
+    assert rc == 2 and "--shape needs a value: NxK (e.g. 12288x4096)" in flat(err)
+    assert not (tmp_path / "db").exists()
