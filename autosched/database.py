@@ -83,16 +83,124 @@ def default_db_path() -> Path:
     return Path(root) / "autosched.db"
 
 
+# what a measurements table must have to be ours: COLUMNS less those _migrate adds to older files
+_OWN_COLUMNS = frozenset(COLUMNS) - {"cost_s", "runs", "build"}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_TRY = "choose another database path (--db, or $AUTOSCHED_HOME for the default)"
+
+
+class DatabaseError(ValueError):
+    """A database file autosched cannot use: the message names the file and the way out.  The file
+    is left as it was (it is refused before anything is written to it)."""
+
+
+class _Unwritable(DatabaseError):
+    pass
+
+
 class Database:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_db_path()
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.executescript(SCHEMA)
-        self._migrate()
+        memory = str(self.path) == ":memory:"
+        existed = memory or self.path.exists()
+        sides = [] if memory else [self.path.with_name(self.path.name + x) for x in ("-wal", "-shm", "-journal")]
+        new_sides = [p for p in sides if not p.exists()]
+        if not memory:
+            self._check_file()
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        except sqlite3.Error as e:
+            raise DatabaseError(f"{self.path}: cannot open it ({e}): {_TRY}") from e
+        try:
+            if not memory:
+                self._check_contents()
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+            self._migrate()
+        except BaseException as e:
+            self.conn.close()
+            # sqlite creates the file on connect: a refused new path must not leave an empty one
+            if not existed and self.path.exists() and self.path.stat().st_size == 0:
+                self.path.unlink()
+            # a connection that could not write leaves the -wal and -shm it made (it cannot
+            # checkpoint; one that can removes them on close, and those left then are another
+            # process's): an empty -wal holds nothing, and no writer shares a file none can write
+            if isinstance(e, _Unwritable) and not any(_nonempty(p) for p in new_sides if p.name.endswith("-wal")):
+                for p in new_sides:
+                    p.unlink(missing_ok=True)
+            if isinstance(e, sqlite3.OperationalError):        # locked, disk full, cannot open
+                raise DatabaseError(f"{self.path}: cannot use it ({e}): {_TRY}") from e
+            if isinstance(e, sqlite3.DatabaseError):           # not a database, malformed
+                raise DatabaseError(f"{self.path} is damaged or not an SQLite database ({e}): restore it "
+                                    f"from a backup or {_TRY}") from e
+            raise
+
+    def _check_file(self) -> None:
+        """Refuse, before SQLite touches it, a path that is not a usable database file: SQLite
+        would fail later with a bare error (a folder, not SQLite, truncated), or only at the first
+        write, after trials have run (read-only).  Read-only comes before any connection because
+        opening a WAL file leaves -wal and -shm files beside it even when it cannot be written."""
+        p = self.path
+        if p.is_dir():
+            raise DatabaseError(f"{p} is a folder, not a database file: pass a file path such as "
+                                f"{p / 'autosched.db'}")
+        if not p.exists():
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise DatabaseError(f"{p}: cannot create its folder ({e.strerror}): {_TRY}") from e
+            if not os.access(p.parent, os.W_OK | os.X_OK):
+                raise DatabaseError(f"{p}: its folder {p.parent} is not writable, so the database cannot "
+                                    f"be created there: make it writable or {_TRY}")
+            return
+        if not os.access(p, os.R_OK):
+            raise DatabaseError(f"{p} cannot be read (permission denied): make it readable or {_TRY}")
+        with open(p, "rb") as f:
+            head = f.read(100)
+        size = p.stat().st_size
+        if size and not head.startswith(_SQLITE_MAGIC):
+            raise DatabaseError(f"{p} is not an SQLite database (it starts with {head[:16]!r}): it is left "
+                                f"as it is; {_TRY}")
+        if 0 < size < 100:
+            raise DatabaseError(f"{p} is a truncated SQLite database ({size} bytes, less than its header): "
+                                f"restore it from a backup or {_TRY}")
+        expected = _header_size(head)
+        # a file behind its header's page count is whole again once SQLite replays the -wal or
+        # rolls back the -journal beside it
+        pending = any(_nonempty(p.with_name(p.name + x)) for x in ("-wal", "-journal"))
+        if expected and size < expected and not pending:
+            raise DatabaseError(f"{p} is a truncated SQLite database ({size:,} of {expected:,} bytes): "
+                                f"restore it from a backup or {_TRY}")
+        if not os.access(p, os.W_OK):
+            raise DatabaseError(f"{p} is read-only: make it writable (chmod u+w) or {_TRY}")
+        if not os.access(p.parent, os.W_OK | os.X_OK):
+            raise DatabaseError(f"{p}: its folder {p.parent} is not writable, and SQLite writes "
+                                f"{p.name}-wal and {p.name}-shm beside the database: make the folder "
+                                f"writable or {_TRY}")
+
+    def _check_contents(self) -> None:
+        """Refuse another program's SQLite file (our tables would be added to it), and a file that
+        cannot be written after all (what os.access does not see): a write rolled back at once."""
+        tables = sorted(r[0] for r in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"))
+        if tables and "measurements" not in tables:
+            raise DatabaseError(f"{self.path} is an SQLite database of another program (tables: "
+                                f"{', '.join(tables)}), not an autosched one: it is left as it is; {_TRY}")
+        if tables:
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
+            if not _OWN_COLUMNS <= have:
+                raise DatabaseError(f"{self.path} has a measurements table that is not autosched's (it lacks "
+                                    f"{', '.join(sorted(_OWN_COLUMNS - have))}): it is left as it is; {_TRY}")
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.execute(f"PRAGMA user_version={int(version)}")
+            finally:
+                self.conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as e:
+            raise _Unwritable(f"{self.path} cannot be written ({e}): make it writable or {_TRY}") from e
 
     def _migrate(self) -> None:
         have = {r[1] for r in self.conn.execute("PRAGMA table_info(measurements)")}
@@ -246,6 +354,23 @@ def _build_filter(build: Builds) -> tuple[str, tuple]:
         return " AND 0", ()
     pairs = tuple(x for tpl_build in sorted(build.items()) for x in tpl_build)
     return " AND (" + " OR ".join(["(template=? AND build=?)"] * len(build)) + ")", pairs
+
+
+def _header_size(head: bytes) -> int:
+    """Bytes the database has by its 100-byte header, or 0 where the header does not say (the page
+    count is valid only when the version-valid-for number matches the change counter)."""
+    if len(head) < 100 or head[24:28] != head[92:96]:
+        return 0
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    return page * int.from_bytes(head[28:32], "big")
+
+
+def _nonempty(p: Path) -> bool:
+    try:
+        return p.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _num(x: float):

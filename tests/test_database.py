@@ -1,12 +1,16 @@
 """autosched.database: the SQLite (WAL) store of measurements that makes tuning resumable."""
 
+import hashlib
 import json
 import math
+import os
 import sqlite3
+import subprocess
+from contextlib import contextmanager
 
 import pytest
 
-from autosched.database import Database, default_db_path
+from autosched.database import Database, DatabaseError, default_db_path
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
 from db_rows import measurement_rows
@@ -308,3 +312,178 @@ def test_rows_of_another_build_rank_nothing_and_are_stale(db):
     # a template with no current build (None, or missing from a mapping): all of its rows are stale
     assert db.stale({TPL: new}) == {(WK, DEV, TPL): 2, (WK, "gpu-b", TPL): 1, (WK, DEV, "other_tpl"): 1}
     assert db.stale(lambda t: None, DEV) == {(WK, DEV, TPL): 4, (WK, DEV, "other_tpl"): 1}
+
+
+# -- files that are not a usable database: refused with the path and the way out, left as they were
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def refused(path, match: str) -> DatabaseError:
+    """Database(path) raises a DatabaseError naming `path`, and the file and its folder are exactly
+    as they were (no byte changed, no -wal, -shm or -journal left beside it)."""
+    before = digest(path) if path.is_file() else None
+    listing = sorted(os.listdir(path.parent))
+    with pytest.raises(DatabaseError, match=match) as e:
+        Database(path)
+    assert str(path) in str(e.value)
+    assert len(str(e.value).splitlines()) <= 2
+    assert isinstance(e.value, ValueError)          # the CLI prints any ValueError as `error: ...`
+    assert sorted(os.listdir(path.parent)) == listing
+    if before is not None:
+        assert digest(path) == before
+    return e.value
+
+
+def filled(path, rows: int = 300) -> None:
+    with Database(path) as d:
+        for i in range(rows):
+            d.add(WK, DEV, TPL, dict(CFG_A, ts=i), ok(1.0 + i), {"note": "x" * 200})
+
+
+def test_text_file_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("these are my notes, not a database\n" * 50)
+    refused(path, "not an SQLite database")
+
+
+def test_truncated_database_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "m.db"
+    filled(path)
+    whole = path.read_bytes()
+    assert len(whole) > 8 * 4096
+    path.write_bytes(whole[:len(whole) // 2])
+    refused(path, "truncated")
+    path.write_bytes(whole[:60])                    # not even a whole header
+    refused(path, "truncated")
+
+
+def test_malformed_database_is_refused_and_left_as_it_was(tmp_path):
+    path = tmp_path / "m.db"
+    filled(path, rows=20)
+    raw = bytearray(path.read_bytes())
+    raw[100:4096] = bytes((i * 37 + 11) % 256 for i in range(100, 4096))    # the schema page, scrambled
+    path.write_bytes(bytes(raw))
+    refused(path, "damaged")
+
+
+def test_folder_is_refused(tmp_path):
+    (tmp_path / "dbdir").mkdir()
+    e = refused(tmp_path / "dbdir", "is a folder")
+    assert str(tmp_path / "dbdir" / "autosched.db") in str(e)
+
+
+def test_another_programs_sqlite_file_is_refused_naming_its_tables(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(str(path))
+    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, customer INTEGER)")
+    conn.execute("INSERT INTO customers VALUES (1, 'ada')")
+    conn.commit()
+    conn.close()
+    e = refused(path, "another program")
+    assert "customers, orders" in str(e)
+    conn = sqlite3.connect(str(path))               # and it gained none of our tables
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY 1")] == \
+        ["customers", "orders"]
+    conn.close()
+
+
+def test_another_programs_measurements_table_is_refused(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(str(path))
+    conn.execute("CREATE TABLE measurements (sensor TEXT, value REAL, at REAL)")
+    conn.commit()
+    conn.close()
+    e = refused(path, "not autosched's")
+    assert "workload_key" in str(e)
+
+
+def test_empty_file_and_our_own_schema_open(tmp_path):
+    path = tmp_path / "empty.db"
+    path.write_bytes(b"")                           # e.g. made by `touch`
+    with Database(path) as d:
+        d.add(WK, DEV, TPL, CFG_A, ok(2.0))
+    with Database(path) as d:
+        assert d.best(WK, DEV, TPL).config == CFG_A
+
+
+def test_database_from_before_cost_s_still_opens_and_migrates(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(str(path))
+    conn.execute("""CREATE TABLE measurements (workload_key TEXT NOT NULL, device_key TEXT NOT NULL,
+        template TEXT NOT NULL, config_hash TEXT NOT NULL, config TEXT NOT NULL, status TEXT NOT NULL,
+        min_us REAL, median_us REAL, spread_us REAL, max_abs_err REAL, error TEXT, registers INTEGER,
+        smem_bytes INTEGER, spills INTEGER, source TEXT, versions TEXT, timestamp REAL NOT NULL,
+        PRIMARY KEY (workload_key, device_key, template, config_hash))""")
+    conn.execute("INSERT INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 (WK, DEV, TPL, config_hash(CFG_A), json.dumps(CFG_A, sort_keys=True), "ok", 1.0, 1.5, 0.1,
+                  0.0, "", 32, 0, 0, "gpu", "{}", 1.0))
+    conn.commit()
+    conn.close()
+    with Database(path) as d:
+        assert {"cost_s", "runs", "build"} <= {r[1] for r in d.conn.execute("PRAGMA table_info(measurements)")}
+        assert d.measured(WK, DEV, TPL)[config_hash(CFG_A)].measurement.median_us == 1.5
+
+
+@contextmanager
+def read_only(path):
+    """`path` made unwritable for this process: chmod, or for root (whom permissions do not stop)
+    the immutable attribute; skips where neither is possible."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    try:
+        subprocess.run(["chattr", "+i", str(path)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("running as root where chattr +i is not available: cannot make a file read-only")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_read_only_database_is_refused_when_opened(tmp_path):
+    path = tmp_path / "m.db"
+    filled(path, rows=5)
+    with read_only(path):
+        refused(path, "read-only")
+
+
+def test_database_in_a_read_only_folder_is_refused_when_opened(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    filled(folder / "m.db", rows=5)
+    with read_only(folder):
+        refused(folder / "m.db", "not writable")
+        # a new database there cannot be made either, and nothing is left behind
+        with pytest.raises(DatabaseError, match="not writable"):
+            Database(folder / "new.db")
+        assert sorted(os.listdir(folder)) == ["m.db"]
+
+
+def test_cannot_write_probe_catches_what_os_access_misses(tmp_path, monkeypatch):
+    """Where the permission bits say writable but the file is not (a mount, a lock, an attribute),
+    the write tried and rolled back on open refuses it."""
+    path = tmp_path / "m.db"
+    filled(path, rows=5)
+    monkeypatch.setattr(os, "access", lambda *a, **k: True)
+    with read_only(path):
+        refused(path, "cannot be written")
+
+
+def test_cli_prints_a_refused_database_as_an_error(tmp_path, capsys, monkeypatch):
+    from autosched.cli import main
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database\n")
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["devices", "--db", str(path)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "error:" in err and "not an SQLite database" in err and "Traceback" not in err
+    assert path.read_text() == "not a database\n"

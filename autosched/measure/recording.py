@@ -12,13 +12,25 @@ no GPU the space is pruned against the GPU the numbers came from.  Format (gzip 
 "build" (autosched.build.build_id of the source measured) came later: a recording without it is
 of an unknown build, which Recording.build_id names after the file, so its replayed rows never
 pass for measurements of the local build.
+
+What a row may hold (Recording.load refuses anything else, naming the file and the row, since a
+replay would otherwise serve it as a real measurement): a value per knob (a number or a string),
+a known status, and
+  - status "ok": finite positive min_us and median_us (the config passed its check and was timed);
+    spread_us and max_abs_err finite and >= 0, or null (not known);
+  - any other status: times null (never timed: a compile error, a launch error) or finite and
+    >= 0 (a wrong config ran and was timed); max_abs_err null or >= 0, infinite included (an
+    output can be that far off);
+  - registers, smem_bytes, spills, runs: whole numbers >= 0, or null (read as 0: not known).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -34,6 +46,19 @@ FORMAT = "autosched-recording/1"
 # as far slower than the best) came later: a recording without it reads with runs 0 (not known)
 COLUMNS = ("status", "min_us", "median_us", "spread_us", "max_abs_err", "registers", "smem_bytes", "spills",
            "runs")
+
+
+class RecordingError(ValueError):
+    """A file that is not a valid recording: the message names the file (and the row)."""
+
+
+class RecordingWarning(UserWarning):
+    """A recording that does not load was skipped where every recording is looked through (the
+    message names it and why), so that one bad file blocks neither listing nor tuning."""
+
+
+_NEEDED = COLUMNS[:8]           # every recording has these; later columns may be missing
+_COUNTS = ("registers", "smem_bytes", "spills", "runs")
 
 
 @dataclass
@@ -97,28 +122,106 @@ class Recording:
 
     @classmethod
     def load(cls, path: str | Path) -> "Recording":
+        """The recording in `path`; RecordingError (a ValueError) naming the file, and the row,
+        for one that is not readable or holds what no measurement can (see the module's doc)."""
         try:
             with gzip.open(path, "rt") as f:
                 doc = json.load(f)
         except (OSError, EOFError, UnicodeDecodeError) as e:    # not gzip, or truncated
-            raise ValueError(f"{path}: not a readable autosched recording ({e})") from e
+            raise RecordingError(f"{path}: not a readable autosched recording ({e})") from e
+        except ValueError as e:                                 # not JSON
+            raise RecordingError(f"{path}: not an autosched recording (not JSON: {e})") from e
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             fmt = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-            raise ValueError(f"{path}: not an autosched recording (format {fmt!r})")
-        rec = cls(doc["workload"], doc["template"], DeviceInfo.from_json(doc["device"]), doc["knobs"],
-                  doc.get("protocol", {}), doc.get("versions", {}), doc.get("date", ""),
-                  doc.get("space_size", 0), path=str(path), build=doc.get("build") or "")
-        nk = len(rec.knobs)
+            raise RecordingError(f"{path}: not an autosched recording (format {fmt!r})")
+
+        def bad(what: str) -> RecordingError:
+            return RecordingError(f"{path}: {what}; record it again (autosched record) or remove it")
+
+        missing = [k for k in ("workload", "template", "device", "knobs", "rows") if k not in doc]
+        if missing:
+            raise bad(f"an incomplete recording (no {', '.join(missing)})")
+        knobs, columns = doc["knobs"], doc.get("columns", list(COLUMNS[:8]))
+        for key, ok in (("workload", isinstance(doc["workload"], str)), ("template", isinstance(doc["template"], str)),
+                        ("knobs", _names(knobs)), ("columns", _names(columns)),
+                        ("rows", isinstance(doc["rows"], list)), ("errors", isinstance(doc.get("errors", {}), dict)),
+                        ("protocol", isinstance(doc.get("protocol", {}), dict)),
+                        ("versions", isinstance(doc.get("versions", {}), dict)),
+                        ("space_size", _count(doc.get("space_size", 0))),
+                        ("build", isinstance(doc.get("build") or "", str))):
+            if not ok:
+                raise bad(f"its {key} is not what a recording holds")
+        lacking = [c for c in _NEEDED if c not in columns]
+        if lacking:
+            raise bad(f"its rows lack the columns {', '.join(lacking)}")
+        try:
+            device = DeviceInfo.from_json(doc["device"])
+        except (TypeError, KeyError, ValueError) as e:
+            raise bad(f"its device is not readable ({type(e).__name__}: {e})") from e
+        rec = cls(doc["workload"], doc["template"], device, knobs, doc.get("protocol", {}), doc.get("versions", {}),
+                  doc.get("date", ""), doc.get("space_size", 0), path=str(path), build=doc.get("build") or "")
+        nk, width = len(knobs), len(knobs) + len(columns)
         errors = doc.get("errors", {})
-        columns = doc.get("columns", COLUMNS[:8])
         for i, row in enumerate(doc["rows"]):
-            cfg = dict(zip(rec.knobs, row[:nk]))
+            if not isinstance(row, list) or len(row) != width:
+                n = len(row) if isinstance(row, list) else type(row).__name__
+                raise bad(f"row {i} has {n} values, not {nk} knobs + {len(columns)} columns")
+            cfg = dict(zip(knobs, row[:nk]))
             v = dict(zip(columns, row[nk:]))
+            problem = _row_problem(cfg, v, errors.get(str(i), ""))
+            if problem:
+                raise bad(f"row {i} {problem}")
             m = Measurement(Status(v["status"]), _f(v["min_us"]), _f(v["median_us"]), _f(v["spread_us"]),
-                            _f(v["max_abs_err"]), errors.get(str(i), ""), v["registers"], v["smem_bytes"],
-                            v["spills"], source=f"replay:{rec.name}", runs=v.get("runs") or 0)
+                            _f(v["max_abs_err"]), errors.get(str(i), ""), v["registers"] or 0,
+                            v["smem_bytes"] or 0, v["spills"] or 0, source=f"replay:{rec.name}",
+                            runs=v.get("runs") or 0)
             rec.add(cfg, m)
         return rec
+
+
+_STATUSES = {s.value for s in Status}
+
+
+def _names(x) -> bool:
+    return isinstance(x, list) and all(isinstance(n, str) for n in x) and len(set(x)) == len(x)
+
+
+def _count(x) -> bool:
+    return x is None or (isinstance(x, int) and not isinstance(x, bool) and x >= 0)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _row_problem(cfg: dict, v: dict, error) -> str | None:
+    """What is wrong with one row (its knob values, its columns by name), or None."""
+    for k, x in cfg.items():
+        if not isinstance(x, (str, int, float)) or (isinstance(x, float) and not math.isfinite(x)):
+            return f"gives knob {k} the value {x!r} (a knob takes a number or a string)"
+    status = v["status"]
+    if not isinstance(status, str) or status not in _STATUSES:
+        return f"has the unknown status {status!r} (known: {', '.join(sorted(_STATUSES))})"
+    for c in ("min_us", "median_us", "spread_us", "max_abs_err"):
+        x = v[c]
+        if x is not None and not _number(x):
+            return f"has {c} {x!r}, not a number"
+    known = {c: v[c] for c in ("min_us", "median_us", "spread_us", "max_abs_err")
+             if v[c] is not None and not math.isnan(v[c])}
+    if status == Status.OK.value:
+        for c in ("min_us", "median_us"):
+            if not (c in known and math.isfinite(known[c]) and known[c] > 0):
+                return f"has status ok but {c} {v[c]!r}: a passing config needs a finite time > 0"
+    for c, x in known.items():
+        finite = math.isfinite(x) or (c == "max_abs_err" and status != Status.OK.value)
+        if x < 0 or not finite:
+            return f"has {c} {x!r}: it must be finite and >= 0, or null when not known"
+    for c in _COUNTS:
+        if not _count(v.get(c)):
+            return f"has {c} {v.get(c)!r}, not a whole number >= 0"
+    if not isinstance(error, str):
+        return f"has the error message {error!r}, not a text"
+    return None
 
 
 def _r(x, digits: int = 4):
@@ -169,10 +272,31 @@ def shipped_recordings() -> list[Path]:
     return out
 
 
+def _load_or_skip(path) -> Recording | None:
+    try:
+        return Recording.load(path)
+    except ValueError as e:
+        warnings.warn(f"skipped a recording that does not load: {e}", RecordingWarning, stacklevel=3)
+        return None
+
+
+def load_shipped(paths=None) -> list[tuple[Path, Recording]]:
+    """(path, Recording) of every recording of shipped_recordings() (or of `paths`); one that does
+    not load is skipped with a RecordingWarning naming it, so one bad file hides only itself."""
+    out = []
+    for p in (shipped_recordings() if paths is None else paths):
+        rec = _load_or_skip(p)
+        if rec is not None:
+            out.append((Path(p), rec))
+    return out
+
+
 def find_recording(workload_key: str, template: str, paths=None) -> Recording | None:
+    """The first recording of `workload_key` by `template` among `paths` (default: the shipped
+    ones); a recording that does not load is skipped with a RecordingWarning."""
     for p in (paths or shipped_recordings()):
-        rec = Recording.load(p)
-        if rec.workload_key == workload_key and rec.template == template:
+        rec = _load_or_skip(p)
+        if rec is not None and rec.workload_key == workload_key and rec.template == template:
             return rec
     return None
 

@@ -10,6 +10,7 @@ checkpoints load without torch.
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 
@@ -20,23 +21,55 @@ from autosched.models.llama2c import LlamaConfig
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8")}
 
 
+class HFError(ValueError):
+    """A Hugging Face directory that cannot be read: the message names the file (and the tensor)."""
+
+
 def read_safetensors(path) -> dict[str, np.ndarray]:
-    raw = Path(path).read_bytes()
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise HFError(f"{path}: cannot read it ({e.strerror})") from e
+    if len(raw) < 8:
+        raise HFError(f"{path}: {len(raw)} bytes, too short for a safetensors file (truncated?)")
     (n,) = struct.unpack_from("<Q", raw)
-    header = json.loads(raw[8:8 + n])
+    if 8 + n > len(raw):
+        raise HFError(f"{path}: truncated or not safetensors (its header claims {n:,} bytes, the file has "
+                      f"{len(raw):,})")
+    try:
+        header = json.loads(raw[8:8 + n])
+    except ValueError as e:                         # not JSON, or not UTF-8
+        raise HFError(f"{path}: not a safetensors file (its header is not JSON: {e})") from e
+    if not isinstance(header, dict):
+        raise HFError(f"{path}: not a safetensors file (its header is not a JSON object)")
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
+        if not (isinstance(info, dict) and {"dtype", "shape", "data_offsets"} <= set(info)):
+            raise HFError(f"{path}: tensor {name} has no dtype, shape and data_offsets")
         if info["dtype"] not in _DTYPES:
-            raise ValueError(f"{path}: tensor {name} has dtype {info['dtype']}, not one of {sorted(_DTYPES)}")
-        a, b = info["data_offsets"]
-        arr = np.frombuffer(raw, dtype=_DTYPES[info["dtype"]], count=(b - a) // _DTYPES[info["dtype"]].itemsize,
-                            offset=8 + n + a)
+            raise HFError(f"{path}: tensor {name} has dtype {info['dtype']}, not one of {sorted(_DTYPES)}")
+        shape, offsets, dtype = info["shape"], info["data_offsets"], _DTYPES[info["dtype"]]
+        if not (_ints(shape) and _ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
+            raise HFError(f"{path}: tensor {name} has shape {shape!r} and data_offsets {offsets!r}")
+        a, b = offsets
+        need = math.prod(shape) * dtype.itemsize
+        if b - a != need:
+            raise HFError(f"{path}: tensor {name} has {b - a:,} bytes, but shape {shape} of {info['dtype']} "
+                          f"needs {need:,}")
+        if 8 + n + b > len(raw):
+            raise HFError(f"{path}: truncated: tensor {name} ends at byte {8 + n + b:,}, the file has "
+                          f"{len(raw):,}")
+        arr = np.frombuffer(raw, dtype=dtype, count=(b - a) // dtype.itemsize, offset=8 + n + a)
         if info["dtype"] == "BF16":      # bf16 is the top half of a float32
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
-        out[name] = arr.astype(np.float32).reshape(info["shape"])
+        out[name] = arr.astype(np.float32).reshape(shape)
     return out
+
+
+def _ints(x) -> bool:
+    return isinstance(x, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in x)
 
 
 def write_safetensors(path, tensors: dict[str, np.ndarray]) -> Path:
@@ -69,41 +102,95 @@ def _pairs_to_halves(w, heads: int):
     return r.reshape(out, -1)
 
 
+# config.json fields read_hf needs, and those it reads when present (with their kind)
+_NEEDED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+_OPTIONAL_INTS = ("num_key_value_heads", "max_position_embeddings")
+_OPTIONAL_FLOATS = ("rms_norm_eps", "rope_theta")
+
+
+def _read_config(d: Path) -> dict:
+    path = d / "config.json"
+    if not d.is_dir():
+        raise HFError(f"{d}: not a directory (a Hugging Face Llama directory holds config.json and "
+                      f"*.safetensors)")
+    try:
+        conf = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise HFError(f"{path} is missing: a Hugging Face Llama directory holds config.json and "
+                      f"*.safetensors") from e
+    except OSError as e:
+        raise HFError(f"{path}: cannot read it ({e.strerror})") from e
+    except ValueError as e:                         # not JSON, or not UTF-8
+        raise HFError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(conf, dict):
+        raise HFError(f"{path}: not a model config (a JSON object)")
+    missing = [k for k in _NEEDED if k not in conf]
+    if missing:
+        raise HFError(f"{path}: missing {', '.join(missing)}, which a Llama config has")
+    for k in _NEEDED + _OPTIONAL_INTS:
+        v = conf.get(k, 1)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise HFError(f"{path}: {k} is {v!r}, not a whole number")
+    for k in _OPTIONAL_FLOATS:
+        v = conf.get(k, 1.0)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise HFError(f"{path}: {k} is {v!r}, not a number")
+    return conf
+
+
 def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
+    """(config, llama2.c weights) of a Hugging Face Llama directory; HFError (a ValueError) naming
+    the file, and the tensor, for one that is incomplete or does not match its config.json."""
     d = Path(directory)
-    conf = json.loads((d / "config.json").read_text())
+    conf = _read_config(d)
     arch = conf.get("architectures", ["LlamaForCausalLM"])
     if conf.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
-        raise ValueError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
+        raise HFError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
     files = sorted(d.glob("*.safetensors"))
     if not files:
-        raise ValueError(f"{d}: no *.safetensors files")
-    t = {}
+        raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
+    t, where = {}, {}
     for f in files:
-        t.update(read_safetensors(f))
+        for name, arr in read_safetensors(f).items():
+            t[name], where[name] = arr, f
     heads = conf["num_attention_heads"]
     kv_heads = conf.get("num_key_value_heads", heads)
     tied = conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t
-    cfg = LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads, kv_heads,
-                      conf["vocab_size"], conf.get("max_position_embeddings", 2048), shared_classifier=tied,
-                      norm_eps=conf.get("rms_norm_eps", 1e-5), rope_theta=conf.get("rope_theta", 10000.0))
+    try:
+        cfg = LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads,
+                          kv_heads, conf["vocab_size"], conf.get("max_position_embeddings", 2048),
+                          shared_classifier=tied, norm_eps=conf.get("rms_norm_eps", 1e-5),
+                          rope_theta=conf.get("rope_theta", 10000.0))
+    except ValueError as e:
+        raise HFError(f"{d / 'config.json'}: {e}") from e
+
+    def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
+        if name not in t:
+            raise HFError(f"{d}: tensor {name} is missing (not in {', '.join(f.name for f in files)})")
+        if t[name].shape != shape:
+            raise HFError(f"{where[name]}: tensor {name} has shape {t[name].shape}, but config.json makes "
+                          f"it {shape}")
+        return t[name]
+
+    dim, hid, vocab, q, kv = cfg.dim, cfg.hidden_dim, cfg.vocab_size, cfg.n_heads * cfg.head_size, cfg.kv_dim
     L = range(cfg.n_layers)
     p = "model.layers.{}."
     w = {
-        "token_embedding": t["model.embed_tokens.weight"],
-        "rms_att": np.stack([t[p.format(i) + "input_layernorm.weight"] for i in L]),
-        "wq": np.stack([_halves_to_pairs(t[p.format(i) + "self_attn.q_proj.weight"], heads) for i in L]),
-        "wk": np.stack([_halves_to_pairs(t[p.format(i) + "self_attn.k_proj.weight"], kv_heads) for i in L]),
-        "wv": np.stack([t[p.format(i) + "self_attn.v_proj.weight"] for i in L]),
-        "wo": np.stack([t[p.format(i) + "self_attn.o_proj.weight"] for i in L]),
-        "rms_ffn": np.stack([t[p.format(i) + "post_attention_layernorm.weight"] for i in L]),
-        "w1": np.stack([t[p.format(i) + "mlp.gate_proj.weight"] for i in L]),
-        "w2": np.stack([t[p.format(i) + "mlp.down_proj.weight"] for i in L]),
-        "w3": np.stack([t[p.format(i) + "mlp.up_proj.weight"] for i in L]),
-        "rms_final": t["model.norm.weight"],
+        "token_embedding": get("model.embed_tokens.weight", (vocab, dim)),
+        "rms_att": np.stack([get(p.format(i) + "input_layernorm.weight", (dim,)) for i in L]),
+        "wq": np.stack([_halves_to_pairs(get(p.format(i) + "self_attn.q_proj.weight", (q, dim)), heads) for i in L]),
+        "wk": np.stack([_halves_to_pairs(get(p.format(i) + "self_attn.k_proj.weight", (kv, dim)), kv_heads)
+                        for i in L]),
+        "wv": np.stack([get(p.format(i) + "self_attn.v_proj.weight", (kv, dim)) for i in L]),
+        "wo": np.stack([get(p.format(i) + "self_attn.o_proj.weight", (dim, q)) for i in L]),
+        "rms_ffn": np.stack([get(p.format(i) + "post_attention_layernorm.weight", (dim,)) for i in L]),
+        "w1": np.stack([get(p.format(i) + "mlp.gate_proj.weight", (hid, dim)) for i in L]),
+        "w2": np.stack([get(p.format(i) + "mlp.down_proj.weight", (dim, hid)) for i in L]),
+        "w3": np.stack([get(p.format(i) + "mlp.up_proj.weight", (hid, dim)) for i in L]),
+        "rms_final": get("model.norm.weight", (dim,)),
     }
     if not tied:
-        w["wcls"] = t["lm_head.weight"]
+        w["wcls"] = get("lm_head.weight", (vocab, dim))
     return cfg, w
 
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from autosched.measure.recording import (FORMAT, Recording, ReplayRunner, find_recording,
-                                         shipped_recordings)
+from autosched.measure.recording import (FORMAT, Recording, RecordingError, RecordingWarning, ReplayRunner,
+                                         find_recording, load_shipped, shipped_recordings)
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
 from autosched.workloads import GemvQ4F16
@@ -276,3 +276,137 @@ def test_recording_without_runs_column_reads_runs_zero(tmp_path, h100):
         json.dump(doc, f)
     m = Recording.load(tmp_path / "old.json.gz").lookup({"a": 1})
     assert (m.median_us, m.registers, m.runs) == (2.0, 10, 0)
+
+
+# -- invalid recordings: refused naming the file and the row; skipped (with a warning) in a listing
+
+def small_doc(h100) -> dict:
+    """The document of a valid three-row recording (ok, wrong, compile error), to spoil."""
+    rec = Recording("gemv_q4f16:N=8,K=64", "gemv_q4f16", h100, ["a", "b"], date="d")
+    rec.add({"a": 1, "b": "x"}, Measurement(Status.OK, 1.0, 2.0, 0.5, 1e-3, registers=10, runs=3))
+    rec.add({"a": 2, "b": "x"}, Measurement(Status.WRONG, 0.5, 0.6, 0.1, float("inf"), error="off"))
+    rec.add({"a": 3, "b": "x"}, Measurement(Status.COMPILE_ERROR, error="nvrtc"))
+    return {"format": FORMAT, "workload": rec.workload_key, "template": rec.template,
+            "device": h100.to_json(), "knobs": rec.knobs, "columns": ["status", "min_us", "median_us",
+            "spread_us", "max_abs_err", "registers", "smem_bytes", "spills", "runs"],
+            "rows": [[1, "x", "ok", 1.0, 2.0, 0.5, 1e-3, 10, 0, 0, 3],
+                     [2, "x", "wrong", 0.5, 0.6, 0.1, float("inf"), 0, 0, 0, 0],
+                     [3, "x", "compile_error", None, None, None, None, 0, 0, 0, 0]],
+            "errors": {"1": "off", "2": "nvrtc"}, "build": ""}
+
+
+def write_doc(path, doc):
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    return path
+
+
+def test_small_doc_is_valid(tmp_path, h100):
+    rec = Recording.load(write_doc(tmp_path / "r.json.gz", small_doc(h100)))
+    assert len(rec.entries) == 3
+    wrong = rec.lookup({"a": 2, "b": "x"})
+    assert wrong.status is Status.WRONG and wrong.max_abs_err == float("inf") and wrong.median_us == 0.6
+    assert math.isnan(rec.lookup({"a": 3, "b": "x"}).median_us)
+
+
+def spoil(row: int, col: int, value):
+    def f(doc):
+        doc["rows"][row][col] = value
+    return f
+
+
+# (what to do to the document, what the message says); columns of a row: a, b, status, min, median,
+# spread, max_abs_err, registers, smem_bytes, spills, runs
+BAD_ROWS = {
+    "short row": (lambda d: d["rows"][1].pop(), "row 1 has 10 values, not 2 knobs"),
+    "long row": (lambda d: d["rows"][0].append(7), "row 0 has 12 values"),
+    "knob count": (lambda d: d.update(knobs=["a", "b", "c"]), "row 0 has 11 values, not 3 knobs"),
+    "row not a list": (lambda d: d["rows"].__setitem__(2, "x"), "row 2 has str values"),
+    "ok NaN median": (spoil(0, 4, float("nan")), "row 0 has status ok but median_us nan"),
+    "ok null min": (spoil(0, 3, None), "row 0 has status ok but min_us None"),
+    "ok negative min": (spoil(0, 3, -1.0), "row 0 has status ok but min_us -1.0"),
+    "ok zero median": (spoil(0, 4, 0), "row 0 has status ok but median_us 0"),
+    "ok infinite median": (spoil(0, 4, float("inf")), "row 0 has status ok but median_us inf"),
+    "ok negative spread": (spoil(0, 5, -0.1), "row 0 has spread_us -0.1"),
+    "ok infinite error": (spoil(0, 6, float("inf")), "row 0 has max_abs_err inf"),
+    "wrong negative time": (spoil(1, 3, -0.5), "row 1 has min_us -0.5"),
+    "failed infinite time": (spoil(2, 4, float("inf")), "row 2 has median_us inf"),
+    "time a string": (spoil(0, 4, "fast"), "row 0 has median_us 'fast', not a number"),
+    "unknown status": (spoil(1, 2, "great"), "row 1 has the unknown status 'great'"),
+    "status not a string": (spoil(1, 2, ["ok"]), "row 1 has the unknown status"),
+    "negative registers": (spoil(0, 7, -4), "row 0 has registers -4"),
+    "fractional spills": (spoil(0, 9, 0.5), "row 0 has spills 0.5"),
+    "null knob": (spoil(2, 0, None), "row 2 gives knob a the value None"),
+    "list knob": (spoil(2, 1, ["x"]), "row 2 gives knob b the value"),
+    "error not text": (lambda d: d["errors"].update({"1": 5}), "row 1 has the error message 5"),
+    "no rows": (lambda d: d.pop("rows"), "no rows"),
+    "no device": (lambda d: d.pop("device"), "no device"),
+    "bad device": (lambda d: d["device"].pop("cc"), "its device is not readable"),
+    "knobs not names": (lambda d: d.update(knobs="ab"), "its knobs"),
+    "duplicate knobs": (lambda d: d.update(knobs=["a", "a"]), "its knobs"),
+    "missing column": (lambda d: d.update(columns=d["columns"][:3] + d["columns"][4:]),
+                       "lack the columns spread_us"),
+    "rows not a list": (lambda d: d.update(rows={"0": []}), "its rows"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ROWS))
+def test_invalid_recording_is_a_value_error_naming_the_file_and_row(tmp_path, h100, case):
+    spoil_it, says = BAD_ROWS[case]
+    doc = small_doc(h100)
+    spoil_it(doc)
+    path = write_doc(tmp_path / "bad.json.gz", doc)
+    with pytest.raises(RecordingError) as e:
+        Recording.load(path)
+    assert isinstance(e.value, ValueError)
+    msg = str(e.value)
+    assert msg.startswith(f"{path}: ") and says in msg, msg
+    assert "\n" not in msg
+
+
+def test_recording_that_is_not_json_names_the_file(tmp_path):
+    p = tmp_path / "garbage.json.gz"
+    with gzip.open(p, "wt") as f:
+        f.write('{"format": "autosched-recording/1", "rows": [')     # cut short
+    with pytest.raises(RecordingError, match="garbage.json.gz: not an autosched recording"):
+        Recording.load(p)
+
+
+@pytest.fixture
+def bad_first(tmp_path, monkeypatch, synthetic, h100):
+    """$AUTOSCHED_RECORDINGS: a folder whose recordings (sorted first) do not load, then the
+    synthetic recording's."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "a-not-gzip.json.gz").write_text("hello")
+    doc = small_doc(h100)
+    doc["rows"][0][4] = -3.0
+    write_doc(bad / "b-negative.json.gz", doc)
+    monkeypatch.setenv("AUTOSCHED_RECORDINGS", f"{bad}:{synthetic.dir}")
+    return bad
+
+
+def test_find_recording_skips_a_bad_recording_with_a_warning(bad_first, synthetic):
+    with pytest.warns(RecordingWarning) as got:
+        rec = find_recording("gemv_q4f16:N=4096,K=4096", "gemv_q4f16")
+    assert rec is not None and rec.name == FILE_NAME
+    text = [str(w.message) for w in got]
+    assert any("a-not-gzip.json.gz" in t for t in text)
+    assert any("b-negative.json.gz" in t and "row 0" in t for t in text)
+
+
+def test_load_shipped_skips_bad_recordings_and_lists_the_rest(bad_first, synthetic):
+    with pytest.warns(RecordingWarning, match="skipped a recording"):
+        got = load_shipped()
+    paths = [p for p, _ in got]
+    assert synthetic.path in paths
+    assert not any(p.parent == bad_first for p in paths)
+    assert len(got) == len(shipped_recordings()) - 2
+    assert all(isinstance(r, Recording) and r.path == str(p) for p, r in got)
+
+
+def test_a_bad_recording_does_not_block_the_recordings_of_a_workload(bad_first, synthetic):
+    from autosched import api
+    with pytest.warns(RecordingWarning):
+        recs = api.recordings_for(synthetic.workload)
+    assert [r.name for r in recs] == [FILE_NAME]

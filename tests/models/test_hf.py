@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from autosched.models.hf import read_hf, read_safetensors, write_hf, write_safetensors
+from autosched.models.hf import HFError, read_hf, read_safetensors, write_hf, write_safetensors
 from autosched.models.llama2c import LlamaConfig, random_weights
 from autosched.models.reference import ReferenceDecoder
 
@@ -111,3 +111,91 @@ def test_convert_command_both_ways(tmp_path):
     cfg, w2 = read_checkpoint(tmp_path / "b.bin")
     assert cfg == CFG
     assert main(["convert", str(tmp_path / "missing.bin"), str(tmp_path / "x")]) == 2
+
+
+# -- corrupt directories: an HFError (a ValueError) naming the file and the tensor ----------------
+
+def edit_config(**change):
+    def f(d):
+        conf = json.loads((d / "config.json").read_text())
+        conf.update(change)
+        (d / "config.json").write_text(json.dumps({k: v for k, v in conf.items() if v is not DROP}))
+    return f
+
+
+DROP = object()
+
+
+def edit_tensors(fn):
+    def f(d):
+        t = read_safetensors(d / "model.safetensors")
+        fn(t)
+        write_safetensors(d / "model.safetensors", t)
+    return f
+
+
+def truncate(keep):
+    def f(d):
+        raw = (d / "model.safetensors").read_bytes()
+        (d / "model.safetensors").write_bytes(raw[:keep(len(raw))])
+    return f
+
+
+UP1 = "model.layers.1.mlp.up_proj.weight"
+DOWN0 = "model.layers.0.mlp.down_proj.weight"
+# (spoil the directory, the file the message names, what else it says)
+CORRUPT = {
+    "no config.json": (lambda d: (d / "config.json").unlink(), "config.json", "is missing"),
+    "config not JSON": (lambda d: (d / "config.json").write_text("{hidden_size: 32"), "config.json",
+                        "not valid JSON"),
+    "config a list": (lambda d: (d / "config.json").write_text("[1, 2]"), "config.json", "not a model config"),
+    "config lacks fields": (edit_config(hidden_size=DROP, vocab_size=DROP), "config.json",
+                            "missing hidden_size, vocab_size"),
+    "config size a string": (edit_config(num_hidden_layers="2"), "config.json", "num_hidden_layers is '2'"),
+    "config heads do not divide": (edit_config(num_attention_heads=5), "config.json", "not a multiple"),
+    "no safetensors": (lambda d: (d / "model.safetensors").unlink(), "hf", "no *.safetensors"),
+    "safetensors cut in half": (truncate(lambda n: n // 2), "model.safetensors", "truncated"),
+    "safetensors cut to 4 bytes": (truncate(lambda n: 4), "model.safetensors", "too short"),
+    "safetensors cut in its header": (truncate(lambda n: 200), "model.safetensors", "truncated"),
+    "tensor of the wrong shape": (edit_tensors(lambda t: t.update({UP1: t[UP1][:, :16]})), "model.safetensors",
+                                  f"tensor {UP1} has shape (64, 16), but config.json makes it (64, 32)"),
+    # the same wrong shape in every layer passed silently before
+    "transposed in every layer": (edit_tensors(lambda t: t.update({k: v.T.copy() for k, v in t.items()
+                                                                    if "down_proj" in k})),
+                                  "model.safetensors", f"tensor {DOWN0} has shape (64, 32)"),
+    "tensor missing": (edit_tensors(lambda t: t.pop(UP1)), "hf", f"tensor {UP1} is missing"),
+    "lm_head of the wrong shape": (edit_tensors(lambda t: t.update({"lm_head.weight": t["lm_head.weight"][:10]})),
+                                   "model.safetensors", "tensor lm_head.weight has shape (10, 32)"),
+}
+
+
+@pytest.mark.parametrize("case", list(CORRUPT))
+def test_corrupt_directory_names_the_file_and_tensor(tmp_path, case):
+    spoil, file, says = CORRUPT[case]
+    untied = LlamaConfig(**{**CFG.__dict__, "shared_classifier": False})
+    d = write_hf(tmp_path / "hf", untied, random_weights(untied, 3))
+    spoil(d)
+    with pytest.raises(HFError) as e:
+        read_hf(d)
+    assert isinstance(e.value, ValueError)
+    msg = str(e.value)
+    assert msg.startswith(str(d / file) if file != "hf" else str(d)) and says in msg, msg
+    assert "\n" not in msg
+
+
+def test_safetensors_header_with_bad_offsets_names_the_tensor(tmp_path):
+    head = json.dumps({"x": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}).encode()
+    p = tmp_path / "x.safetensors"
+    p.write_bytes(struct.pack("<Q", len(head)) + head + bytes(8))
+    with pytest.raises(HFError, match=r"x.safetensors: tensor x has 8 bytes, but shape \[2, 2\] of F32 needs 16"):
+        read_safetensors(p)
+
+
+def test_convert_of_a_corrupt_directory_is_an_error_message(tmp_path, capsys):
+    from autosched.cli import main
+    d = write_hf(tmp_path / "hf", CFG, random_weights(CFG, 2))
+    (d / "config.json").write_text("{")
+    assert main(["convert", str(d), str(tmp_path / "out.bin")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "config.json: not valid JSON" in err and "Traceback" not in err
+    assert not (tmp_path / "out.bin").exists()
