@@ -262,16 +262,16 @@ def target_device(w=None):
     """The GPU a kernel is for: GPU 0 here, else the GPU of `w`'s recording (or of any shipped
     recording), so that limits (shared memory, registers) are checked against a real GPU."""
     from autosched.device import gpu_count, query
-    from autosched.measure.recording import Recording, shipped_recordings
+    from autosched.measure.recording import load_shipped
     if gpu_count() > 0:
         return query(0)
     recs = recordings_for(w) if w is not None else []
     if recs:
         return recs[0].device
-    paths = shipped_recordings()
-    if not paths:
+    shipped = load_shipped()
+    if not shipped:
         raise AutoschedError("no GPU and no recording to take the target GPU's limits from")
-    return Recording.load(paths[0]).device
+    return shipped[0][1].device
 
 
 def export(w, out: str | Path | None = None, *, config: dict | None = None, template: str | None = None,
@@ -350,8 +350,8 @@ def convert(source: str | Path, dest: str | Path, *, force: bool = False):
 def devices():
     """(DeviceInfo of each GPU here, [(path, Recording)] of every shipped recording)."""
     from autosched.device import gpu_count, query
-    from autosched.measure.recording import Recording, shipped_recordings
-    return [query(i) for i in range(gpu_count())], [(p, Recording.load(p)) for p in shipped_recordings()]
+    from autosched.measure.recording import load_shipped
+    return [query(i) for i in range(gpu_count())], load_shipped()     # a bad file is skipped with a warning
 
 
 def current_build(template_name: str) -> str | None:

@@ -489,7 +489,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings meant for the user (a recording skipped, a candidate that could not be timed) as one
+    line, not Python's source-file-and-line form."""
+    err_console.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
 def main(argv=None) -> int:
+    import warnings
+    warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)

@@ -506,3 +506,21 @@ def test_a_shape_with_no_value_names_the_syntax(cli, tmp_path, argv):
     rc, out, err = cli("tune", "gemv-q4f16", *argv, "--db", str(tmp_path / "db"))
     assert rc == 2 and "--shape needs a value: NxK (e.g. 12288x4096)" in flat(err)
     assert not (tmp_path / "db").exists()
+
+
+def test_a_bad_recording_is_skipped_with_a_warning_not_an_error(cli, synthetic, tmp_path, monkeypatch):
+    """One unreadable file among the recordings does not block `devices` or a tune: it is named in a
+    one-line warning and the rest serve."""
+    import shutil
+    rec_dir = tmp_path / "recs"
+    rec_dir.mkdir()
+    shutil.copy(synthetic.path, rec_dir / synthetic.path.name)
+    (rec_dir / "aaa-broken.json.gz").write_bytes(b"not a recording")
+    monkeypatch.setenv("AUTOSCHED_RECORDINGS", str(rec_dir))
+    rc, out, err = cli("devices")
+    assert rc == 0, err
+    assert "warning:" in err and "aaa-broken.json.gz" in flat(err) and synthetic.path.name in flat(out)
+    rc, out, err = cli("tune", "gemv-q4f16", "--shape", "4096x4096", "--db", str(tmp_path / "db"), "--trials", "5",
+                       "--strategy", "random")
+    assert rc == 0, err
+    assert "aaa-broken.json.gz" in flat(err)
