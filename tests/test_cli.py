@@ -524,3 +524,17 @@ def test_a_bad_recording_is_skipped_with_a_warning_not_an_error(cli, synthetic, 
                        "--strategy", "random")
     assert rc == 0, err
     assert "aaa-broken.json.gz" in flat(err)
+
+
+def test_report_piped_keeps_markdown_tables_whole(tmp_path):
+    """`autosched report > file`: the printed markdown table rows are whole lines, not wrapped at 80
+    columns (which broke every table when redirected)."""
+    import os
+    committed = Path(__file__).resolve().parents[1] / "bench" / "results"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([sys.executable, "-m", "autosched.cli", "report", "--results", str(committed),
+                          "--plots", str(tmp_path / "plots")], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert len(rows) > 8 and all(line.rstrip().endswith("|") for line in rows)
+    assert max(len(line) for line in rows) > 80
