@@ -131,7 +131,7 @@ class Database:
                     p.unlink(missing_ok=True)
             if isinstance(e, sqlite3.OperationalError):        # locked, disk full, cannot open
                 raise DatabaseError(f"{self.path}: cannot use it ({e}): {_TRY}") from e
-            if isinstance(e, sqlite3.DatabaseError):           # not a database, malformed
+            if isinstance(e, (sqlite3.DatabaseError, UnicodeDecodeError)):   # not a database, malformed
                 raise DatabaseError(f"{self.path} is damaged or not an SQLite database ({e}): restore it "
                                     f"from a backup or {_TRY}") from e
             raise

@@ -123,7 +123,10 @@ def read_checkpoint(path) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     if len(raw) < HEADER.size:
         raise ValueError(f"{path}: {len(raw)} bytes is too short for a llama2.c header")
     dim, hidden, layers, heads, kv_heads, vocab, seq = HEADER.unpack_from(raw)
-    cfg = LlamaConfig(dim, hidden, layers, heads, kv_heads, abs(vocab), seq, shared_classifier=vocab > 0)
+    try:
+        cfg = LlamaConfig(dim, hidden, layers, heads, kv_heads, abs(vocab), seq, shared_classifier=vocab > 0)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a llama2.c checkpoint: its header says {e}") from e
     shapes = cfg.shapes()
     tail = 2 * seq * (cfg.head_size // 2)
     want = HEADER.size + 4 * (cfg.n_params() + tail)
@@ -156,14 +159,21 @@ class Tokenizer:
     @classmethod
     def load(cls, path) -> "Tokenizer":
         raw = Path(path).read_bytes()
-        (max_len,), off = struct.unpack_from("<i", raw), 4
-        vocab, scores = [], []
-        while off < len(raw):
-            score, n = struct.unpack_from("<fi", raw, off)
-            off += 8
-            vocab.append(raw[off:off + n])
-            scores.append(score)
-            off += n
+        try:
+            (max_len,), off = struct.unpack_from("<i", raw), 4
+            vocab, scores = [], []
+            while off < len(raw):
+                score, n = struct.unpack_from("<fi", raw, off)
+                off += 8
+                if n < 0 or off + n > len(raw):
+                    raise ValueError(f"token {len(vocab)} of {n} bytes at byte {off} runs past the end")
+                vocab.append(raw[off:off + n])
+                scores.append(score)
+                off += n
+        except struct.error as e:       # cut short inside a token's header
+            raise ValueError(f"{path}: not a llama2.c tokenizer: cut short ({e})") from e
+        except ValueError as e:
+            raise ValueError(f"{path}: not a llama2.c tokenizer: {e}") from e
         return cls(vocab, scores, max_len)
 
     def save(self, path) -> Path:
