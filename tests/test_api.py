@@ -111,3 +111,14 @@ def test_convert_never_writes_over_its_input_and_asks_before_overwriting(tmp_pat
     cfg, kind = autosched.convert(tmp_path / "hf", tmp_path / "back.bin")
     assert kind == "llama2.c checkpoint" and (tmp_path / "back.bin").read_bytes() == before
     autosched.convert(tmp_path / "hf", tmp_path / "back.bin", force=True)
+
+
+def test_replay_with_build_compiles_every_config_it_answers_for(replay_only, synthetic, tmp_path, monkeypatch):
+    """tune --runner replay --build: NVRTC compiles each config the replay answers for (it compiled
+    nothing before, though its help said it did)."""
+    monkeypatch.setenv("AUTOSCHED_CACHE", str(tmp_path / "cache"))
+    run = autosched.tune(synthetic.workload, runner="replay", db=tmp_path / "db", strategy="random", trials=4,
+                         build=True, jobs=2)
+    assert run.result.measured_now == 4
+    built = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert len(built) >= 4, built
