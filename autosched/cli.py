@@ -421,7 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "and the issue for the operator)")
     s.add_argument("--models", default="llama2-7b,stories15M,stories42M", help="decode: models to run")
     s.add_argument("--trials", type=_positive, default=None,
-                   help="tuning trials per shape (default 600; decode: 64 configs per GEMV shape, 256 for a 7B)")
+                   help="configs of each shape to have measured, those the database holds included (default 600; "
+                        "decode: 64 configs per GEMV shape, 256 for a 7B)")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
     s.add_argument("--time-per-shape", type=_seconds, default=None, help="tuning time limit per shape (s)")
     s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
