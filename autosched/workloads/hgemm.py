@@ -128,7 +128,7 @@ class Hgemm(Workload):
                 raise WorkloadError(f"{kind} must be one of {', '.join(choices)}, got {given!r}")
             given = given.lower()
             if said.get(kind, given) != given:
-                raise WorkloadError(f"shape {text!r} says {kind} {said[kind]} but {kind} {given} was asked for")
+                raise WorkloadError(f"shape {text!r} says {kind} {said[kind]} but the {kind} option says {given}")
             said[kind] = given
         try:
             m, n, k = parse_dims(dims, 3, SYNTAX)
