@@ -111,3 +111,21 @@ def test_convert_never_writes_over_its_input_and_asks_before_overwriting(tmp_pat
     cfg, kind = autosched.convert(tmp_path / "hf", tmp_path / "back.bin")
     assert kind == "llama2.c checkpoint" and (tmp_path / "back.bin").read_bytes() == before
     autosched.convert(tmp_path / "hf", tmp_path / "back.bin", force=True)
+
+
+def test_workload_takes_the_family_options():
+    assert autosched.workload("hgemm", "64x14336x4096", layout="nt") == autosched.workload("hgemm", "64x14336x4096_bt")
+    w = autosched.workload("hgemm", "4096x4096x4096", layout="tn", dtype="bf16")
+    assert w.key == "hgemm:M=4096,N=4096,K=4096,b_col=0,a_col=1,bf16=1" and w.shape_str == "4096x4096x4096_tn_bf16"
+    assert autosched.workload("hgemm", "8x8x8", layout=None, dtype=None) == autosched.workload("hgemm", "8x8x8")
+    with pytest.raises(AutoschedError, match="sgemm takes no option --layout; --layout is for hgemm"):
+        autosched.workload("sgemm", "8x8x8", layout="nt")
+    with pytest.raises(AutoschedError, match="--dtype must be one of fp16, bf16, got 'fp8'"):
+        autosched.workload("hgemm", "8x8x8", dtype="fp8")
+
+
+def test_tune_says_no_template_serves_a_new_layout_yet(replay_only, tmp_path):
+    with pytest.raises(ValueError, match=r"no template of hgemm accepts .*a_col=1.*hgemm_mma: its kernel reads A "
+                                         r"row-major"):
+        autosched.tune(("hgemm", "4096x4096x4096_tn"), db=tmp_path / "db")
+    assert not (tmp_path / "db").exists()
