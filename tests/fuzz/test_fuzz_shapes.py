@@ -54,6 +54,7 @@ def test_valid_shapes_round_trip(name, data):
                                       "hgemm:M=16,N=16,K=16,b_col=0,a_col=", "hgemm:M=16,N=16,K=16,b_col=0,blocked=",
                                       "hgemm:M=16,N=16,K=16,b_col=1,bf16="]).flatmap(
                          lambda head: st.text(max_size=12).map(lambda tail: head + tail))))
+@example(key="gemv_q4f16:=0\x1f")
 def test_any_workload_key_is_a_workload_or_a_workload_error(key):
     try:
         w = workload_from_key(key)
