@@ -28,12 +28,13 @@ class AutoschedError(ValueError):
     """A request that cannot be carried out as given; the message says which input and why."""
 
 
-def workload(op: str, shape: str):
+def workload(op: str, shape: str, **options):
     """The workload of operator family `op` (its CLI name, e.g. "gemv-q4f16", or workload name) at
-    `shape` (the family's shape syntax, e.g. "12288x4096")."""
+    `shape` (the family's shape syntax, e.g. "12288x4096"), with the family's options
+    (registry Family.options: e.g. hgemm's layout="nt", dtype="bf16"; None: not given)."""
     from autosched.workloads import WorkloadError
     try:
-        return family(op).parse(shape)
+        return family(op).parse(shape, **options)
     except WorkloadError as e:
         raise AutoschedError(str(e)) from e
 

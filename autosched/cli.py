@@ -16,7 +16,7 @@ from rich.table import Table
 
 from autosched.api import GPU_DEFAULT_TRIALS, RUNNERS, AutoschedError
 from autosched.models.quantize import FORMATS
-from autosched.registry import FAMILIES
+from autosched.registry import FAMILIES, options as family_options
 from autosched.search import STRATEGY_NAMES
 
 
@@ -38,11 +38,15 @@ class CliError(AutoschedError):
     pass
 
 
-def _workload(op: str, shape):
+def _workload(args):
     from autosched import api
+    op, shape = args.op, args.shape
     if not isinstance(shape, str) or not shape.strip():      # `--shape=--` reaches here as [] (argparse)
         raise CliError(f"--shape needs a value: {FAMILIES[op].shape_help}")
-    return api.workload(op, shape)
+    # every family's options are flags of every command (argparse knows no op yet); the family
+    # refuses, naming it, any it does not take
+    given = {name: getattr(args, name, None) for name in family_options()}
+    return api.workload(op, shape, **given)
 
 
 def _factor_over_one(text: str) -> float:
@@ -158,7 +162,7 @@ def cmd_devices(args) -> int:
 
 def cmd_tune(args) -> int:
     from autosched import api
-    workload = _workload(args.op, args.shape)
+    workload = _workload(args)
     with _progress() as prog:
         bar = _Bar(prog, "tune")
         run = api.tune(workload, runner=args.runner, db=args.db, strategy=args.strategy, trials=args.trials,
@@ -198,7 +202,7 @@ def _print_tune_result(run) -> None:
 
 def cmd_record(args) -> int:
     from autosched import api
-    workload = _workload(args.op, args.shape)
+    workload = _workload(args)
     if args.screen:
         console.print(f"screening: a config slower than {args.screen:g}x the best so far in its first "
                       "runs is recorded from those runs")
@@ -242,7 +246,7 @@ def cmd_report(args) -> int:
 
 def cmd_export(args) -> int:
     from autosched import api
-    workload = _workload(args.op, args.shape)
+    workload = _workload(args)
     config = None
     if args.config is not None:
         try:
@@ -363,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--template", default=None, help="only this template of the operator (default: every "
                        "template that serves it, the template a knob of the search): " + "; ".join(
                            f"{f.name}: {', '.join(t.family for t in f.templates)}" for f in FAMILIES.values()))
+        for name, (o, fams) in family_options().items():
+            s.add_argument(f"--{name}", default=None, metavar="|".join(o.choices),
+                           help=f"{', '.join(fams)} only: {o.help} (default {o.default})")
 
     def common(s):
         op_and_shape(s)

@@ -18,6 +18,16 @@ from autosched.workloads.base import Workload, WorkloadError
 
 
 @dataclass(frozen=True)
+class Option:
+    """A choice a family's workload takes beside its shape (the CLI's --NAME, a keyword of
+    api.workload and Family.parse); the workload's from_shape receives it as a keyword."""
+    name: str                                   # --layout; from_shape(shape, layout=...)
+    choices: tuple[str, ...]
+    default: str                                # what the workload is without the option
+    help: str
+
+
+@dataclass(frozen=True)
 class Family:
     name: str                                   # the CLI's name: autosched tune NAME --shape ...
     workload: type                              # the Workload subclass; .from_shape parses a shape
@@ -35,11 +45,25 @@ class Family:
     sanitize_picks: Callable | None = None      # (template, workload, device) -> configs to run
     profile_baseline: str | None = None         # "module:function" (workload, inputs, builder, device) ->
                                                 # a launch of the baseline a profile shows beside ours
+    options: tuple[Option, ...] = ()            # what the workload takes beside its shape
 
-    def parse(self, shape: str) -> Workload:
-        """The workload at `shape`, or WorkloadError naming the syntax."""
+    def parse(self, shape: str, **options) -> Workload:
+        """The workload at `shape` with `options` (each one of self.options; None: not given), or
+        WorkloadError naming the syntax, or the option this family does not take."""
+        given = {k: v for k, v in options.items() if v is not None}
+        mine = {o.name: o for o in self.options}
+        for name, value in given.items():
+            if name not in mine:
+                others = [f.name for f in FAMILIES.values() if any(o.name == name for o in f.options)]
+                takes = f"; --{name} is for {', '.join(others)}" if others else ""
+                raise WorkloadError(f"{self.name} takes no option --{name}" + (
+                    f" (its options: {', '.join('--' + o for o in mine)})" if mine else "") + takes)
+            if not isinstance(value, str) or value.lower() not in mine[name].choices:
+                raise WorkloadError(f"{self.name}: --{name} must be one of {', '.join(mine[name].choices)}, "
+                                    f"got {value!r}")
+        given = {k: v.lower() for k, v in given.items()}
         try:
-            return self.workload.from_shape(shape)
+            return self.workload.from_shape(shape, **given)
         except WorkloadError:
             raise
         except (ValueError, TypeError) as e:
@@ -104,6 +128,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_mma import HgemmMmaTemplate
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
+    from autosched.workloads.hgemm import DTYPES, LAYOUTS
     fams = [
         Family("gemv-q4f16", GemvQ4F16, (GemvQ4F16Template(),),
                "q4f16_1 dequantize-GEMV: y = dequant(W) v, W 4-bit with fp16 group scales",
@@ -122,8 +147,12 @@ def _families() -> dict[str, Family]:
                sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks,
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
         Family("hgemm", Hgemm, (HgemmMmaTemplate(),),
-               "FP16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
-               "(e.g. 4096x4096x4096 or 64x14336x4096_bt)",
+               "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
+               "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
+               "4096x4096x4096_tn_bf16)",
+               options=(Option("layout", LAYOUTS, "nn", "how A and B are stored: n row-major, t transposed "
+                               "(first letter A, second B; nt is _bt), bb the 16x16-tiled blocked layout"),
+                        Option("dtype", DTYPES, "fp16", "the inputs' and output's type (FP32 accumulation)")),
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "hgemm"},
                bench_help="the same for the FP16 tensor-core GEMM vs cuBLAS FP16 (FP32 accumulation)",
                report="hgemm", report_title="FP16 tensor-core GEMM",
@@ -144,6 +173,16 @@ def family(name: str) -> Family:
     if f is None:
         raise ValueError(f"unknown operator {name!r}; available: {', '.join(FAMILIES)}")
     return f
+
+
+def options() -> dict[str, tuple[Option, list[str]]]:
+    """Every option name any family takes -> (its first declaration, the families that take it),
+    for the CLI to add each once."""
+    out: dict[str, tuple[Option, list[str]]] = {}
+    for f in FAMILIES.values():
+        for o in f.options:
+            out.setdefault(o.name, (o, []))[1].append(f.name)
+    return out
 
 
 def family_of(workload) -> Family:

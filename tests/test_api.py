@@ -122,3 +122,21 @@ def test_replay_with_build_compiles_every_config_it_answers_for(replay_only, syn
     assert run.result.measured_now == 4
     built = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert len(built) >= 4, built
+
+
+def test_workload_takes_the_family_options():
+    assert autosched.workload("hgemm", "64x14336x4096", layout="nt") == autosched.workload("hgemm", "64x14336x4096_bt")
+    w = autosched.workload("hgemm", "4096x4096x4096", layout="tn", dtype="bf16")
+    assert w.key == "hgemm:M=4096,N=4096,K=4096,b_col=0,a_col=1,bf16=1" and w.shape_str == "4096x4096x4096_tn_bf16"
+    assert autosched.workload("hgemm", "8x8x8", layout=None, dtype=None) == autosched.workload("hgemm", "8x8x8")
+    with pytest.raises(AutoschedError, match="sgemm takes no option --layout; --layout is for hgemm"):
+        autosched.workload("sgemm", "8x8x8", layout="nt")
+    with pytest.raises(AutoschedError, match="--dtype must be one of fp16, bf16, got 'fp8'"):
+        autosched.workload("hgemm", "8x8x8", dtype="fp8")
+
+
+def test_tune_says_no_template_serves_a_new_layout_yet(replay_only, tmp_path):
+    with pytest.raises(ValueError, match=r"no template of hgemm accepts .*a_col=1.*hgemm_mma: its kernel reads A "
+                                         r"row-major"):
+        autosched.tune(("hgemm", "4096x4096x4096_tn"), db=tmp_path / "db")
+    assert not (tmp_path / "db").exists()

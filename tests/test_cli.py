@@ -538,3 +538,44 @@ def test_report_piped_keeps_markdown_tables_whole(tmp_path):
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert len(rows) > 8 and all(line.rstrip().endswith("|") for line in rows)
     assert max(len(line) for line in rows) > 80
+
+
+# -- family options (issue 15) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", ["tune", "record", "export"])
+@pytest.mark.parametrize("argv, words", [
+    (["--shape", "4096x4096x4096", "--layout", "tn"],
+     ["no template of hgemm accepts hgemm:M=4096,N=4096,K=4096,b_col=0,a_col=1", "hgemm_mma: its kernel reads A row-major"]),
+    (["--shape", "4096x4096x4096", "--dtype", "bf16"], ["bf16=1", "hgemm_mma: its kernel reads FP16 inputs only"]),
+    (["--shape", "4096x4096x4096_bb"], ["blocked=1", "not the blocked 16x16 tiles (bb)"]),
+    (["--shape", "4096x4096x4096", "--layout", "col"], ["hgemm: --layout must be one of nn, nt, tn, tt, bb, got 'col'"]),
+    (["--shape", "4096x4096x4096_bt", "--layout", "tn"], ["says layout nt but the layout option says tn"]),
+])
+def test_hgemm_layouts_no_template_serves_exit_2_with_the_reason(cli, tmp_path, cmd, argv, words):
+    extra = ["-o", str(tmp_path / "k.cu")] if cmd == "export" else ["--db", str(tmp_path / "db")]
+    rc, out, err = cli(cmd, "hgemm", *argv, *extra)
+    assert rc == 2
+    e = flat(err)
+    assert e.startswith("error:") and e.count("error:") == 1
+    for w in words:
+        assert w in e
+    assert not (tmp_path / "db").exists() and not (tmp_path / "k.cu").exists()
+
+
+def test_an_option_the_family_does_not_take_is_named(cli, tmp_path):
+    rc, out, err = cli("tune", "sgemm", "--shape", "64x64x64", "--dtype", "bf16", "--db", str(tmp_path / "db"))
+    assert rc == 2 and "error: sgemm takes no option --dtype; --dtype is for hgemm" in flat(err)
+
+
+def test_layout_option_names_the_same_workload_as_the_suffix(cli, tmp_path):
+    """--layout nt is _bt: the replay runner's refusal names the key it looked for."""
+    rc, out, err = cli("tune", "hgemm", "--shape", "64x14336x4096", "--layout", "nt", "--runner", "replay",
+                       "--db", str(tmp_path / "db"))
+    assert rc == 2 and "hgemm:M=64,N=14336,K=4096,b_col=1" in flat(err)
+
+
+def test_help_names_the_options_and_their_family():
+    out = subprocess.run([sys.executable, "-m", "autosched.cli", "tune", "--help"], capture_output=True, text=True,
+                         check=True, env={**__import__("os").environ, "COLUMNS": "200"}).stdout
+    assert "--layout nn|nt|tn|tt|bb" in out and "--dtype fp16|bf16" in out
+    assert "hgemm only: how A and B are stored" in flat(out)

@@ -88,3 +88,33 @@ def test_readme_module_table_names_every_module():
     actual = {p.name + ("/" if p.is_dir() else "") for p in (root / "autosched").iterdir()
               if not p.name.startswith("_") and p.name != "data" and (p.is_dir() or p.suffix == ".py")}
     assert actual == named, f"README lacks {sorted(actual - named)}; names gone {sorted(named - actual)}"
+
+
+def test_family_options_reach_the_workload():
+    import inspect
+    from autosched.registry import options
+    from autosched.workloads import WorkloadError
+    for f in FAMILIES.values():
+        takes = inspect.signature(f.workload.from_shape).parameters
+        for o in f.options:
+            assert o.name in takes and o.default in o.choices and o.help
+    assert set(options()) == {"layout", "dtype"} and options()["layout"][1] == ["hgemm"]
+    h = FAMILIES["hgemm"]
+    assert h.parse("8x8x8", layout="TT", dtype="bf16") == h.parse("8x8x8_tt_bf16")
+    assert h.parse("8x8x8", layout=None) == h.parse("8x8x8")
+    with pytest.raises(WorkloadError, match="gemv-q4f16 takes no option --dtype; --dtype is for hgemm"):
+        FAMILIES["gemv-q4f16"].parse("4096x4096", dtype="bf16")
+    with pytest.raises(WorkloadError, match=r"hgemm takes no option --trans \(its options: --layout, --dtype\)"):
+        h.parse("8x8x8", trans="1")
+    with pytest.raises(WorkloadError, match="hgemm: --layout must be one of nn, nt, tn, tt, bb, got 3"):
+        h.parse("8x8x8", layout=3)
+
+
+def test_templates_for_gives_every_reason():
+    from autosched.registry import templates_for
+    from autosched.workloads import WorkloadError
+    h = FAMILIES["hgemm"]
+    with pytest.raises(WorkloadError, match=r"no template of hgemm accepts hgemm:M=16,N=16,K=16,b_col=0,blocked=1,"
+                                            r"bf16=1 \(hgemm_mma: its kernel reads FP16 inputs only, not bf16, and "
+                                            r"its kernel reads row layouts, not the blocked"):
+        templates_for(h.parse("16x16x16_bb_bf16"))

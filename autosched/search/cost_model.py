@@ -44,7 +44,9 @@ class Featurizer:
                 out.append(0.0)
                 continue
             out.append(math.log2(v + 1) if value is None else float(v == value))
-        out += [math.log2(p[n] + 1) for n in self.param_names]     # +1: flags such as trans_a are 0
+        # +1: flags such as trans_a are 0; a flag a key leaves out at its default (hgemm's a_col, bf16)
+        # is 0, so a measurement of another layout still makes a row
+        out += [math.log2(p.get(n, 0) + 1) for n in self.param_names]
         if self.derive is not None:
             d = self.derive(config, p)
             out += [math.log2(d[k] + 1) for k in sorted(d)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
 from autosched.templates.gemm_tiles import block_tile_rules, threads
+from autosched.workloads.base import WorkloadError
 
 MAX_ACC = 128          # accumulator floats a thread holds: WM*WN/32
 MAX_REGS = 255
@@ -33,7 +34,28 @@ class HgemmMmaTemplate(Template):
     workload_name = "hgemm"
     header = "hgemm_mma.cuh"
 
+    def refuses(self, workload) -> str | None:
+        """The kernel reads FP16 halves, A row-major, B row-major or stored (N, K) (B_COL): any other
+        layout or dtype would be read as if it were one of those and give wrong results."""
+        why = super().refuses(workload)
+        if why is not None:
+            return why
+        whys = []
+        if workload.bf16:
+            whys.append("its kernel reads FP16 inputs only, not bf16")
+        if workload.blocked:
+            whys.append("its kernel reads row layouts, not the blocked 16x16 tiles (bb)")
+        elif workload.a_col:
+            whys.append(f"its kernel reads A row-major (layouts nn and nt), not stored (K, M) (layout {workload.layout})")
+        return ", and ".join(whys) or None
+
     def space(self, workload, device) -> Space:
+        why = self.refuses(workload)
+        if why is not None:     # its renders would read the operands as another layout: wrong results
+            raise WorkloadError(f"{self.family} cannot serve {workload.key}: {why}")
+        return self._space(workload, device)
+
+    def _space(self, workload, device) -> Space:
         M, N, b_col = workload.M, workload.N, workload.b_col
         knobs = [
             Knob("bm", (32, 64, 128, 256), "rows of C a block owns"),

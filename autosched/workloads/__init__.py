@@ -21,7 +21,9 @@ def workload_from_key(key: str) -> Workload:
     kw = {}
     for item in filter(None, params.split(",")):
         k, _, v = item.partition("=")
-        if not re.fullmatch(r"-?[0-9]{1,30}", v.strip()):
+        # str.strip takes control characters such as \x1f that int() refuses: parse what was matched
+        v = v.strip()
+        if not re.fullmatch(r"-?[0-9]{1,30}", v):
             raise WorkloadError(f"workload key {key!r}: {item!r} is not NAME=INTEGER")
         kw[k] = int(v)
     try:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from autosched.registry import FAMILIES
 from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
+from autosched.workloads.hgemm import DTYPES, LAYOUTS
 from autosched.workloads.sgemm import MAX_M
 
 WORDS = 2**31 - 1
@@ -19,10 +20,14 @@ def examples(n: int) -> int:
 # text near the shape syntax reaches the parsers' deeper branches far more often than st.text()
 shape_like = st.one_of(
     st.text(max_size=40),
-    st.from_regex(r"\A[0-9xX* _btaT\-+.\u00b2\u0661]{0,24}\Z"),
+    st.from_regex(r"\A[0-9xX* _btaTnfp16\-+.\u00b2\u0661]{0,24}\Z"),
     st.lists(st.one_of(st.integers(-5, 2**40).map(str), st.sampled_from(["", " ", "0", "9" * 40, "\u00b2", "1e3"])),
              min_size=0, max_size=4).map("x".join).flatmap(
         lambda s: st.sampled_from([s, s + "_bt", s + "_ta", s.upper(), " " + s + " ", s.replace("x", "*")])),
+    # hgemm's layout and dtype suffixes, in any order and number
+    st.tuples(st.lists(st.integers(1, 5000).map(str), min_size=3, max_size=3).map("x".join),
+              st.lists(st.sampled_from(["nn", "nt", "bt", "tn", "tt", "bb", "fp16", "bf16", "", "ta", "b"]),
+                       max_size=3)).map(lambda p: "_".join([p[0], *p[1]])),
 )
 
 
@@ -49,10 +54,28 @@ def gemm_workloads(draw, cls):
     return cls(m, n, k, flag)
 
 
+@st.composite
+def hgemm_workloads(draw):
+    """gemm_workloads(Hgemm) in every layout and dtype: a stored row (A's K or M, B's N or K) a
+    multiple of 8, and all three multiples of 16 in the blocked layout."""
+    layout, bf16 = draw(st.sampled_from(LAYOUTS)), draw(st.integers(0, 1))
+    if layout in ("nn", "nt"):      # gemm_workloads draws b_col, so nn or nt, itself
+        w = draw(gemm_workloads(Hgemm))
+        return Hgemm(w.M, w.N, w.K, b_col=w.b_col, bf16=bf16)
+    step = {"M": 16 if layout == "bb" else 8 if layout[0] == "t" else 1,
+            "N": 16 if layout == "bb" else 1 if layout[1] == "t" else 8,
+            "K": 16 if layout == "bb" else 8 if layout[1] == "t" else 1}
+    dims = {}
+    for d in "MKN":         # each under the 2^31 element and grid limits given those drawn before
+        room = min([MAX_M if d == "M" else 2**31 - 1] + [(2**31 - 1) // v for v in dims.values()])
+        dims[d] = step[d] * draw(st.integers(1, max(1, room // step[d])))
+    return Hgemm.from_shape(f"{dims['M']}x{dims['N']}x{dims['K']}", layout=layout, dtype=DTYPES[bf16])
+
+
 VALID_WORKLOADS = {
     "gemv-q4f16": gemv_workloads(),
     "sgemm": gemm_workloads(Sgemm),
-    "hgemm": gemm_workloads(Hgemm),
+    "hgemm": hgemm_workloads(),
 }
 assert set(VALID_WORKLOADS) == set(FAMILIES), "a family without a fuzz strategy: add it above"
 

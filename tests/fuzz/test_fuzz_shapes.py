@@ -50,8 +50,11 @@ def test_valid_shapes_round_trip(name, data):
 @given(key=st.one_of(st.text(max_size=40),
                      st.sampled_from(["gemv_q4f16", "sgemm", "hgemm"]).flatmap(
                          lambda n: st.text(max_size=30).map(lambda rest: f"{n}:{rest}")),
-                     st.sampled_from(["gemv_q4f16:N=", "sgemm:M=1,N=1,K=", "hgemm:M=8,N=8,K=8,b_col="]).flatmap(
+                     st.sampled_from(["gemv_q4f16:N=", "sgemm:M=1,N=1,K=", "hgemm:M=8,N=8,K=8,b_col=",
+                                      "hgemm:M=16,N=16,K=16,b_col=0,a_col=", "hgemm:M=16,N=16,K=16,b_col=0,blocked=",
+                                      "hgemm:M=16,N=16,K=16,b_col=1,bf16="]).flatmap(
                          lambda head: st.text(max_size=12).map(lambda tail: head + tail))))
+@example(key="gemv_q4f16:=0\x1f")
 def test_any_workload_key_is_a_workload_or_a_workload_error(key):
     try:
         w = workload_from_key(key)
@@ -69,3 +72,20 @@ def test_family_of_any_name_is_a_family_or_a_value_error(name):
         assert repr(name) in str(e) and all(n in str(e) for n in FAMILIES)
         return
     assert name in (f.name, f.workload.name)
+
+
+@BOUNDED
+@given(w=VALID_WORKLOADS["hgemm"])
+def test_hgemm_options_and_suffixes_name_the_same_workload(w):
+    fam = FAMILIES["hgemm"]
+    dims = f"{w.M}x{w.N}x{w.K}"
+    assert fam.parse(dims, layout=w.layout, dtype=w.dtype) == w
+    assert fam.parse(w.shape_str, layout=w.layout.upper(), dtype=w.dtype) == w
+    assert fam.parse(f"{dims}_{w.dtype}_{w.layout}") == w
+    assert workload_from_key(w.key).params == w.params
+    # the flags a key leaves out are the defaults: an FP16 nn/nt key is what it was before them
+    assert ("a_col" in w.key, "blocked" in w.key, "bf16" in w.key) == (bool(w.a_col), bool(w.blocked), bool(w.bf16))
+    served = fam.templates_for(w)
+    assert bool(served) == (w.layout in ("nn", "nt") and w.dtype == "fp16")
+    for t in fam.templates:
+        assert (t.refuses(w) is None) == (t in served)

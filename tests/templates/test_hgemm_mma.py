@@ -51,3 +51,42 @@ def test_sampled_and_corner_configs_compile_without_spills(t, h100, tmp_path):
             assert binary.ok, binary.error
             assert binary.cubin[:4] == b"\x7fELF"
             assert binary.resources.spill_stores == 0, (spec.name_expression, binary.resources)
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("4096x4096x4096_tn", "A row-major (layouts nn and nt), not stored (K, M) (layout tn)"),
+    ("4096x4096x4096_tt", "layout tt"),
+    ("4096x4096x4096_bb", "not the blocked 16x16 tiles (bb)"),
+    ("4096x4096x4096_bf16", "FP16 inputs only, not bf16"),
+    ("4096x4096x4096_bt_bf16", "FP16 inputs only, not bf16"),
+])
+def test_refuses_what_its_kernel_does_not_read(t, h100, shape, words):
+    from autosched.workloads import WorkloadError
+    w = Hgemm.from_shape(shape)
+    assert words in t.refuses(w)
+    with pytest.raises(WorkloadError, match="hgemm_mma cannot serve"):
+        t.space(w, h100)
+    with pytest.raises(WorkloadError, match="no template of hgemm accepts"):
+        templates_for(w)
+
+
+@pytest.mark.parametrize("shape, size, default", [
+    # sizes and defaults as committed before the layouts and dtypes existed
+    ("4096x4096x4096", 2070, ("hgemm_mma<0, 128, 128, 32, 64, 64, 3, 8>", (32, 32, 1), 2 * 3 * (128 * 40 + 32 * 136))),
+    ("4096x4096x4096_bt", 2070, ("hgemm_mma<1, 128, 128, 32, 64, 64, 3, 8>", (32, 32, 1), 61440)),
+    ("1x4096x4096_bt", 414, ("hgemm_mma<1, 32, 128, 32, 16, 64, 3, 8>", (32, 1, 1), 38400)),
+    ("1x4096x4096", 414, ("hgemm_mma<0, 32, 128, 32, 16, 64, 3, 8>", (32, 1, 1), 33792)),
+    ("64x14336x4096_bt", 1026, ("hgemm_mma<1, 64, 128, 32, 64, 64, 3, 8>", (112, 1, 1), 46080)),
+])
+def test_still_serves_fp16_nn_and_nt_as_before(t, h100, shape, size, default):
+    w = Hgemm.from_shape(shape)
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma"]
+    cfgs = t.space(w, h100).enumerate()
+    assert len(cfgs) == size
+    spec = t.render(w, t.default_config(w, h100), h100)
+    assert (spec.name_expression, spec.grid, spec.smem_bytes) == default
+    # the same workload through the options renders the same kernels
+    same = Hgemm.from_shape(shape.removesuffix("_bt"), layout="nt" if shape.endswith("_bt") else "nn", dtype="fp16")
+    assert same == w and same.key == w.key
+    for c in cfgs[::97]:
+        assert t.render(same, c, h100) == t.render(w, c, h100)
