@@ -212,12 +212,7 @@ class RayRunner(Runner):
         except ray.exceptions.RayError as e:
             raise RuntimeError(f"a measurement actor failed to start on the Ray cluster at {address}: {e}") from e
         self.infos = [ActorInfo(*g) for g in got]
-        keys = collections.Counter(i.device.key for i in self.infos)
-        if len(keys) > 1:
-            raise RuntimeError("GPUs of different kinds in one Ray cluster: " +
-                               ", ".join(f"{n} x {k}" for k, n in sorted(keys.items())) +
-                               "; a tuning measures for one device key (its rows are stored and ranked under it), "
-                               "so start the cluster from nodes with one GPU model")
+        check_one_device(self.infos)
         self._alive = list(self.actors)
 
     @property
@@ -346,6 +341,17 @@ class RayRunner(Runner):
                 except Exception:
                     pass
         disconnect()
+
+
+def check_one_device(infos: list[ActorInfo]) -> None:
+    """Refuse actors that measure for different device keys: a tuning's rows are stored and ranked
+    under one key, and a time taken on one GPU model says nothing about another."""
+    keys = collections.Counter(i.device.key for i in infos)
+    if len(keys) > 1:
+        raise RuntimeError("GPUs of different kinds in one Ray cluster: " +
+                           ", ".join(f"{n} x {k}" for k, n in sorted(keys.items())) +
+                           "; a tuning measures for one device key (its rows are stored and ranked under it), "
+                           "so start the cluster from nodes with one GPU model")
 
 
 def _resources_text(resources: dict) -> str:
