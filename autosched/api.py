@@ -112,9 +112,9 @@ def _replay_note(recs) -> str:
 def _ray_runner(kind: str, w, templates, screen, address: str, replay_ok: bool = True):
     """A RayRunner on the cluster at `address`: GPU actors where it has GPUs (kind "replay": replay
     actors anyway), replay actors over `w`'s recordings where it has none."""
-    from autosched.measure.ray_runner import RayMissing, RayRunner, connect, disconnect
+    from autosched.measure.ray_runner import RayMissing, RayRunner, connect
     try:
-        resources = connect(address)
+        resources, started = connect(address)
     except RayMissing as e:
         raise AutoschedError(str(e)) from e
     except (ConnectionError, RuntimeError, ValueError) as e:
@@ -124,19 +124,20 @@ def _ray_runner(kind: str, w, templates, screen, address: str, replay_ok: bool =
         if kind == "replay" or (gpus == 0 and kind != "gpu" and replay_ok):
             recs = _recordings_or_refuse(w, templates, f"no GPU in the Ray cluster at {address}"
                                          if gpus == 0 else "a replay on the Ray cluster")
-            run = RayRunner(address, recordings=recs)
+            run = RayRunner(address, recordings=recs, own_connection=started)
             return run, (_replay_note(recs) + f" — on {len(run.actors)} Ray replay actors "
                          f"({run.nodes} node{'s' if run.nodes > 1 else ''})")
         if gpus == 0:
             raise AutoschedError(f"no GPU in the Ray cluster at {address} (CPUs {resources.get('CPU', 0):g}): "
                                  "measuring needs GPU nodes (a CPU-only cluster replays: runner 'replay' or 'auto')")
-        run = RayRunner(address, screen=screen)
-    except AutoschedError:
-        disconnect()
-        raise
-    except RuntimeError as e:       # refused by the runner: GPUs of several kinds, actors that never started
-        disconnect()
-        raise AutoschedError(str(e)) from e
+        run = RayRunner(address, screen=screen, own_connection=started)
+    except (AutoschedError, RuntimeError) as e:
+        if started:             # no Ray instance this call started outlives its refusal
+            import ray
+            ray.shutdown()
+        if isinstance(e, AutoschedError):
+            raise
+        raise AutoschedError(str(e)) from e     # refused by the runner: GPUs of several kinds, ...
     return run, (f"measuring on {len(run.actors)} GPUs of the Ray cluster at {address} ({run.nodes} "
                  f"node{'s' if run.nodes > 1 else ''}, {run.device_info.name})"
                  + (f" (screening at {screen:g}x the best)" if screen else ""))

@@ -72,30 +72,18 @@ def import_ray():
     return ray
 
 
-_init_here = False       # whether this process called ray.init (so close() may call ray.shutdown)
-
-
-def connect(address: str | None = "auto", **init_kwargs) -> dict:
-    """Join (or start) the Ray cluster at `address` and return its resources.  "auto": the cluster
-    RAY_ADDRESS or `ray start` on this machine names, else a new local one; "local": always a new
-    local one; anything else ("HOST:6379", "ray://HOST:10001"): that cluster.  A process already
-    connected (a test's, a notebook's ray.init) stays on its cluster and keeps it."""
-    global _init_here
+def connect(address: str | None = "auto", **init_kwargs) -> tuple[dict, bool]:
+    """Join (or start) the Ray cluster at `address`: (its resources, whether this call connected).
+    "auto": the cluster RAY_ADDRESS or `ray start` on this machine names, else a new local one;
+    "local": always a new local one; anything else ("HOST:6379", "ray://HOST:10001"): that cluster.
+    A process already connected (a test's, a notebook's ray.init) stays on its cluster."""
     ray = import_ray()
+    started = False
     if not ray.is_initialized():
         kw = {"include_dashboard": False, "logging_level": "WARNING", "log_to_driver": False, **init_kwargs}
         ray.init(address=None if address in (None, "", "auto") else address, **kw)
-        _init_here = True
-    return ray.cluster_resources()
-
-
-def disconnect() -> None:
-    """Leave the cluster if this module joined it (a local instance it started stops; a joined
-    cluster runs on); a connection the caller made is left alone."""
-    global _init_here
-    if _init_here:
-        import_ray().shutdown()
-        _init_here = False
+        started = True
+    return ray.cluster_resources(), started
 
 
 class _Measurer:
@@ -152,14 +140,16 @@ class RayRunner(Runner):
 
     recordings: None measures on the cluster's GPUs (one actor each; `actors` caps how many);
     recordings given: `actors` replay actors (default: one per CPU of the cluster) answer from them.
-    depth: calls queued on each actor, so the next item is there when one finishes."""
+    depth: calls queued on each actor, so the next item is there when one finishes.
+    own_connection: whether close() leaves the cluster (ray.shutdown: a local instance stops, a
+    joined cluster runs on); default: if this runner connected, not if the caller had."""
 
     needs_binary = True
 
     def __init__(self, address: str | None = "auto", *, recordings=None, actors: int | None = None,
                  measure_delay_s: float = 0.0, protocol: Protocol = Protocol(), timeout_s: float = 60.0,
                  screen: float | None = None, depth: int = 2, start_timeout_s: float = 300.0,
-                 init_kwargs: dict | None = None):
+                 init_kwargs: dict | None = None, own_connection: bool | None = None):
         if actors is not None and actors < 1:
             raise ValueError(f"actors must be >= 1, got {actors}")
         if depth < 1:
@@ -174,7 +164,8 @@ class RayRunner(Runner):
         self.lost: list[str] = []           # why each actor that died is gone
         self.requeued = 0                   # items sent again after their actor died
         self._local = None
-        resources = connect(address, **(init_kwargs or {}))
+        resources, started = connect(address, **(init_kwargs or {}))
+        self._owns = started if own_connection is None else own_connection
         try:
             self._start(resources, recordings, actors, measure_delay_s, protocol, timeout_s, start_timeout_s)
         except BaseException:
@@ -188,7 +179,10 @@ class RayRunner(Runner):
             self._local = ReplayRunner(recordings)   # answers covers/build_id without a round trip
             self.mode, self.name = "replay", "ray-replay"
             self.needs_binary, self.partial = False, True
-            n = actors or max(1, int(resources.get("CPU", 1)))
+            cpus = int(resources.get("CPU", 0))
+            n = actors or max(1, cpus)
+            if n > cpus:        # Ray would wait for CPUs that never come
+                raise RuntimeError(f"{n} replay actors asked for, but the Ray cluster at {address} has {cpus} CPUs")
             opts = {"num_cpus": 1}
             args = ("replay", ray.put(list(self._local.recordings.values())), measure_delay_s)
         else:
@@ -340,7 +334,8 @@ class RayRunner(Runner):
                     ray.kill(a)
                 except Exception:
                     pass
-        disconnect()
+        if self._owns and ray.is_initialized():
+            ray.shutdown()
 
 
 def check_one_device(infos: list[ActorInfo]) -> None:
