@@ -121,7 +121,6 @@ class _Measurer:
 
 @dataclass
 class _Job:
-    seq: int
     tag: object
     spec: object
     binary: object
@@ -244,7 +243,6 @@ class RayRunner(Runner):
         ready: collections.deque[_Job] = collections.deque()     # sendable, re-sent ones first
         inflight: dict = {}          # ObjectRef -> (actor, job)
         load = {id(a): 0 for a in self._alive}
-        seq = 0
         try:
             while True:
                 lookahead = 2 * self.depth * max(1, len(self._alive))
@@ -254,8 +252,7 @@ class RayRunner(Runner):
                     except StopIteration:
                         exhausted = True
                         break
-                    waiting.append(_Job(seq, tag, spec, binary))
-                    seq += 1
+                    waiting.append(_Job(tag, spec, binary))
                 # items whose build is done go out in the order given; one still building does not
                 # hold back those behind it
                 still = collections.deque()
