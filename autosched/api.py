@@ -21,7 +21,7 @@ from typing import Callable
 from autosched.registry import family, family_of, templates_for
 
 GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
-RUNNERS = ("auto", "gpu", "replay")
+RUNNERS = ("auto", "gpu", "replay", "ray")   # ray: a Ray cluster (api.tune(cluster=...), --cluster)
 
 
 class AutoschedError(ValueError):
@@ -67,13 +67,18 @@ def recordings_for(w, templates=None) -> list:
     return out
 
 
-def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None = None):
+def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None = None,
+                cluster: str | None = None):
     """(runner, note).  auto: the GPU if there is one, else the replay runner over the recordings of
-    `w`'s templates (which answers from what was measured, so `screen` only applies on the GPU)."""
+    `w`'s templates (which answers from what was measured, so `screen` only applies on the GPU).
+    cluster (an address, "auto" or "local"), or kind "ray": measure on a Ray cluster, one actor per
+    GPU, or, on a cluster without GPUs (or with kind "replay"), replay actors."""
     from autosched.device import gpu_count
     from autosched.measure.recording import ReplayRunner, shipped_recordings
     if kind not in RUNNERS:
         raise AutoschedError(f"unknown runner {kind!r}; choose from {', '.join(RUNNERS)}")
+    if cluster is not None or kind == "ray":
+        return _ray_runner(kind, w, templates, screen, cluster or "auto")
     if kind == "auto":
         kind = "gpu" if gpu_count() > 0 else "replay"
     if kind == "gpu":
@@ -84,16 +89,59 @@ def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None
             raise AutoschedError(f"{e}: use the replay runner (runner 'replay' or 'auto'), which answers from "
                                  "measurements recorded on a real GPU") from e
         return run, "measuring on the GPU" + (f" (screening at {screen:g}x the best)" if screen else "")
+    recs = _recordings_or_refuse(w, templates, "no CUDA GPU here")
+    return ReplayRunner(recs), _replay_note(recs)
+
+
+def _recordings_or_refuse(w, templates, why: str) -> list:
+    from autosched.measure.recording import shipped_recordings
     recs = recordings_for(w, templates)
     if not recs:
         have = ", ".join(p.name for p in shipped_recordings()) or "none"
-        raise AutoschedError(f"no CUDA GPU here and no recording for {w.key}: the replay runner can only "
+        raise AutoschedError(f"{why} and no recording for {w.key}: the replay runner can only "
                              f"answer for recorded shapes (shipped: {have})")
+    return recs
+
+
+def _replay_note(recs) -> str:
     rec = recs[0]
     names = ", ".join(r.name for r in recs)
-    return ReplayRunner(recs), (f"[yellow]REPLAY[/]: no GPU used; answers are real measurements recorded on "
-                                f"{rec.device.name} ({rec.date}, {sum(len(r.entries) for r in recs)} configs, "
-                                f"{names})")
+    return (f"[yellow]REPLAY[/]: no GPU used; answers are real measurements recorded on "
+            f"{rec.device.name} ({rec.date}, {sum(len(r.entries) for r in recs)} configs, {names})")
+
+
+def _ray_runner(kind: str, w, templates, screen, address: str, replay_ok: bool = True):
+    """A RayRunner on the cluster at `address`: GPU actors where it has GPUs (kind "replay": replay
+    actors anyway), replay actors over `w`'s recordings where it has none."""
+    from autosched.measure.ray_runner import RayMissing, RayRunner, connect
+    try:
+        resources, started = connect(address)
+    except RayMissing as e:
+        raise AutoschedError(str(e)) from e
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise AutoschedError(f"cannot join the Ray cluster at {address}: {e}") from e
+    gpus = int(resources.get("GPU", 0))
+    try:
+        if kind == "replay" or (gpus == 0 and kind != "gpu" and replay_ok):
+            recs = _recordings_or_refuse(w, templates, f"no GPU in the Ray cluster at {address}"
+                                         if gpus == 0 else "a replay on the Ray cluster")
+            run = RayRunner(address, recordings=recs, own_connection=started)
+            return run, (_replay_note(recs) + f" — on {len(run.actors)} Ray replay actors "
+                         f"({run.nodes} node{'s' if run.nodes > 1 else ''})")
+        if gpus == 0:
+            raise AutoschedError(f"no GPU in the Ray cluster at {address} (CPUs {resources.get('CPU', 0):g}): "
+                                 "measuring needs GPU nodes (a CPU-only cluster replays: runner 'replay' or 'auto')")
+        run = RayRunner(address, screen=screen, own_connection=started)
+    except (AutoschedError, RuntimeError) as e:
+        if started:             # no Ray instance this call started outlives its refusal
+            import ray
+            ray.shutdown()
+        if isinstance(e, AutoschedError):
+            raise
+        raise AutoschedError(str(e)) from e     # refused by the runner: GPUs of several kinds, ...
+    return run, (f"measuring on {len(run.actors)} GPUs of the Ray cluster at {address} ({run.nodes} "
+                 f"node{'s' if run.nodes > 1 else ''}, {run.device_info.name})"
+                 + (f" (screening at {screen:g}x the best)" if screen else ""))
 
 
 @dataclass
@@ -126,7 +174,7 @@ class Tuned:
 
 def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: int | None = None,
          time_s: float | None = None, seed: int = 0, screen: float | None = None, jobs: int | None = None,
-         build: bool = False, template: str | None = None,
+         build: bool = False, template: str | None = None, cluster: str | None = None,
          on_start: Callable[[Plan], None] | None = None,
          on_result: Callable | None = None) -> Tuned:
     """Search the schedules of workload `w` (or an (op, shape) pair) over every template that serves
@@ -136,6 +184,8 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     runner: "gpu", "replay" (answers from shipped recordings of real GPU measurements) or "auto".
     trials: configs to evaluate (default: 500 on a GPU, every recorded config in a replay).
     build: with the replay runner, compile every config with NVRTC too (the GPU runner always does).
+    cluster: the address of a Ray cluster ("auto": the one `ray start` made here, else a local one)
+    to measure on, one actor per GPU (replay actors on a cluster without GPUs); the same as runner "ray".
     on_start(Plan) is called once before measuring; on_result(config, Measurement, TuneResult) after
     each config."""
     from autosched.build import Builder
@@ -143,7 +193,7 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     from autosched.tuner import tune as run_tune
     w = _as_workload(w)
     ts = _templates(w, template)
-    run, note = open_runner(runner, w, ts, screen)
+    run, note = open_runner(runner, w, ts, screen, cluster)
     with run, _database(db) as database:
         device = run.device_info
         search = SearchSpace(w, ts, device)
@@ -185,14 +235,14 @@ def _family_and_knobs(search, config):
 
 def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = None,
            strategy: str = "exhaustive", resume_from: str | Path | None = None, screen: float | None = None,
-           jobs: int | None = None, template: str | None = None,
+           jobs: int | None = None, template: str | None = None, cluster: str | None = None,
            on_start: Callable[[Plan], None] | None = None, on_result: Callable | None = None):
     """Measure the whole pruned space of `w` for one template on this GPU and write a recording
     (gzip JSON) that the replay runner can answer from.  Returns (path, Recording, TuneResult).
 
     template: which template (default: the workload's only one; required when it has several).
     resume_from: a recording of an earlier, partial run of this shape on this kind of GPU, whose
-    measurements are taken as done.  Needs a GPU."""
+    measurements are taken as done.  Needs a GPU, or a Ray cluster with GPUs (`cluster`: its address)."""
     from autosched.build import Builder
     from autosched.measure.gpu import GpuRunner, NoGpu
     from autosched.measure.protocol import Protocol
@@ -206,7 +256,7 @@ def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = 
                              f"({', '.join(t.family for t in ts)}): name one")
     t = ts[0]
     try:
-        run = GpuRunner(screen=screen)
+        run = _ray_runner("gpu", w, ts, screen, cluster, replay_ok=False)[0] if cluster else GpuRunner(screen=screen)
     except NoGpu as e:
         raise AutoschedError(f"{e}: recording measures every config on a GPU (`autosched tune` replays "
                              "the shipped recordings on a CPU)") from e

@@ -167,7 +167,7 @@ def cmd_tune(args) -> int:
         bar = _Bar(prog, "tune")
         run = api.tune(workload, runner=args.runner, db=args.db, strategy=args.strategy, trials=args.trials,
                        time_s=args.time, seed=args.seed, screen=args.screen, jobs=args.jobs, build=args.build,
-                       template=args.template, on_start=bar.start, on_result=bar.result)
+                       template=args.template, cluster=args.cluster, on_start=bar.start, on_result=bar.result)
     _print_tune_result(run)
     return 0 if run.result.best else 1
 
@@ -210,7 +210,8 @@ def cmd_record(args) -> int:
         bar = _Bar(prog, "record")
         path, rec, res = api.record(workload, out=args.out, db=args.db, time_s=args.time, strategy=args.strategy,
                                     resume_from=args.resume_from, screen=args.screen, jobs=args.jobs,
-                                    template=args.template, on_start=bar.start, on_result=bar.result)
+                                    template=args.template, cluster=args.cluster, on_start=bar.start,
+                                    on_result=bar.result)
     console.print(f"recorded {len(rec.entries):,} of {rec.space_size:,} configs to {path} ({res.statuses})")
     return 0
 
@@ -360,6 +361,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "recording's runs column says so). Configs that slow cannot be the best; a "
                             "space of slow kernels is measured many times faster")
 
+    def cluster_arg(s):
+        s.add_argument("--cluster", default=None, metavar="ADDRESS",
+                       help="measure on a Ray cluster (pip install 'autosched[cluster]'), one actor per GPU, "
+                            "results written here: HOST:6379 of `ray start --head`, auto (the one started on "
+                            "this machine, else a new local one) or local; a cluster without GPUs replays")
+
     def op_and_shape(s, what="operator to tune"):
         s.add_argument("op", choices=list(FAMILIES), help=what + ": " + "; ".join(
             f"{f.name}: {f.summary}" for f in FAMILIES.values()))
@@ -381,7 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "so an interrupted run resumes where it stopped.")
     common(s)
     s.add_argument("--runner", choices=RUNNERS, default="auto",
-                   help="gpu: measure here; replay: answer from a shipped recording; auto: gpu if present")
+                   help="gpu: measure here; replay: answer from a shipped recording; auto: gpu if present; "
+                        "ray: a Ray cluster (--cluster, default auto)")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model",
                    help="model (default): a gradient-boosted cost model, trained on everything measured "
                         "(other shapes too), picks what to measure next")
@@ -395,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--build", action="store_true", help="with the replay runner, also compile every config it "
                    "answers for with NVRTC (a config that fails to compile here is recorded as a compile error)")
     screen_arg(s)
+    cluster_arg(s)
     s.set_defaults(fn=cmd_tune)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")
@@ -407,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a recording of an earlier (partial) run of this shape on this kind of GPU: its "
                         "measurements go into the database first and are not taken again")
     screen_arg(s)
+    cluster_arg(s)
     s.set_defaults(fn=cmd_record)
 
     s = sub.add_parser(

@@ -146,12 +146,19 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
                 on_result(r.config, r.measurement, res)
         limit -= min(len(held), limit)
 
-    def account(cfg, m):
+    best_seq = -1       # proposal number of the best: a database best (seq -1) wins every tie
+
+    def account(cfg, m, seq, observe=True):
+        nonlocal best_seq
         res.trials += 1
         res.statuses[m.status.value] = res.statuses.get(m.status.value, 0) + 1
-        strat.observe(cfg, m)
-        if m.ok and (res.best is None or m.median_us < res.best.median_us):
-            res.best, res.best_config = m, cfg
+        if observe:
+            strat.observe(cfg, m)
+        # a tie goes to the config proposed first, not to the first to arrive: a runner measuring on
+        # several GPUs (or Ray actors) answers out of order and must still pick what one GPU picks
+        if m.ok and (res.best is None or m.median_us < res.best.median_us
+                     or (m.median_us == res.best.median_us and seq < best_seq)):
+            res.best, res.best_config, best_seq = m, cfg, seq
         if on_result:
             on_result(cfg, m, res)
 
@@ -167,16 +174,18 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
             proposal = strat.propose(min(batch, limit - proposed))
             if not proposal:
                 return None
+            first = proposed
             proposed += len(proposal)
-            fresh = []
-            for cfg in proposal:
+            fresh, seqs = [], []
+            for j, cfg in enumerate(proposal):
                 rec = done.get(config_hash(cfg))
                 if rec is not None:
                     res.resumed += 1
                     runner.observe(workload.key, rec.measurement)   # a screening runner learns the best so far
-                    account(cfg, rec.measurement)
+                    account(cfg, rec.measurement, first + j)
                 else:
                     fresh.append(cfg)
+                    seqs.append(first + j)
             if fresh:
                 items = []
                 for i, c in enumerate(fresh):
@@ -185,23 +194,29 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
                     # a builder given to a replay compiles too (tune --build): NVRTC checked on the CPU
                     binary = builder.submit(spec) if builder is not None else None
                     items.append((i, spec, binary))
-                return fresh, items
+                return fresh, seqs, items
         return None
 
     batch_now = next_batch()
     while batch_now is not None:
-        fresh, items = batch_now
+        fresh, seqs, items = batch_now
         # the next batch is proposed before this one's results are in (its model is one batch
         # behind), which keeps NVRTC and the GPU busy at the same time
         batch_next = next_batch()
         last = time.perf_counter()
+        arrived = {}
         for i, m in runner.measure_stream(items):
             now = time.perf_counter()
             t, knobs = search.split(fresh[i])
             db.add(workload.key, device.key, t.family, knobs, m, vers, cost_s=now - last, build=builds[t.family])
             last = now
             res.measured_now += 1
-            account(fresh[i], m)
+            arrived[i] = m
+            account(fresh[i], m, seqs[i], observe=False)
+        # the strategy learns the batch in proposal order once it is all in (it proposes again only
+        # after that), so what it proposes next does not depend on the order results arrived in
+        for i in sorted(arrived):
+            strat.observe(fresh[i], arrived[i])
         if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
             break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
         batch_now = batch_next
