@@ -74,7 +74,7 @@ def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None
     cluster (an address, "auto" or "local"), or kind "ray": measure on a Ray cluster, one actor per
     GPU, or, on a cluster without GPUs (or with kind "replay"), replay actors."""
     from autosched.device import gpu_count
-    from autosched.measure.recording import ReplayRunner, shipped_recordings
+    from autosched.measure.recording import ReplayRunner
     if kind not in RUNNERS:
         raise AutoschedError(f"unknown runner {kind!r}; choose from {', '.join(RUNNERS)}")
     if cluster is not None or kind == "ray":
@@ -196,27 +196,26 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     run, note = open_runner(runner, w, ts, screen, cluster)
     with run, _database(db) as database:
         device = run.device_info
-        search = SearchSpace(w, ts, device)
-        space = search.space
-        size = space.size()
-        coverage = [n for t in ts if (n := run.coverage_note(w.key, t.family, t.space(w, device).size()))]
-        total = size
-        if run.partial:
-            total = sum(1 for c in space if run.covers(w.key, *_family_and_knobs(search, c)))
+        full = SearchSpace(w, ts, device)          # every template's pruned space, for the plan
+        size = full.size()
+        coverage = [n for t in ts if (n := run.coverage_note(w.key, t.family, full.size(t.family)))]
+        # what the run searches: a replay only what its recordings hold (sized once, here)
+        search = SearchSpace(w, ts, device, run) if run.partial else full
+        total = search.size()
         if trials is None and run.needs_binary and strategy != "exhaustive":
             trials = GPU_DEFAULT_TRIALS
         total = min(trials or total, total)
         builds = {t.family: run.build_id(t) for t in ts}
         stale = sum(n for (wk, _, tf), n in database.stale(builds, device.key).items()
                     if wk == w.key and tf in builds)
-        plan = Plan(w, device, note, [t.family for t in ts], space.raw_size(), size, space.prune_report(),
-                    coverage, total, stale)
+        plan = Plan(w, device, note, [t.family for t in ts], full.space.raw_size(), size,
+                    full.space.prune_report(), coverage, total, stale)
         if on_start:
             on_start(plan)
         builder = Builder(jobs) if (run.needs_binary or build) else None
         try:
             res = run_tune(w, ts, run, database, strategy=strategy, trials=trials, time_budget_s=time_s,
-                           builder=builder, seed=seed, on_result=on_result)
+                           builder=builder, seed=seed, search=search, on_result=on_result)
             out = Tuned(plan, res)
             if res.best:
                 t0 = ts[0]
@@ -226,11 +225,6 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
             if builder:
                 builder.close()
     return out
-
-
-def _family_and_knobs(search, config):
-    t, knobs = search.split(config)
-    return t.family, knobs
 
 
 def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = None,
@@ -284,6 +278,7 @@ def import_recording(path: Path, w, template, device, db) -> int:
     """Put an earlier recording's measurements of `w` into the database (so a record run on another
     machine goes on where that one stopped); refuses one from another GPU, shape or template."""
     from autosched.measure.recording import Recording
+    from autosched.measure.recording import import_recording as add_rows
     try:
         rec = Recording.load(path)
     except (OSError, ValueError) as e:
@@ -292,7 +287,6 @@ def import_recording(path: Path, w, template, device, db) -> int:
         raise AutoschedError(f"{path} records {rec.template} {rec.workload_key}, not {template.family} {w.key}")
     if rec.device.key != device.key:
         raise AutoschedError(f"{path} was measured on {rec.device.key}, not on this GPU ({device.key})")
-    from autosched.measure.recording import import_recording as add_rows
     return add_rows(db, rec)
 
 

@@ -74,7 +74,7 @@ def _seconds(text: str) -> float:
         f = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}")
-    if not f > 0 or f != f or f == float("inf"):
+    if not 0 < f < float("inf"):     # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text}")
     return f
 
@@ -152,7 +152,7 @@ def cmd_devices(args) -> int:
         console.print(t)
     stale = api.stale_rows(args.db)
     if stale:
-        t = Table("workload", "GPU", "template", "stale rows", title=f"database rows of other builds (kept, not "
+        t = Table("workload", "GPU", "template", "stale rows", title="database rows of other builds (kept, not "
                   "used: an edited .cuh, another NVRTC, or from before builds were recorded)", title_justify="left")
         for (wk, dk, tf), n in stale.items():
             t.add_row(wk, dk, tf, f"{n:,}")

@@ -14,7 +14,7 @@ from typing import Callable
 from autosched import __version__
 from autosched.database import Database
 from autosched.measure.result import Measurement
-from autosched.search import make_strategy
+from autosched.search import STRATEGIES, make_strategy
 from autosched.space import SpaceUnion, config_hash
 
 
@@ -53,19 +53,29 @@ class SearchSpace:
         self.templates = {t.family: t for t in templates}
         if not self.templates:
             raise ValueError(f"no template to tune {workload.key} with")
-        spaces = {}
+        self.spaces = {}        # template family -> its (pruned, maybe restricted) space
         for t in templates:
             sp = t.space(workload, device)
             if runner is not None and runner.partial:      # a replay searches only what it can answer
                 sp = sp.restricted("measured in the recording",
                                    lambda c, f=t.family: runner.covers(workload.key, f, c))
-            spaces[t.family] = sp
-        self.union = len(spaces) > 1
-        self.space = SpaceUnion(spaces) if self.union else next(iter(spaces.values()))
+            self.spaces[t.family] = sp
+        self.union = len(self.spaces) > 1
+        self.space = SpaceUnion(self.spaces) if self.union else next(iter(self.spaces.values()))
+        self._sizes: dict[str, int] = {}
         self.workload, self.device = workload, device
         if self.union:      # every template's derived features, zero where a template has none
             self._derived_keys = sorted({k for t in templates for k in t.derived_features(
                 t.default_config(workload, device), workload.params, device)})
+
+    def size(self, family: str | None = None) -> int:
+        """Configs in the searched space (or in one template's part of it), enumerated once: a
+        space of tens of thousands takes seconds to walk."""
+        if family is None:
+            return sum(self.size(f) for f in self.spaces)
+        if family not in self._sizes:
+            self._sizes[family] = self.spaces[family].size()
+        return self._sizes[family]
 
     def split(self, config: dict):
         """(template, its knobs) of a searched config."""
@@ -92,18 +102,20 @@ def _templates(workload, templates) -> list:
 
 def tune(workload, templates, runner, db: Database, *, strategy: str = "exhaustive",
          trials: int | None = None, time_budget_s: float | None = None, builder=None,
-         seed: int = 0, batch: int = 64,
+         seed: int = 0, batch: int = 64, search: SearchSpace | None = None,
          on_result: Callable[[dict, Measurement, TuneResult], None] | None = None) -> TuneResult:
     """Search `workload`'s schedules with `runner`, writing every result to `db`.
 
     templates: a Template, several (searched as one space, the template a knob), or None for every
     template the registry has for the workload.  The result's best_config carries a "template" key
-    only when several were searched; `best_template` names the winner's either way."""
+    only when several were searched; `best_template` names the winner's either way.
+    search: the SearchSpace of these templates for this runner, where the caller built it already
+    (api.tune sizes it for its plan), so the space is not built and walked again."""
     templates = _templates(workload, templates)
     device = runner.device_info
-    search = SearchSpace(workload, templates, device, runner)
+    search = search or SearchSpace(workload, templates, device, runner)
     space = search.space
-    n_space = space.size()
+    n_space = search.size()
     res = TuneResult(workload.key, device.key, "+".join(search.templates), runner.name, n_space)
     # measurements count only under the build this runner measures (an edited .cuh is a new build)
     builds = {t.family: runner.build_id(t) for t in templates}
@@ -112,8 +124,10 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         for r in db.measured(workload.key, device.key, t.family, build=builds[t.family]).values():
             cfg = search.join(t, r.config)
             done[config_hash(cfg)] = dataclasses.replace(r, config=cfg)
-    context = {}
-    if strategy in ("model", "evolutionary", "evolutionary-model"):
+    context, held = {}, []
+    if strategy in STRATEGIES and STRATEGIES[strategy].learns:
+        # what the database holds of this space: never proposed again, so taken as resumed below
+        held = [r for r in done.values() if space.contains(r.config)]
         # everything these templates have measured on this GPU trains the model; what this workload
         # already has is not proposed again
         prior = [(search.join(t, c), p, us) for t in templates
@@ -122,7 +136,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
                    "derive": search.derived_features}
         # these strategies never propose what is already measured, so the best known so far comes
         # from the database: a resumed run reports the best over every run, not only its own
-        known = [r for r in done.values() if r.measurement.ok and space.contains(r.config)]
+        known = [r for r in held if r.measurement.ok]
         if known:
             top = min(known, key=lambda r: r.measurement.median_us)
             res.best, res.best_config = top.measurement, top.config
@@ -136,8 +150,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         # these strategies never propose a measured config again, so a run that resumes an
         # interrupted one (or repeats a finished one) counts what the database holds against its
         # budget up front: the same command run again finishes the budget, it does not start anew
-        held = sorted((r for r in done.values() if space.contains(r.config)),
-                      key=lambda r: r.measurement.median_us if r.measurement.ok else float("inf"))
+        held.sort(key=lambda r: r.measurement.median_us if r.measurement.ok else float("inf"))
         for r in held[:limit]:
             res.trials += 1
             res.resumed += 1
@@ -231,8 +244,8 @@ def measure_configs(workload, template, runner, configs: list[dict], builder=Non
     """Measure given configs (no search, no database): for benchmarks and verification."""
     device = runner.device_info
     specs = [template.render(workload, c, device) for c in configs]
-    items = [(i, s, builder.submit(s) if (builder is not None and runner.needs_binary) else None)
-             for i, s in enumerate(specs)]
+    # as in tune: a builder given with a replay compiles too (tune --build)
+    items = [(i, s, builder.submit(s) if builder is not None else None) for i, s in enumerate(specs)]
     out: list[Measurement | None] = [None] * len(specs)
     for i, m in runner.measure_stream(items):
         out[i] = m

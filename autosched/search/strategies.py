@@ -11,6 +11,9 @@ from autosched.space import Space, config_hash
 
 class Strategy:
     name = ""
+    # True: learns from what is measured (prior samples of every shape) and never proposes a config
+    # the caller marks measured (`exclude`); False: proposes in its own order, measured ones included
+    learns = False
 
     def __init__(self, space: Space, rng: random.Random, **context):
         self.space = space
@@ -69,6 +72,7 @@ class ModelGuided(Strategy):
     batch is random so the model keeps seeing the rest of the space."""
 
     name = "model"
+    learns = True
 
     def __init__(self, space, rng, workload_params: dict | None = None, prior=(), explore: float = 0.2,
                  exclude=(), derive=None, **context):
@@ -114,6 +118,7 @@ class Evolutionary(Strategy):
     and the model ranks them; without one, children are measured as bred."""
 
     name = "evolutionary"
+    learns = True
     use_model = False
     POPULATION = 64
     PARENTS = 16
