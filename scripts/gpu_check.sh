@@ -30,11 +30,11 @@ sanitize)
   ;;
 bench-gemv)
   stage "bench gemv"
-  timeout 280 autosched bench --shapes 12288x4096,4096x4096 --out "$OUT" 2>&1 | tail -12
+  timeout 280 "$PY" -m autosched bench --shapes 12288x4096,4096x4096 --out "$OUT" 2>&1 | tail -12
   ;;
 bench-sgemm)
   stage "bench sgemm"
-  timeout 280 autosched bench sgemm --shapes 4096x4096x4096 --out "$OUT" 2>&1 | tail -8
+  timeout 540 "$PY" -m autosched bench sgemm --shapes 4096x4096x4096 --out "$OUT" 2>&1 | tee "$OUT/bench-sgemm.log" | tail -8
   ;;
 esac
 done
