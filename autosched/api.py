@@ -67,10 +67,39 @@ def recordings_for(w, templates=None) -> list:
     return out
 
 
+def parse_gpus(text: str | None) -> list[int] | None:
+    """`--gpus`: "all" (or None) for every GPU of the machine, else comma-separated GPU ids."""
+    if text is None or text.strip().lower() == "all":
+        return None
+    try:
+        ids = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        ids = []
+    if not ids or any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise AutoschedError(f"--gpus wants 'all' or distinct GPU ids such as 0,1; got {text!r}")
+    return ids
+
+
+def _gpu_runner(screen, gpus):
+    """The GPU runner over `gpus` (None: every GPU here), its refusals as AutoschedErrors."""
+    from autosched.measure.gpu import GpuRunner, MixedGpus
+    try:
+        return GpuRunner(gpus, screen=screen)
+    except (MixedGpus, ValueError) as e:
+        raise AutoschedError(str(e)) from e
+
+
+def _gpu_note(run) -> str:
+    n = len(run.slots)
+    return f"measuring on {'the GPU' if n == 1 else f'{n} GPUs'}"
+
+
 def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None = None,
-                cluster: str | None = None):
+                cluster: str | None = None, gpus: list[int] | None = None):
     """(runner, note).  auto: the GPU if there is one, else the replay runner over the recordings of
     `w`'s templates (which answers from what was measured, so `screen` only applies on the GPU).
+    gpus: the GPU ids to measure on, one worker each (default: every GPU of the machine; GPUs of
+    different models are refused, naming the groups to choose from).
     cluster (an address, "auto" or "local"), or kind "ray": measure on a Ray cluster, one actor per
     GPU, or, on a cluster without GPUs (or with kind "replay"), replay actors."""
     from autosched.device import gpu_count
@@ -82,13 +111,16 @@ def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None
     if kind == "auto":
         kind = "gpu" if gpu_count() > 0 else "replay"
     if kind == "gpu":
-        from autosched.measure.gpu import GpuRunner, NoGpu
+        from autosched.measure.gpu import NoGpu
         try:
-            run = GpuRunner(screen=screen)
+            run = _gpu_runner(screen, gpus)
         except NoGpu as e:
             raise AutoschedError(f"{e}: use the replay runner (runner 'replay' or 'auto'), which answers from "
                                  "measurements recorded on a real GPU") from e
-        return run, "measuring on the GPU" + (f" (screening at {screen:g}x the best)" if screen else "")
+        return run, _gpu_note(run) + (f" (screening at {screen:g}x the best)" if screen else "")
+    if gpus is not None:
+        raise AutoschedError(f"--gpus {','.join(map(str, gpus))} asks for GPUs and the {kind} runner "
+                             "uses none")
     recs = _recordings_or_refuse(w, templates, "no CUDA GPU here")
     return ReplayRunner(recs), _replay_note(recs)
 
@@ -175,7 +207,7 @@ class Tuned:
 def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: int | None = None,
          time_s: float | None = None, seed: int = 0, screen: float | None = None, jobs: int | None = None,
          build: bool = False, template: str | None = None, cluster: str | None = None,
-         on_start: Callable[[Plan], None] | None = None,
+         gpus: list[int] | None = None, on_start: Callable[[Plan], None] | None = None,
          on_result: Callable | None = None) -> Tuned:
     """Search the schedules of workload `w` (or an (op, shape) pair) over every template that serves
     it (or only `template`), writing every measurement to the database `db` (a path or a Database;
@@ -186,6 +218,7 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     build: with the replay runner, compile every config with NVRTC too (the GPU runner always does).
     cluster: the address of a Ray cluster ("auto": the one `ray start` made here, else a local one)
     to measure on, one actor per GPU (replay actors on a cluster without GPUs); the same as runner "ray".
+    gpus: GPU ids of this machine to measure on (default all; see `parse_gpus`).
     on_start(Plan) is called once before measuring; on_result(config, Measurement, TuneResult) after
     each config."""
     from autosched.build import Builder
@@ -193,7 +226,7 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     from autosched.tuner import tune as run_tune
     w = _as_workload(w)
     ts = _templates(w, template)
-    run, note = open_runner(runner, w, ts, screen, cluster)
+    run, note = open_runner(runner, w, ts, screen, cluster, gpus)
     with run, _database(db) as database:
         device = run.device_info
         full = SearchSpace(w, ts, device)          # every template's pruned space, for the plan
@@ -230,15 +263,17 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
 def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = None,
            strategy: str = "exhaustive", resume_from: str | Path | None = None, screen: float | None = None,
            jobs: int | None = None, template: str | None = None, cluster: str | None = None,
-           on_start: Callable[[Plan], None] | None = None, on_result: Callable | None = None):
+           gpus: list[int] | None = None, on_start: Callable[[Plan], None] | None = None,
+           on_result: Callable | None = None):
     """Measure the whole pruned space of `w` for one template on this GPU and write a recording
     (gzip JSON) that the replay runner can answer from.  Returns (path, Recording, TuneResult).
 
     template: which template (default: the workload's only one; required when it has several).
     resume_from: a recording of an earlier, partial run of this shape on this kind of GPU, whose
-    measurements are taken as done.  Needs a GPU, or a Ray cluster with GPUs (`cluster`: its address)."""
+    measurements are taken as done.  Needs a GPU (every GPU here, or `gpus`), or a Ray cluster with
+    GPUs (`cluster`: its address)."""
     from autosched.build import Builder
-    from autosched.measure.gpu import GpuRunner, NoGpu
+    from autosched.measure.gpu import NoGpu
     from autosched.measure.protocol import Protocol
     from autosched.measure.recording import recording_from_db
     from autosched.tuner import tune as run_tune
@@ -250,7 +285,7 @@ def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = 
                              f"({', '.join(t.family for t in ts)}): name one")
     t = ts[0]
     try:
-        run = _ray_runner("gpu", w, ts, screen, cluster, replay_ok=False)[0] if cluster else GpuRunner(screen=screen)
+        run = _ray_runner("gpu", w, ts, screen, cluster, replay_ok=False)[0] if cluster else _gpu_runner(screen, gpus)
     except NoGpu as e:
         raise AutoschedError(f"{e}: recording measures every config on a GPU (`autosched tune` replays "
                              "the shipped recordings on a CPU)") from e
@@ -436,5 +471,5 @@ class _database:
 
 
 __all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
-           "family_of", "current_build", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for",
+           "family_of", "parse_gpus", "current_build", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for",
            "target_device", "tune", "workload"]

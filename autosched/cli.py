@@ -167,7 +167,8 @@ def cmd_tune(args) -> int:
         bar = _Bar(prog, "tune")
         run = api.tune(workload, runner=args.runner, db=args.db, strategy=args.strategy, trials=args.trials,
                        time_s=args.time, seed=args.seed, screen=args.screen, jobs=args.jobs, build=args.build,
-                       template=args.template, cluster=args.cluster, on_start=bar.start, on_result=bar.result)
+                       template=args.template, cluster=args.cluster, gpus=api.parse_gpus(args.gpus),
+                       on_start=bar.start, on_result=bar.result)
     _print_tune_result(run)
     return 0 if run.result.best else 1
 
@@ -176,6 +177,7 @@ def _print_tune_result(run) -> None:
     res, workload, device = run.result, run.plan.workload, run.plan.device
     console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from "
                   f"the database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
+    _print_rates(res)
     if not res.best:
         if res.trials == 0:
             console.print("[red]nothing was measured[/] (the time or trial budget ran out before the first "
@@ -200,6 +202,20 @@ def _print_tune_result(run) -> None:
                       "not on this machine)[/]")
 
 
+def _print_rates(res) -> None:
+    """What the GPUs measured per second beside what NVRTC could build: a build rate under the
+    measure rate (or GPUs that waited on builds) says the run was bound by the compiler."""
+    if res.measured_now == 0:
+        return
+    line = f"measured {res.measure_rate:.1f} configs/s"
+    if res.built:
+        line += (f"; NVRTC built {res.built} at {res.build_rate:.1f} configs/s with {res.build_jobs} "
+                 f"processes")
+    if res.build_wait_s > 0.05 * res.elapsed_s:
+        line += f"; the GPUs waited {res.build_wait_s:.1f} s on builds (more --jobs would help)"
+    console.print(line)
+
+
 def cmd_record(args) -> int:
     from autosched import api
     workload = _workload(args)
@@ -210,9 +226,10 @@ def cmd_record(args) -> int:
         bar = _Bar(prog, "record")
         path, rec, res = api.record(workload, out=args.out, db=args.db, time_s=args.time, strategy=args.strategy,
                                     resume_from=args.resume_from, screen=args.screen, jobs=args.jobs,
-                                    template=args.template, cluster=args.cluster, on_start=bar.start,
-                                    on_result=bar.result)
+                                    template=args.template, cluster=args.cluster,
+                                    gpus=api.parse_gpus(args.gpus), on_start=bar.start, on_result=bar.result)
     console.print(f"recorded {len(rec.entries):,} of {rec.space_size:,} configs to {path} ({res.statuses})")
+    _print_rates(res)
     return 0
 
 
@@ -382,6 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
         op_and_shape(s)
         s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
         s.add_argument("--jobs", type=_positive, default=None, help="NVRTC build processes (default: all cores)")
+        s.add_argument("--gpus", default=None, metavar="all|ID,...",
+                       help="GPUs of this machine to measure on, one worker each (default all; GPUs of "
+                            "different models are refused: name one model's ids)")
 
     s = sub.add_parser("tune", help="search the schedule space of one operator and shape",
                        description="Search the schedule space; every measurement goes to the database, "

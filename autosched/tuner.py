@@ -36,6 +36,21 @@ class TuneResult:
     total_trials: int = 0
     best_template: str | None = None   # the template of best_config
     best_knobs: dict | None = None     # best_config without the "template" knob of a union
+    built: int = 0                 # configs NVRTC compiled for this run (build-cache hits not counted)
+    build_cpu_s: float = 0.0       # their compile time, summed over the build processes
+    build_jobs: int = 0            # build processes
+    build_wait_s: float = 0.0      # time the measuring side spent waiting for a binary (all GPUs)
+
+    @property
+    def measure_rate(self) -> float:
+        """Configs measured per second of this run."""
+        return self.measured_now / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def build_rate(self) -> float:
+        """Configs the build pool compiles per second with all its processes busy: what NVRTC could
+        feed the GPUs, to set beside measure_rate."""
+        return self.built * self.build_jobs / self.build_cpu_s if self.build_cpu_s > 0 else 0.0
 
 
 def versions(runner_name: str) -> dict:
@@ -230,14 +245,29 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         # after that), so what it proposes next does not depend on the order results arrived in
         for i in sorted(arrived):
             strat.observe(fresh[i], arrived[i])
+        for _, _, binary in items:
+            _count_build(res, binary)
         if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
             break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
         batch_now = batch_next
     res.elapsed_s = time.perf_counter() - t0
+    if builder is not None:
+        res.build_jobs = getattr(builder, "workers", 1)
+    res.build_wait_s = getattr(runner, "build_wait_s", 0.0)
     if res.best_config is not None:
         t, knobs = search.split(res.best_config)
         res.best_template, res.best_knobs = t.family, knobs
     return res
+
+
+def _count_build(res: TuneResult, binary) -> None:
+    """Add a finished build (a Binary, or a done future of one) to the run's NVRTC figures."""
+    if binary is None or (hasattr(binary, "done") and not (binary.done() and binary.exception() is None)):
+        return
+    b = binary.result() if hasattr(binary, "result") else binary
+    if not getattr(b, "cached", True):
+        res.built += 1
+        res.build_cpu_s += b.compile_s
 
 
 def measure_configs(workload, template, runner, configs: list[dict], builder=None) -> list[Measurement]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import threading
+import time
 from typing import Iterable, Iterator
 
 from autosched.device import DeviceInfo
@@ -102,6 +103,10 @@ class _Slot:
         self.kill()
 
 
+class MixedGpus(RuntimeError):
+    """The GPUs asked for are of more than one model (device key)."""
+
+
 class GpuRunner(Runner):
     """Measures (spec, binary) pairs on every GPU at once, one config per GPU at a time.
 
@@ -115,6 +120,7 @@ class GpuRunner(Runner):
 
     name = "gpu"
     needs_binary = True
+    build_wait_s = 0.0      # time the GPU threads spent waiting for NVRTC, all GPUs together
 
     def __init__(self, device_ids: Iterable[int] | None = None, protocol: Protocol = Protocol(),
                  timeout_s: float = 60.0, prepare_timeout_s: float = 600.0, start_timeout_s: float = 120.0,
@@ -130,11 +136,23 @@ class GpuRunner(Runner):
         self.protocol = protocol
         self.timeout_s = timeout_s
         self.prepare_timeout_s = prepare_timeout_s
+        bad = [i for i in ids if not 0 <= i < gpu_count()]
+        if bad:
+            raise ValueError(f"no GPU {', '.join(map(str, bad))} here: this machine has GPUs "
+                             f"0..{gpu_count() - 1}")
         self.slots = [_Slot(i, protocol, start_timeout_s) for i in ids]
-        names = {s.info.key for s in self.slots}
-        if len(names) > 1:
-            raise RuntimeError(f"GPUs of different kinds in one runner: {sorted(names)}; "
-                               "pass --devices to pick one kind")
+        kinds: dict[str, list[int]] = {}
+        for s in self.slots:
+            kinds.setdefault(s.info.key, []).append(s.device_id)
+        if len(kinds) > 1:
+            # a measurement is stored under one device key: GPUs of two models in one run would file
+            # one's timings under the other's name
+            self.close()
+            raise MixedGpus("GPUs of different models in one run: " + "; ".join(
+                f"{k}: GPU {','.join(map(str, v))}" for k, v in kinds.items())
+                + "; measure one kind at a time (--gpus " + " or --gpus ".join(
+                ",".join(map(str, v)) for v in kinds.values()) + ")")
+
 
     @property
     def device_info(self) -> DeviceInfo:
@@ -167,6 +185,7 @@ class GpuRunner(Runner):
         every GPU busy while work remains.  A future is waited on by the GPU thread that takes
         it, so builds still in the pool do not hold back finished ones on other GPUs."""
         work: queue.Queue = queue.Queue(maxsize=4 * len(self.slots))
+        wait_lock = threading.Lock()
         done: queue.Queue = queue.Queue()
         stop = object()
 
@@ -175,7 +194,10 @@ class GpuRunner(Runner):
                 tag, spec, binary = item
                 try:
                     if hasattr(binary, "result"):
+                        t0 = time.perf_counter()
                         binary = binary.result()
+                        with wait_lock:
+                            self.build_wait_s += time.perf_counter() - t0
                     done.put((tag, self._measure_on(slot, spec, binary)))
                 except Exception as e:   # a worker that cannot even restart: report, go on
                     done.put((tag, Measurement(Status.CRASH, error=f"{type(e).__name__}: {e}")))
