@@ -3,6 +3,7 @@
 #   bash scripts/gpu_check.sh tests      # install, the GPU test suite
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
+#   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -35,6 +36,21 @@ bench-gemv)
 bench-sgemm)
   stage "bench sgemm"
   timeout 540 "$PY" -m autosched bench sgemm --shapes 4096x4096x4096 --out "$OUT" 2>&1 | tee "$OUT/bench-sgemm.log" | tail -8
+  ;;
+ray)
+  # Ray on a machine with no index: the wheel comes in two carried parts (.whl/a, .whl/b: one call
+  # carries at most 64 MiB), its dependencies beside the second
+  stage "ray install"
+  cat .whl/a/part00 .whl/b/part01 > .whl/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
+  (cd .whl && sha256sum -c b/ray.sha256) || exit 1
+  pip install -q --no-index --find-links .whl --find-links .whl/b/deps ray >"$OUT/ray-install.log" 2>&1 \
+    || { tail -5 "$OUT/ray-install.log"; exit 1; }
+  stage "tune on a local Ray cluster (one GPU actor), then the same on the GPU runner"
+  for runner in "--cluster local" "--runner gpu"; do
+    db=/tmp/ray-check-$RANDOM.db
+    timeout 200 "$PY" -m autosched tune gemv-q4f16 --shape 4096x4096 --trials 256 --db $db $runner 2>&1 \
+      | tee -a "$OUT/ray-gpu.log" | tail -9
+  done
   ;;
 esac
 done
