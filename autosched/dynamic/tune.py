@@ -46,6 +46,7 @@ class DynamicResult:
     elapsed_s: float = 0.0
     measurements: int = 0                 # runner calls (probes and verification)
     history: list[dict] = field(default_factory=list)   # per round: measured, best weighted score
+    artifact: object = None               # where front.tune_dynamic saved it (a Path); not in the JSON
 
     @property
     def flagged(self) -> list[dict]:
