@@ -473,3 +473,7 @@ class _database:
 __all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
            "family_of", "parse_gpus", "current_build", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for",
            "target_device", "tune", "workload"]
+
+
+# DietCode (autosched/dynamic): one tuning run for a whole range of M, a decision-tree dispatcher
+from autosched.dynamic.front import dynamic_dispatcher, dynamic_workload, export_dynamic, tune_dynamic  # noqa: E402,F401

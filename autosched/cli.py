@@ -173,6 +173,65 @@ def cmd_tune(args) -> int:
     return 0 if run.result.best else 1
 
 
+def cmd_tune_dynamic(args) -> int:
+    """One tuning run for a whole range of M (DietCode); prints the kernels, the verification and
+    the tree's table, and writes the .cu with --export."""
+    from autosched import api
+    from autosched.dynamic.sketch import describe
+    if not isinstance(args.shape, str) or not args.shape.strip():
+        raise CliError("--shape needs a value, e.g. Mx4096x4096_bt")
+    dw = api.dynamic_workload(args.op, args.shape, args.range, _int_list("--instances", args.instances),
+                              _float_list("--weights", args.weights), args.step,
+                              **{n: getattr(args, n, None) for n in family_options()})
+    res = api.tune_dynamic(dw, runner=args.runner, db=args.db, rounds=args.rounds, per_round=args.per_round,
+                           max_kernels=args.kernels, seed=args.seed, jobs=args.jobs, build=args.build,
+                           on_start=lambda note: console.print(note),
+                           on_progress=lambda h: console.print(
+                               f"round {h['round'] + 1}: {h['measured']} micro-kernels probed, weighted best "
+                               f"{h['weighted_tflops_best']:.1f} TFLOP/s over {len(dw.instances)} instances"))
+    table = Table(title=f"{dw.key}: {len(res.kernels)} micro-kernels of {res.measured} probed "
+                        f"({res.elapsed_s:.1f} s, {res.measurements} measurements)")
+    for col in ("M", "weight", "kernel", "predicted us", "measured us", "error"):
+        table.add_column(col, justify="right")
+    for v in res.verification:
+        flag = "[red]" if v["flagged"] else ""
+        table.add_row(str(v["M"]), f"{v['weight']:.3f}", str(v["kernel"]), f"{v['predicted_us']:.2f}",
+                      f"{v['measured_us']:.2f}", f"{flag}{100 * v['error']:+.1f}%")
+    console.print(table)
+    for i, k in enumerate(res.kernels):
+        console.print(f"kernel {i}: {describe(k.config)}, {k.report.registers} registers ({k.report.source}), "
+                      f"{k.report.blocks_per_sm} blocks/SM")
+    d = res.dispatcher
+    lows = [dw.lo] + [b + 1 for b in d.bounds]
+    highs = d.bounds + [dw.hi]
+    console.print("dispatch: " + ", ".join(f"M {a}..{b} -> {k}" for a, b, k in zip(lows, highs, d.labels)))
+    if res.flagged:
+        console.print(f"[yellow]{len(res.flagged)} instance(s) measured more than 10% off the prediction[/]: "
+                      + ", ".join(str(v["M"]) for v in res.flagged))
+    console.print(f"saved {res.artifact}")
+    if args.export:
+        console.print(f"wrote {api.export_dynamic(res, args.export)}")
+    return 0
+
+
+def _int_list(flag: str, text):
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"{flag} must be integers separated by commas, got {text!r}") from None
+
+
+def _float_list(flag: str, text):
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"{flag} must be numbers separated by commas, got {text!r}") from None
+
+
 def _print_tune_result(run) -> None:
     res, workload, device = run.result, run.plan.workload, run.plan.device
     console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from "
@@ -425,6 +484,37 @@ def build_parser() -> argparse.ArgumentParser:
     screen_arg(s)
     cluster_arg(s)
     s.set_defaults(fn=cmd_tune)
+
+    s = sub.add_parser("tune-dynamic", help="one tuning run for a whole range of M (DietCode): micro-kernels "
+                       "and a decision-tree dispatcher",
+                       description="Tune hgemm for every M of a range at once: micro-kernels sampled from the "
+                                   "largest M, probed at two grids, a [kernels x instances] cost model, the "
+                                   "tuning instances verified, a decision tree M -> kernel (saved beside the "
+                                   "database; --export writes it with the kernels as one .cu).")
+    s.add_argument("op", choices=["hgemm"], help="the operator (hgemm: FP16 tensor-core GEMM)")
+    s.add_argument("--shape", required=True, help="the shape with the symbol M first: Mx4096x4096_bt (B stored "
+                   "(N, K), Y = X W^T)")
+    s.add_argument("--range", required=True, metavar="LO:HI", help="the range of M, e.g. 1:4096 (BERT: 16:2048 "
+                   "with --step 16)")
+    s.add_argument("--step", type=_positive, default=1, help="M is a multiple of this (BERT: 16 x length)")
+    s.add_argument("--instances", default=None, metavar="M,M,...", help="the Ms tuned on (default: the ends, "
+                   "powers of two and three odd values of the range)")
+    s.add_argument("--weights", default=None, metavar="W,W,...", help="their weights (default uniform)")
+    for name, (o, fams) in family_options().items():
+        if "hgemm" in fams:
+            s.add_argument(f"--{name}", default=None, metavar="|".join(o.choices), help=f"{o.help} (default {o.default})")
+    s.add_argument("--runner", choices=("auto", "gpu", "synthetic"), default="auto",
+                   help="gpu: measure here; synthetic: modelled times, a dry run without a GPU (said so)")
+    s.add_argument("--rounds", type=_positive, default=4, help="search rounds (default 4)")
+    s.add_argument("--per-round", type=_positive, default=12, help="micro-kernels probed a round (default 12)")
+    s.add_argument("--kernels", type=_positive, default=6, help="most micro-kernels dispatched (default 6)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--export", default=None, metavar="FILE.cu", help="write the kernels and the tree as one .cu")
+    s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
+    s.add_argument("--jobs", type=_positive, default=None, help="NVRTC build processes (default: all cores)")
+    s.add_argument("--build", action="store_true", help="compile each micro-kernel with NVRTC for its register "
+                   "count even with the synthetic runner")
+    s.set_defaults(fn=cmd_tune_dynamic)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")
     common(s)

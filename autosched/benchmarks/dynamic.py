@@ -1,0 +1,193 @@
+"""The DietCode benchmark (issue 16): for each dynamic workload, the wall time of one dynamic tuning
+run vs tuning 8 sampled Ms of its range separately, the dispatched kernels' speed on those Ms (none
+of them a tuning instance of the dynamic run) vs their per-instance-tuned kernels and vs cuBLAS, and
+the dispatcher's host overhead per call.  JSON: bench/results/dynamic-<device>-<date>.json.
+
+    python -m autosched.benchmarks.dynamic [--quick]          # on the GPU
+
+Budgets: each per-instance tuning gets as many measurements as the whole dynamic run took (its
+probes and verification), so the tuning-time ratio is measured at equal search effort per shape.
+Per-instance tuning searches the registry's static hgemm templates (those `autosched tune` uses).
+
+Summary keys: tuning_time_speedup (the worst workload's), untuned_geomean_vs_per_instance,
+geomean_vs_cublas_m_le_256, dispatcher_overhead_ns, and prefill_2048_speedup_vs_stepwise (None
+here: the engine's prefill, issue 16 item 8, measures it).
+
+The measuring is injected (`Harness`), so the same logic runs on the CPU in tests with the
+synthetic runner and a modelled cuBLAS.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from autosched.dynamic.workload import BERT_BASE, LLAMA2_7B, DynamicWorkload
+
+SAMPLED = 8
+
+
+def workloads(quick: bool = False) -> list[DynamicWorkload]:
+    """Llama-2-7B's four projections over M in 1..4096 and BERT-base's three dense layers over
+    M = 16 x length, length 1..128 (quick: one of each)."""
+    llama = [DynamicWorkload.parse("hgemm", s, (1, 4096)) for s in LLAMA2_7B]
+    bert = [DynamicWorkload.parse("hgemm", s, (16, 2048), step=16) for s in BERT_BASE]
+    return [llama[0], bert[0]] if quick else llama + bert
+
+
+def untuned_sample(dw: DynamicWorkload, n: int = SAMPLED, seed: int = 0) -> list[int]:
+    """n Ms of the range that are not tuning instances, spread log-uniformly (small Ms matter)."""
+    rng = random.Random(seed)
+    pool = [m for m in dw.ms() if m not in set(dw.instances)]
+    out: set[int] = set()
+    for i in range(n * 20):
+        if len(out) == n:
+            break
+        u = math.exp(rng.uniform(math.log(dw.lo), math.log(dw.hi)))
+        m = min(pool, key=lambda x: abs(x - u))
+        out.add(m)
+    return sorted(out)
+
+
+@dataclass
+class Harness:
+    """What the benchmark measures with.  tune_dynamic(dw) -> DynamicResult; tune_instance(w, budget)
+    -> (template family, config, us); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or None."""
+    device: object
+    tune_dynamic: Callable
+    tune_instance: Callable
+    time_dispatched: Callable
+    cublas_us: Callable
+
+
+def dispatcher_overhead_ns(dispatcher, ms, repeat: int = 20000) -> float:
+    """Host time of one dispatcher call (M -> kernel index), median of 5 loops."""
+    ms = list(ms)
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for i in range(repeat):
+            dispatcher(ms[i % len(ms)])
+        runs.append((time.perf_counter_ns() - t0) / repeat)
+    return sorted(runs)[2]
+
+
+def geomean(xs) -> float | None:
+    xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def run(h: Harness, dws, log=print, sampled: int = SAMPLED) -> tuple[list, dict]:
+    rows = []
+    for dw in dws:
+        t0 = time.perf_counter()
+        res = h.tune_dynamic(dw)
+        dyn_s = time.perf_counter() - t0
+        budget = max(1, res.measurements)
+        per = []
+        for M in untuned_sample(dw, sampled):
+            w = dw.at(M)
+            t1 = time.perf_counter()
+            fam, cfg, inst_us = h.tune_instance(w, budget)
+            tune_s = time.perf_counter() - t1
+            disp_us = h.time_dispatched(dw, res, M)
+            cub = h.cublas_us(w)
+            per.append({"M": M, "per_instance_template": fam, "per_instance_config": cfg,
+                        "per_instance_us": inst_us, "per_instance_tune_s": tune_s,
+                        "dispatched_kernel": res.dispatcher(M), "dispatched_us": disp_us, "cublas_us": cub,
+                        "vs_per_instance": inst_us / disp_us if disp_us else None,
+                        "vs_cublas": cub / disp_us if (cub and disp_us) else None})
+        per_total = sum(p["per_instance_tune_s"] for p in per)
+        row = {"workload": dw.key, "shape": dw.shape_str, "range": [dw.lo, dw.hi], "step": dw.step,
+               "instances": list(dw.instances), "dynamic_tune_s": dyn_s, "dynamic_measurements": res.measurements,
+               "micro_kernels": [k.config for k in res.kernels], "verification": res.verification,
+               "flagged": [v["M"] for v in res.flagged], "per_instance_budget": budget,
+               "per_instance_tune_s": per_total, "tuning_time_speedup": per_total / dyn_s if dyn_s else None,
+               "untuned": per, "dispatcher_overhead_ns": dispatcher_overhead_ns(res.dispatcher, dw.ms()),
+               "runner": res.runner}
+        rows.append(row)
+        log(f"{dw.shape_str} ({dw.range_str}): dynamic {dyn_s:.1f} s vs {len(per)} per-instance {per_total:.1f} s; "
+            f"untuned geomean vs per-instance {geomean(p['vs_per_instance'] for p in per) or float('nan'):.3f}")
+    summary = {
+        "tuning_time_speedup": min((r["tuning_time_speedup"] for r in rows if r["tuning_time_speedup"]), default=None),
+        "untuned_geomean_vs_per_instance": geomean(p["vs_per_instance"] for r in rows for p in r["untuned"]),
+        "geomean_vs_cublas_m_le_256": geomean(p["vs_cublas"] for r in rows for p in r["untuned"] if p["M"] <= 256),
+        "dispatcher_overhead_ns": max((r["dispatcher_overhead_ns"] for r in rows), default=None),
+        "prefill_2048_speedup_vs_stepwise": None,
+        "bars": {"tuning_time_speedup": 5.0, "untuned_geomean_vs_per_instance": 0.9, "geomean_vs_cublas_m_le_256": 1.0},
+    }
+    return rows, summary
+
+
+def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12):
+    """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
+    the tuner's protocol), the dispatched kernel timed through the same runner, cuBLAS through torch
+    in this process under the protocol's Timer."""
+    from autosched.build import Builder
+    from autosched.database import Database
+    from autosched.dynamic.tune import tune_dynamic
+    from autosched.measure.gpu import GpuRunner
+    from autosched.registry import templates_for
+    from autosched.templates.hgemm_dyn import HgemmDynTemplate
+    from autosched.tuner import tune
+    db, builder, runner = Database(db_path), Builder(), GpuRunner()
+    dyn_t = HgemmDynTemplate()
+
+    def dyn(dw):
+        return tune_dynamic(dw, dyn_t, runner, db, rounds=rounds, per_round=per_round, builder=builder)
+
+    def inst(w, budget):
+        r = tune(w, None, runner, db, strategy="evolutionary-model", trials=budget, builder=builder, seed=1)
+        return r.best_template, r.best_knobs, (r.best.median_us if r.best else float("nan"))
+
+    def dispatched(dw, res, M):
+        m = runner.measure(res.dispatcher.spec(dw.at(M), dyn_t, runner.device_info), builder.submit(
+            res.dispatcher.spec(dw.at(M), dyn_t, runner.device_info)))
+        return m.median_us if m.ok else float("nan")
+
+    def cublas(w):
+        import torch
+
+        from autosched.measure.protocol import Protocol, Timer
+        from cuda.core import Device, Stream
+        dev = Device(0)
+        dev.set_current()
+        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+        timer = Timer(dev, stream, Protocol())
+        try:
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+            x = torch.randn(w.M, w.K, device="cuda", dtype=torch.float16)
+            wt = torch.randn(w.N, w.K, device="cuda", dtype=torch.float16)
+            out = torch.empty(w.M, w.N, device="cuda", dtype=torch.float16)
+            return timer.summary(lambda: torch.matmul(x, wt.t(), out=out))["median_us"]
+        finally:
+            timer.close()
+
+    return Harness(runner.device_info, dyn, inst, dispatched, cublas), (db, builder, runner)
+
+
+def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None):
+    from autosched.benchmarks.common import write_results
+    log = console.print if console else print
+    h, closers = gpu_harness(db_path)
+    try:
+        rows, summary = run(h, workloads(quick), log)
+    finally:
+        for c in reversed(closers):
+            c.close()
+    path = write_results("dynamic", h.device, rows, summary, out_dir)
+    log(f"wrote {path}: {summary}")
+    return path
+
+
+if __name__ == "__main__":
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="one Llama and one BERT workload")
+    p.add_argument("--out", default="bench/results")
+    p.add_argument("--db", default=None)
+    a = p.parse_args()
+    run_benchmark(a.quick, a.out, a.db)

@@ -1,0 +1,143 @@
+"""The micro-kernel cost model: a [micro-kernels x instances] matrix of predicted throughput.
+
+For a measured micro-kernel the prediction starts from its two probes (measurer.py): t1, the time of
+a grid of #SMs (one block an SM), and t2, of a full wave (blocks_per_sm on every SM).  An instance M
+runs T = ceil(M/BM) * ceil(N/BN) tiles: floor(T / wave) full waves at t2 each, then a last partial
+wave whose time goes from t1 (at most one block an SM) to t2 (full) with the blocks an SM holds in
+it.  Padding waste is in T already (a tile computes BM rows whatever M is).
+
+A learned correction (gradient-boosted trees over waves, the last wave's fill, padding waste in M and
+N, occupancy, threads, unroll, local padding) multiplies that by what measurements of real instances
+(the verification step's) showed, where there are any.
+
+For micro-kernels not yet measured, `ProbeModel` predicts the two probes from the config (trained on
+those measured so far, a roofline guess before that), so evolutionary search can rank candidates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from autosched.dynamic.measurer import MicroKernel
+from autosched.templates.gemm_tiles import threads
+from autosched.templates.hgemm_dyn import unroll
+
+
+def tiles(config: dict, M: int, N: int) -> int:
+    return -(-M // config["bm"]) * -(-N // config["bn"])
+
+
+def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> float:
+    """Time of T tiles from the probes (t1: #SMs blocks, t2: bps x #SMs blocks)."""
+    bps = max(1, bps)
+    full, rem = divmod(T, bps * sm_count)
+    us = full * t2
+    if rem:
+        resident = -(-rem // sm_count)            # blocks the busiest SM holds in the last wave
+        us += t1 if bps == 1 else t1 + (t2 - t1) * (resident - 1) / (bps - 1)
+    return us
+
+
+def features(mk: MicroKernel, M: int, N: int, sm_count: int) -> list[float]:
+    c, bps = mk.config, max(1, mk.report.blocks_per_sm)
+    T = tiles(c, M, N)
+    wave = bps * sm_count
+    rem = T % wave
+    return [math.log2(T / wave + 1e-9) if T else 0.0, (rem / wave) if rem else 1.0,
+            1.0 - M / (-(-M // c["bm"]) * c["bm"]), 1.0 - N / (-(-N // c["bn"]) * c["bn"]),
+            float(bps), math.log2(threads(c["bm"], c["bn"], c["wm"], c["wn"])), math.log2(unroll(c)),
+            float(c["local_pad"]), math.log2(c["bm"]), math.log2(c["bn"]), math.log2(M)]
+
+
+class MicroKernelCostModel:
+    """predict_us(kernels, Ms) -> [kernels x Ms] times; throughput() the same as TFLOP/s."""
+
+    def __init__(self, dw, device):
+        self.dw, self.device = dw, device
+        self._model = None
+        self._bias = 0.0
+        self.observations: list[tuple[MicroKernel, int, float]] = []
+
+    def analytic_us(self, mk: MicroKernel, M: int) -> float:
+        g1, g2 = mk.grids
+        return wave_model_us(mk.probes[g1], mk.probes[g2], mk.report.blocks_per_sm, self.device.sm_count,
+                             tiles(mk.config, M, self.dw.N))
+
+    def fit(self, observations) -> None:
+        """observations: (micro-kernel, M, measured us) of real instances; learns log(measured /
+        analytic) from the features.  Few rows: their median ratio only."""
+        self.observations = [o for o in observations if o[2] == o[2] and o[2] > 0]
+        if not self.observations:
+            self._model, self._bias = None, 0.0
+            return
+        X = np.array([features(mk, M, self.dw.N, self.device.sm_count) for mk, M, _ in self.observations])
+        y = np.array([math.log(us / self.analytic_us(mk, M)) for mk, M, us in self.observations])
+        self._bias = float(np.median(y))
+        if len(y) < 12:
+            self._model = None
+            return
+        from sklearn.ensemble import GradientBoostingRegressor
+        self._model = GradientBoostingRegressor(n_estimators=60, max_depth=2, learning_rate=0.1,
+                                                subsample=1.0, random_state=0).fit(X, y - self._bias)
+
+    def correction(self, mk: MicroKernel, Ms) -> np.ndarray:
+        if self._model is None:
+            return np.full(len(Ms), math.exp(self._bias))
+        X = np.array([features(mk, M, self.dw.N, self.device.sm_count) for M in Ms])
+        return np.exp(self._model.predict(X) + self._bias)
+
+    def predict_us(self, kernels, Ms) -> np.ndarray:
+        Ms = list(Ms)
+        out = np.empty((len(kernels), len(Ms)))
+        for i, mk in enumerate(kernels):
+            out[i] = [self.analytic_us(mk, M) for M in Ms]
+            out[i] *= self.correction(mk, Ms)
+        return out
+
+    def throughput(self, kernels, Ms) -> np.ndarray:
+        """TFLOP/s of each kernel on each M: the [micro-kernels x instances] matrix."""
+        Ms = list(Ms)
+        flops = np.array([2.0 * M * self.dw.N * self.dw.K for M in Ms])
+        return flops[None, :] / (self.predict_us(kernels, Ms) * 1e-6) / 1e12
+
+
+class ProbeModel:
+    """Predicts an unmeasured config's probes (t1, t2) and blocks per SM, for search."""
+
+    def __init__(self, dw, device, template):
+        self.dw, self.device, self.template = dw, device, template
+        self._models = None
+
+    def _x(self, c: dict) -> list[float]:
+        d = self.template.derived_features(c, {**self.dw.largest.params}, self.device)
+        return [math.log2(c[k] + 1) for k in ("bm", "bn", "wm", "wn", "bk", "stages", "pad", "local_pad")] + [
+            math.log2(d["threads"]), math.log2(d["unroll"]), float(d["blocks_per_sm"])]
+
+    def fit(self, measured: list[MicroKernel]) -> None:
+        ok = [mk for mk in measured if mk.ok]
+        if len(ok) < 8:
+            self._models = None
+            return
+        from sklearn.ensemble import GradientBoostingRegressor
+        X = np.array([self._x(mk.config) for mk in ok])
+        self._models = []
+        for which in (0, 1):
+            y = np.array([math.log(mk.probes[mk.grids[which]]) for mk in ok])
+            self._models.append(GradientBoostingRegressor(n_estimators=80, max_depth=3, random_state=0).fit(X, y))
+
+    def guess(self, config: dict) -> MicroKernel:
+        """A MicroKernel whose probes are predicted (estimated compile report)."""
+        from autosched.dynamic.measurer import compile_report
+        rep = compile_report(self.template, config, self.dw.largest, self.device)
+        g1, g2 = self.device.sm_count, max(1, rep.blocks_per_sm) * self.device.sm_count
+        if self._models is None:
+            c = config
+            ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
+            t1 = 2.0 * c["bm"] * c["bn"] * self.dw.K / (4e12 * min(1.0, ai / 48.0)) * 1e6 + 3.0
+            t2 = t1 * max(1, rep.blocks_per_sm) * 0.6 + 3.0
+        else:
+            x = np.array([self._x(config)])
+            t1, t2 = (float(np.exp(m.predict(x)[0])) for m in self._models)
+        return MicroKernel(dict(config), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1})

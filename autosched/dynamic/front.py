@@ -1,0 +1,121 @@
+"""The dynamic-shape API (re-exported by autosched.api and `autosched`):
+
+    dw = autosched.dynamic_workload("hgemm", "Mx4096x4096_bt", m_range=(1, 4096))
+    res = autosched.tune_dynamic(dw)                 # on the GPU; runner="synthetic" for a CPU dry run
+    res.dispatcher(100)                              # micro-kernel index for M = 100
+    autosched.export_dynamic(res, "qkv.cu")          # the kernels and the tree, one .cu
+
+The result is saved as JSON beside the database (export.artifact_path); `dynamic_dispatcher(dw)`
+reads it back.  Failures are AutoschedError naming the input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autosched.api import AutoschedError, _database
+
+DYNAMIC_RUNNERS = ("auto", "gpu", "synthetic")
+
+
+def dynamic_workload(op: str, shape: str, m_range, instances=None, weights=None, step: int = 1, **options):
+    """A workload whose M ranges over m_range ((lo, hi) or "lo:hi", in steps of `step`); `shape` is the
+    family's with the symbol M first ("Mx4096x4096_bt"); instances (the Ms tuned on, wkl_insts) and
+    weights (wkl_inst_weights) default to dynamic.default_instances and uniform."""
+    from autosched.dynamic.workload import DynamicWorkload
+    from autosched.workloads.base import WorkloadError
+    try:
+        return DynamicWorkload.parse(op, shape, m_range, instances, weights, step,
+                                     options.pop("layout", None), options.pop("dtype", None))
+    except WorkloadError as e:
+        raise AutoschedError(str(e)) from e
+
+
+def open_dynamic_runner(kind: str = "auto"):
+    """(runner, note).  synthetic: modelled times on the H100 of the shipped recordings, for a dry
+    run where there is no GPU (no recording can answer a dynamic run's made-up probe shapes)."""
+    from autosched.device import gpu_count
+    if kind not in DYNAMIC_RUNNERS:
+        raise AutoschedError(f"unknown runner {kind!r} for a dynamic run; choose from {', '.join(DYNAMIC_RUNNERS)}")
+    if kind == "auto":
+        if gpu_count() == 0:
+            raise AutoschedError("no CUDA GPU here, and a dynamic run cannot be replayed (its probe shapes are "
+                                 "made up per micro-kernel): use runner 'synthetic' (--runner synthetic) for a "
+                                 "dry run on modelled times")
+        kind = "gpu"
+    if kind == "gpu":
+        from autosched.measure.gpu import GpuRunner, NoGpu
+        try:
+            return GpuRunner(), "measuring on the GPU"
+        except NoGpu as e:
+            raise AutoschedError(f"{e}: use runner 'synthetic' for a dry run") from e
+    from autosched.dynamic.synthetic import SyntheticRunner
+    from autosched.measure.recording import load_shipped
+    shipped = load_shipped()
+    if shipped:
+        device = shipped[0][1].device
+    else:
+        from autosched.device import DeviceInfo
+        device = DeviceInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 1024, 2048, 65536, 65536, 49152, 232448,
+                            233472, 52428800, 32, "unknown", "13.0")
+    return SyntheticRunner(device), (f"[yellow]SYNTHETIC[/]: no GPU used; times are MODELLED for {device.name}, "
+                                     "not measured: a dry run of the pipeline, not a tuning result")
+
+
+def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_round: int = 12,
+                 max_kernels: int = 6, seed: int = 0, jobs: int | None = None, build: bool = False,
+                 on_start=None, on_progress=None):
+    """One tuning run for the whole range of `dw` (a DynamicWorkload): micro-kernels probed and
+    written to the database `db`, the selected ones verified on every instance, and the result (the
+    kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
+    micro-kernel with NVRTC for its register count even where the runner needs no binary."""
+    from autosched.build import Builder
+    from autosched.dynamic.export import save_result
+    from autosched.dynamic.tune import tune_dynamic as run
+    from autosched.templates.hgemm_dyn import HgemmDynTemplate
+    if not hasattr(dw, "instances"):
+        raise AutoschedError(f"tune_dynamic takes a dynamic workload (autosched.dynamic_workload), got {dw!r}")
+    for label, v in (("rounds", rounds), ("per_round", per_round), ("max_kernels", max_kernels)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
+    template = HgemmDynTemplate()
+    why = template.refuses(dw.largest)
+    if why:
+        raise AutoschedError(f"{dw.key}: {why}")
+    r, note = open_dynamic_runner(runner)
+    with r, _database(db) as database:
+        if on_start:
+            on_start(note)
+        builder = Builder(jobs) if (r.needs_binary or build) else None
+        try:
+            res = run(dw, template, r, database, rounds=rounds, per_round=per_round, max_kernels=max_kernels,
+                      seed=seed, builder=builder, on_progress=on_progress)
+        except RuntimeError as e:
+            raise AutoschedError(str(e)) from e
+        finally:
+            if builder:
+                builder.close()
+        res.artifact = save_result(res, database.path)
+    return res
+
+
+def dynamic_dispatcher(dw, *, db=None, device=None):
+    """The saved dispatcher of `dw` on `device` (default: this GPU, else the synthetic H100), or None."""
+    from autosched.dynamic.export import load_result
+    if device is None:
+        from autosched.device import gpu_count, query
+        device = query() if gpu_count() else open_dynamic_runner("synthetic")[0].device_info
+    with _database(db) as database:
+        res = load_result(database.path, dw.key, device.key)
+    return res.dispatcher if res is not None else None
+
+
+def export_dynamic(result, out: str | Path, device=None) -> Path:
+    """The result's kernels and decision tree as one standalone .cu (export.export_cu)."""
+    from autosched.dynamic.export import export_cu
+    if device is None:
+        device = open_dynamic_runner("synthetic")[0].device_info if result.runner == "synthetic" else None
+    if device is None:
+        from autosched.device import query
+        device = query()
+    return export_cu(result, out, device)

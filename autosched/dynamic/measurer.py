@@ -1,0 +1,131 @@
+"""The program measurer of DietCode: a micro-kernel's compile report and its time at two grids.
+
+Compile report: threads a block, registers a thread (ptxas, through the builder's NVRTC, which runs on
+a CPU too; an estimate from the tile sizes where no builder is given), shared memory a block, and
+from them the blocks an SM holds (`blocks_per_sm`).
+
+Two probes: the micro-kernel's time with grid = #SMs (one block an SM) and grid = blocks_per_sm x
+#SMs (one full wave).  A probe is an ordinary launch of the kernel on a made-up instance of exactly
+that many tiles, a x b = G, with a tiles down M (M = a * BM) and b <= ceil(N/BN) across N (N' = b *
+BN): the K of the workload, so each tile does the real work, and no change to the kernel (a
+persistent loop or a grid override would time a different program from the one dispatched), and the
+output is still whole, so the runner's correctness check holds as for any measurement.  Of the
+factorizations the widest b (closest to the real N) is taken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from autosched.measure.result import Measurement
+from autosched.space import config_hash
+from autosched.templates.gemm_tiles import threads
+from autosched.templates.hgemm_dyn import blocks_per_sm
+from autosched.templates.hgemm_mma import registers_needed, smem_bytes
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    threads: int
+    registers: int
+    smem_bytes: int
+    spills: int
+    blocks_per_sm: int
+    source: str                 # "ptxas" or "estimate"
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class MicroKernel:
+    config: dict
+    report: CompileReport
+    probes: dict                # grid (blocks) -> median us; two entries when measured
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.probes)
+
+    @property
+    def grids(self) -> tuple[int, int]:
+        """(#SMs, blocks_per_sm x #SMs): one grid twice where an SM holds one block."""
+        g = sorted(self.probes)
+        return g[0], g[-1]
+
+    def to_json(self) -> dict:
+        return {"config": self.config, "report": self.report.to_json(),
+                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "MicroKernel":
+        return cls(d["config"], CompileReport(**d["report"]), {int(k): v for k, v in d["probes"].items()},
+                   d.get("error", ""))
+
+
+def compile_report(template, config: dict, workload, device, builder=None) -> CompileReport:
+    c = config
+    t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
+    smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)
+    regs, spills, source = registers_needed(c["wm"], c["wn"]), 0, "estimate"
+    if builder is not None:
+        b = builder.submit(template.render(workload, config, device)).result()
+        if b.ok:
+            regs, spills, source = b.resources.registers, b.resources.spills, "ptxas"
+            smem += b.resources.smem_static
+    return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
+
+
+def probe_shape(config: dict, grid: int, N: int) -> tuple[int, int]:
+    """(M, N') of an instance of exactly `grid` tiles: a x b = grid, b <= ceil(N / BN), b largest."""
+    cols = -(-N // config["bn"])
+    b = max(d for d in range(1, min(cols, grid) + 1) if grid % d == 0)
+    return (grid // b) * config["bm"], b * config["bn"]
+
+
+def probe_workloads(config: dict, report: CompileReport, dw, device) -> dict:
+    """grid -> the concrete workload of its probe (grid #SMs and blocks_per_sm x #SMs)."""
+    from autosched.workloads import Hgemm
+    out = {}
+    for g in sorted({device.sm_count, max(1, report.blocks_per_sm) * device.sm_count}):
+        m, n = probe_shape(config, g, dw.N)
+        out[g] = Hgemm.from_shape(f"{m}x{n}x{dw.K}", layout=dw.layout, dtype=dw.dtype)
+    return out
+
+
+def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, versions=None) -> list[MicroKernel]:
+    """Each config's compile report and probes; a probe the database holds (same build) is not taken
+    again, and every new one is written to it."""
+    device = runner.device_info
+    build = runner.build_id(template)
+    out, items, where = [], [], []
+    for cfg in configs:
+        rep = compile_report(template, cfg, dw.largest, device, builder)
+        mk = MicroKernel(dict(cfg), rep, {})
+        out.append(mk)
+        if rep.blocks_per_sm < 1:
+            mk.error = f"does not fit on an SM ({rep.registers} registers x {rep.threads} threads, {rep.smem_bytes} B)"
+            continue
+        for g, w in probe_workloads(cfg, rep, dw, device).items():
+            held = db.measured(w.key, device.key, template.family, build=build).get(config_hash(cfg)) if db else None
+            if held is not None:
+                _take(mk, g, held.measurement)
+                continue
+            spec = template.render(w, cfg, device)
+            items.append((len(where), spec, builder.submit(spec) if builder is not None else None))
+            where.append((mk, g, w))
+    for i, m in runner.measure_stream(items):
+        mk, g, w = where[i]
+        if db is not None:
+            db.add(w.key, device.key, template.family, mk.config, m, versions or {}, build=build)
+        _take(mk, g, m)
+    return out
+
+
+def _take(mk: MicroKernel, g: int, m: Measurement) -> None:
+    if m.ok:
+        mk.probes[g] = m.median_us
+    else:
+        mk.error = mk.error or f"probe grid {g}: {m.status.value} {m.error}".strip()

@@ -1,0 +1,115 @@
+"""Micro-kernel sketches for a dynamic M: tile sizes sampled jointly under the target's limits, from
+the largest extents, and mutated without touching the tiles bound to threads.
+
+A micro-kernel is an hgemm_dyn config.  Its tiles, per dimension, from the outside in:
+
+    M:  grid rows (ceil(M/BM), dynamic) | warps_m (threadIdx) | mt: 16-row MMA tiles a warp holds
+    N:  grid cols                       | warps_n (threadIdx) | nt: 16-column pairs of MMA tiles
+    K:  slices (K/BK)                   | ks: k16 steps of a slice
+
+so BM = warps_m * 16 * mt, BN = warps_n * 16 * nt, BK = 16 * ks.  `sample` draws (warps_m, warps_n)
+first (the block's threads), then the inner tiles (mt, nt) that the register file admits for that
+many threads, then ks, stages and padding that the shared memory admits: all jointly, each draw
+among the values the earlier ones leave valid, none required to divide any extent (an M of 4095 or
+a prime N is as good as 4096).  The unroll factor is never drawn: it is mt * 2nt * ks
+(templates.hgemm_dyn.unroll), so a mutated config stays consistent.
+"""
+
+from __future__ import annotations
+
+import random
+
+from autosched.space import ConfigError, Space
+from autosched.templates.hgemm_dyn import BLOCK_TILES, WARP_TILES, unroll
+
+THREAD_TILES = ("warps_m", "warps_n")
+INNER_TILES = ("mt", "nt", "ks")
+
+
+def decision(config: dict) -> dict:
+    """A config's tile decision: the thread-bound tiles and the inner ones."""
+    return {"warps_m": config["bm"] // config["wm"], "warps_n": config["bn"] // config["wn"],
+            "mt": config["wm"] // 16, "nt": config["wn"] // 16, "ks": config["bk"] // 16,
+            "stages": config["stages"], "pad": config["pad"], "local_pad": config["local_pad"]}
+
+
+def config_of(d: dict) -> dict:
+    wm, wn = 16 * d["mt"], 16 * d["nt"]
+    return {"bm": d["warps_m"] * wm, "bn": d["warps_n"] * wn, "wm": wm, "wn": wn, "bk": 16 * d["ks"],
+            "stages": d["stages"], "pad": d["pad"], "local_pad": d["local_pad"]}
+
+
+def _options(space: Space, extents: tuple[int, int]) -> dict:
+    m_max, n = extents
+    cap_m = max(16, -(-m_max // 16) * 16)       # no block taller than the largest M needs
+    cap_n = max(16, -(-n // 16) * 16)
+    return {
+        "warps": [(a, b) for a in range(1, 17) for b in range(1, 17) if 2 <= a * b <= 32],
+        "mt": [v // 16 for v in WARP_TILES], "nt": [v // 16 for v in WARP_TILES],
+        "ks": [v // 16 for v in space.knob("bk").values], "stages": list(space.knob("stages").values),
+        "pad": list(space.knob("pad").values), "cap": (min(cap_m, BLOCK_TILES[-1]), min(cap_n, BLOCK_TILES[-1])),
+    }
+
+
+def sample(space: Space, extents: tuple[int, int], rng: random.Random, local_pad: int = 1,
+           max_tries: int = 2000) -> dict:
+    """One micro-kernel of `space` (templates.hgemm_dyn.micro_kernel_space), its tiles drawn jointly
+    for the largest extents (M_max, N): ConfigError if none is found."""
+    o = _options(space, extents)
+    cap_m, cap_n = o["cap"]
+    for _ in range(max_tries):
+        wa, wb = rng.choice(o["warps"])
+        # inner tiles the block's threads leave room for (registers: the space's rule) and that keep
+        # the block within the largest extent
+        inner = [(mt, nt) for mt in o["mt"] for nt in o["nt"]
+                 if wa * 16 * mt <= cap_m and wb * 16 * nt <= cap_n]
+        if not inner:
+            continue
+        mt, nt = rng.choice(inner)
+        d = {"warps_m": wa, "warps_n": wb, "mt": mt, "nt": nt, "ks": rng.choice(o["ks"]),
+             "stages": rng.choice(o["stages"]), "pad": rng.choice(o["pad"]), "local_pad": local_pad}
+        cfg = config_of(d)
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+           max_tries: int = 50) -> dict | None:
+    """A neighbour of `config` that keeps warps_m and warps_n (the tiles bound to threadIdx): a
+    factor moved from one inner tile to another (mt -> ks, ...), one inner tile resampled, or the
+    ring depth or padding changed.  None if no valid neighbour is found."""
+    cap_m, cap_n = _options(space, extents)["cap"]
+    base = decision(config)
+    for _ in range(max_tries):
+        d = dict(base)
+        move = rng.random()
+        if move < 0.4:                       # a factor of one inner tile moves to another
+            src, dst = rng.sample(INNER_TILES, 2)
+            f = rng.choice([x for x in (2, 3) if d[src] % x == 0] or [1])
+            if f == 1:
+                continue
+            d[src] //= f
+            d[dst] *= f
+        elif move < 0.8:                     # one inner tile takes a new size
+            t = rng.choice(INNER_TILES)
+            d[t] = rng.choice([v // 16 for v in (space.knob("bk").values if t == "ks" else WARP_TILES)])
+        else:
+            knob = rng.choice(("stages", "pad"))
+            d[knob] = rng.choice(space.knob(knob).values)
+        if d == base or d["warps_m"] * 16 * d["mt"] > cap_m or d["warps_n"] * 16 * d["nt"] > cap_n:
+            continue
+        try:
+            cfg = config_of(d)
+        except KeyError:
+            continue
+        if space.contains(cfg):
+            return cfg
+    return None
+
+
+def describe(config: dict) -> str:
+    d = decision(config)
+    return (f"{config['bm']}x{config['bn']}x{config['bk']} warps {d['warps_m']}x{d['warps_n']} "
+            f"warp {config['wm']}x{config['wn']} st{config['stages']} pad{config['pad']} "
+            f"lp{config['local_pad']} unroll {unroll(config)}")

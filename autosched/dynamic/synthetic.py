@@ -1,0 +1,97 @@
+"""A synthetic runner for hgemm_dyn: modelled times, for testing the dynamic pipeline on a machine
+with no GPU and no recording of the shapes it asks for (the probe instances are made up per
+micro-kernel, so no recording could hold them).
+
+Its times are NOT measurements: every Measurement says source "synthetic:model", and the CLI and API
+print so.  The model has what the DietCode cost model must learn: per-tile compute time growing with
+the tile and falling with arithmetic intensity and occupancy, waves (a partial last wave costs as
+much as the residents it holds), padding waste (a 128-row tile for M = 65 computes 128 rows), a
+memory floor (reading W once), a predicate cost for the guarded variant, register spills past 200
+registers, and a few percent of deterministic per-(config, M) noise, so predictions are never exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from autosched.measure.result import Measurement, Status
+from autosched.measure.runner import Runner
+from autosched.templates.gemm_tiles import threads
+from autosched.templates.hgemm_dyn import blocks_per_sm, unroll
+from autosched.templates.hgemm_mma import registers_needed, smem_bytes
+
+PEAK_SM_TFLOPS = 4.5          # mma.sync FP16 per SM at full occupancy (about 600 TFLOP/s on 132 SMs)
+BANDWIDTH = 3.0e12            # B/s
+LAUNCH_US = 3.0
+
+
+def registers(config: dict) -> int:
+    return registers_needed(config["wm"], config["wn"]) + (6 if not config["local_pad"] else 0)
+
+
+def modelled_us(config: dict, M: int, N: int, K: int, b_col: int, device) -> float:
+    c = config
+    t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
+    regs = registers(c)
+    bps = blocks_per_sm(t, regs, smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], b_col), device)
+    if bps < 1:
+        return float("nan")
+    tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])                 # flops per loaded element, per k
+    eff = min(1.0, ai / 48.0) * min(1.0, (unroll(c) / 8.0) ** 0.25)
+    eff *= 0.85 if c["stages"] == 2 else 1.0
+    eff *= 0.9 if c["pad"] == 0 else 1.0
+    eff *= 0.93 if not c["local_pad"] else 1.0                 # predicates in the compute loop
+    eff *= 0.6 if regs > 200 else 1.0                           # spills
+
+    def wave_us(resident: int) -> float:
+        # `resident` blocks share one SM: latency hiding grows with the warps it holds
+        warps = resident * t / 32
+        occ = min(1.0, 0.35 + 0.65 * warps / 16)
+        flops = resident * 2.0 * c["bm"] * c["bn"] * K
+        return flops / (PEAK_SM_TFLOPS * 1e12 * eff * occ) * 1e6
+
+    per_wave = bps * device.sm_count
+    full, rem = divmod(tiles, per_wave)
+    us = full * wave_us(bps) + (wave_us(-(-rem // device.sm_count)) if rem else 0.0)
+    floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
+    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K)).encode()).hexdigest()[:8], 16)
+    noise = 1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5)
+    return (max(us, floor) + LAUNCH_US) * noise
+
+
+class SyntheticRunner(Runner):
+    """Answers hgemm_dyn specs from `modelled_us` (any M, N, K): a test double of GpuRunner."""
+
+    name = "synthetic"
+    needs_binary = False
+
+    def __init__(self, device):
+        self._device = device
+        self.calls = 0
+
+    @property
+    def device_info(self):
+        return self._device
+
+    def build_id(self, template) -> str:
+        return f"{template.source_hash()[:12]}/synthetic"
+
+    def measure(self, spec, binary=None) -> Measurement:
+        self.calls += 1
+        if spec.family != "hgemm_dyn":
+            return Measurement(Status.NOT_RECORDED, error=f"the synthetic runner models hgemm_dyn only, not "
+                               f"{spec.family}", source="synthetic:model")
+        cfg = dict(spec.config)
+        args = {a.name: a.value for a in spec.args if a.role == "scalar"}
+        b_col = int("b_col=1" in spec.workload_key)
+        us = modelled_us(cfg, args["M"], args["N"], args["K"], b_col, self._device)
+        if us != us:
+            return Measurement(Status.LAUNCH_ERROR, error="too many resources for one block",
+                               source="synthetic:model")
+        return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=registers(cfg),
+                           smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
+
+    def measure_stream(self, items):
+        for tag, spec, binary in items:
+            yield tag, self.measure(spec, binary)

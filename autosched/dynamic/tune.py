@@ -1,0 +1,197 @@
+"""One tuning run for a whole range of M (DietCode): sketches -> probes -> micro-kernel cost model ->
+evolutionary search -> selection -> verification -> decision tree.
+
+    result = tune_dynamic(dw, HgemmDynTemplate(), runner, db)
+    result.dispatcher(100)          # index of the micro-kernel for M = 100
+    result.verification             # every tuning instance measured with its selected kernel
+
+Rounds: the population (jointly sampled sketches, then their mutations) is ranked by what the
+ProbeModel predicts it would add to the instances' weighted throughput; the best few not yet measured
+are measured (two probes each) and the models refit.  Then the fewest measured micro-kernels that
+serve the instances (greedy, each added while it raises the weighted share of the best predicted
+throughput) are selected, each instance is measured with its kernel (predictions off by more than
+`tolerance` are reported), the correction is fitted on those measurements, and a decision tree learns
+M -> kernel over the whole range.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autosched.dynamic import sketch
+from autosched.dynamic.cost_model import MicroKernelCostModel, ProbeModel
+from autosched.dynamic.dispatch import Dispatcher, fit_tree, tree_nodes
+from autosched.dynamic.measurer import MicroKernel, measure_micro_kernels
+from autosched.space import config_hash
+
+TOLERANCE = 0.10
+MAX_TREE_POINTS = 4096
+
+
+@dataclass
+class DynamicResult:
+    workload: object                      # DynamicWorkload
+    device_key: str
+    runner: str
+    template: str
+    build: str
+    kernels: list[MicroKernel]            # the selected micro-kernels, dispatcher labels index them
+    measured: int                         # micro-kernels probed in all
+    verification: list[dict]              # per instance: M, kernel, predicted_us, measured_us, error, flagged
+    dispatcher: Dispatcher
+    elapsed_s: float = 0.0
+    measurements: int = 0                 # runner calls (probes and verification)
+    history: list[dict] = field(default_factory=list)   # per round: measured, best weighted score
+    artifact: object = None               # where front.tune_dynamic saved it (a Path); not in the JSON
+
+    @property
+    def flagged(self) -> list[dict]:
+        return [v for v in self.verification if v["flagged"]]
+
+    def to_json(self) -> dict:
+        return {"workload": self.workload.to_json(), "key": self.workload.key, "device_key": self.device_key,
+                "runner": self.runner, "template": self.template, "build": self.build,
+                "kernels": [k.to_json() for k in self.kernels], "measured": self.measured,
+                "verification": self.verification, "dispatcher": self.dispatcher.to_json(),
+                "elapsed_s": self.elapsed_s, "measurements": self.measurements, "history": self.history}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "DynamicResult":
+        from autosched.dynamic.workload import DynamicWorkload
+        return cls(DynamicWorkload.from_json(d["workload"]), d["device_key"], d["runner"], d["template"],
+                   d["build"], [MicroKernel.from_json(k) for k in d["kernels"]], d["measured"], d["verification"],
+                   Dispatcher.from_json(d["dispatcher"]), d.get("elapsed_s", 0.0), d.get("measurements", 0),
+                   d.get("history", []))
+
+
+def coverage(P: np.ndarray, weights) -> float:
+    """Weighted mean over instances of the best throughput of the rows in P, as a share of each
+    instance's best over all rows given (1: nothing lost)."""
+    return float(np.dot(weights, P.max(axis=0) / np.maximum(P.max(axis=0), 1e-30)))
+
+
+def select(P: np.ndarray, weights, max_kernels: int, min_gain: float = 0.002) -> list[int]:
+    """Greedy: rows of P (kernels x instances throughput) whose best per instance keeps the weighted
+    share of each instance's best highest; stops at `max_kernels` or when a kernel adds < min_gain."""
+    best = P.max(axis=0)
+    w = np.asarray(weights)
+    chosen: list[int] = []
+    cur = np.zeros(P.shape[1])
+    score = 0.0
+    while len(chosen) < max_kernels:
+        gains = [(float(np.dot(w, np.maximum(cur, P[i]) / best)), i) for i in range(len(P)) if i not in chosen]
+        if not gains:
+            break
+        s, i = max(gains)
+        if chosen and s - score < min_gain:
+            break
+        chosen.append(i)
+        cur = np.maximum(cur, P[i])
+        score = s
+    return chosen
+
+
+def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: int = 12, population: int = 64,
+                 generations: int = 3, max_kernels: int = 6, seed: int = 0, builder=None, local_pad=(1, 0),
+                 tolerance: float = TOLERANCE, on_progress=None) -> DynamicResult:
+    t0 = time.perf_counter()
+    device = runner.device_info
+    space = template.space(dw.largest, device)
+    extents = (dw.hi, dw.N)
+    rng = random.Random(seed)
+    insts, weights = list(dw.instances), np.asarray(dw.weights)
+    model = MicroKernelCostModel(dw, device)
+    probe_model = ProbeModel(dw, device, template)
+    from autosched.tuner import versions
+    vers = versions(runner.name)
+    calls = 0
+
+    measured: dict[str, MicroKernel] = {}
+    history = []
+
+    def draw() -> dict:
+        return sketch.sample(space, extents, rng, local_pad=rng.choice(local_pad))
+
+    pop = []
+    while len(pop) < population:
+        pop.append(draw())
+    for r in range(rounds):
+        good = [mk for mk in measured.values() if mk.ok]
+        best = model.throughput(good, insts).max(axis=0) if good else None
+        # evolution over the population, ranked by the predicted gain over what is measured
+        def score(cfg) -> float:
+            p = model.throughput([probe_model.guess(cfg)], insts)[0]
+            if best is None:
+                return float(np.dot(weights, p))
+            return float(np.dot(weights, np.maximum(p / best - 1.0, 0.0))) + 1e-3 * float(np.dot(weights, p / best))
+        scored = {config_hash(c): (score(c), c) for c in pop}
+        for _ in range(generations):
+            parents = sorted(scored.values(), key=lambda sc: -sc[0])[: max(4, population // 4)]
+            for _ in range(population):
+                child = sketch.mutate(space, rng.choice(parents)[1], rng, extents) if rng.random() < 0.8 else draw()
+                if child is not None and config_hash(child) not in scored:
+                    scored[config_hash(child)] = (score(child), child)
+        ranked = [c for _, c in sorted(scored.values(), key=lambda sc: -sc[0]) if config_hash(c) not in measured]
+        n_explore = max(1, per_round // 4)
+        picks = ranked[: per_round - n_explore]
+        rest = ranked[per_round - n_explore:]
+        picks += rng.sample(rest, min(n_explore, len(rest)))
+        new = measure_micro_kernels(template, picks, dw, runner, db, builder, vers)
+        calls += sum(len(mk.probes) for mk in new)
+        for mk in new:
+            measured[config_hash(mk.config)] = mk
+        probe_model.fit(list(measured.values()))
+        good = [mk for mk in measured.values() if mk.ok]
+        P = model.throughput(good, insts)
+        history.append({"round": r, "measured": len(measured), "ok": len(good),
+                        "weighted_tflops_best": float(np.dot(weights, P.max(axis=0))) if good else 0.0})
+        if on_progress:
+            on_progress(history[-1])
+        pop = [c for _, c in sorted(scored.values(), key=lambda sc: -sc[0])[:population]]
+
+    good = [mk for mk in measured.values() if mk.ok]
+    if not good:
+        errors = sorted({mk.error for mk in measured.values()})[:3]
+        raise RuntimeError(f"no micro-kernel of {dw.key} could be measured ({'; '.join(errors)})")
+    P = model.throughput(good, insts)
+    chosen = select(P, weights, max_kernels)
+    kernels = [good[i] for i in chosen]
+    pred_us = model.predict_us(kernels, insts)
+    assign = [int(np.argmin(pred_us[:, j])) for j in range(len(insts))]
+
+    # performance verification: every instance with its kernel, before anything is output
+    specs = [template.render(dw.at(M), kernels[k].config, device) for M, k in zip(insts, assign)]
+    items = [(j, s, builder.submit(s) if builder is not None else None) for j, s in enumerate(specs)]
+    meas = dict(runner.measure_stream(items))
+    calls += len(items)
+    verification, obs = [], []
+    build = runner.build_id(template)
+    for j, (M, k) in enumerate(zip(insts, assign)):
+        m = meas[j]
+        if db is not None:
+            db.add(dw.at(M).key, device.key, template.family, kernels[k].config, m, vers, build=build)
+        us = m.median_us if m.ok else float("nan")
+        err = us / pred_us[k, j] - 1.0 if m.ok else float("nan")
+        verification.append({"M": M, "weight": float(weights[j]), "kernel": k, "predicted_us": float(pred_us[k, j]),
+                             "measured_us": float(us), "error": float(err), "status": m.status.value,
+                             "flagged": bool((not m.ok) or abs(err) > tolerance)})
+        if m.ok:
+            obs.append((kernels[k], M, us))
+    # the correction learns from those measurements; the tree learns from the corrected model over
+    # the whole range and, at the instances, from the verified assignment
+    model.fit(obs)
+    ms = dw.ms()
+    if len(ms) > MAX_TREE_POINTS:
+        ms = sorted(set(np.linspace(dw.lo, dw.hi, MAX_TREE_POINTS).astype(int) // dw.step * dw.step) | set(insts))
+    labels = np.argmin(model.predict_us(kernels, ms), axis=0)
+    x = list(ms) + insts
+    y = list(labels) + assign
+    sw = [1.0] * len(ms) + [float(len(ms)) / len(insts) * 0.5] * len(insts)
+    tree = fit_tree(x, y, sw, max_leaf_nodes=max(2, 4 * len(kernels)), seed=seed)
+    disp = Dispatcher(tree_nodes(tree), [k.config for k in kernels], dw.lo, dw.hi)
+    return DynamicResult(dw, device.key, runner.name, template.family, build, kernels, len(measured),
+                         verification, disp, time.perf_counter() - t0, calls, history)
