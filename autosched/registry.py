@@ -116,16 +116,35 @@ def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
 
 
 def _hgemm_picks(template, workload, device) -> list[dict]:
+    if template.family == "hgemm_wmma":
+        return _hgemm_wmma_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
     tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
-    return [max(cfgs, key=lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)),
+    return [max(cfgs, key=lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col,
+                                               workload.a_col)),
             max(cfgs, key=tile), min(cfgs, key=tile)] + _default_and_random(template, workload, device)
+
+
+def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
+    """The smallest block tile (the most blocks on the ragged edges), the most shared memory (the
+    deepest ring, or the widest epilogue scratch), the largest warp tile (the most registers), the
+    largest single-buffered block, then the default and two random ones; no config twice."""
+    from autosched.templates.hgemm_wmma import smem_bytes
+    cfgs = template.space(workload, device).enumerate()
+    tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
+    smem = lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.a_col,  # noqa: E731
+                                workload.b_col, workload.blocked, c["wm"], c["wn"])
+    single = [c for c in cfgs if c["stages"] == 1] or cfgs
+    picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
+             max(single, key=tile)] + _default_and_random(template, workload, device)
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
 
 def _families() -> dict[str, Family]:
     from autosched.templates.gemv_q4f16 import GemvQ4F16Template
     from autosched.templates.hgemm_mma import HgemmMmaTemplate
+    from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
     from autosched.workloads.hgemm import DTYPES, LAYOUTS
@@ -146,7 +165,7 @@ def _families() -> dict[str, Family]:
                report="sgemm", report_title="SGEMM", report_section="autosched.report_sgemm:gemm_section",
                sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks,
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
-        Family("hgemm", Hgemm, (HgemmMmaTemplate(),),
+        Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate()),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

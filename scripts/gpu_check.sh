@@ -4,6 +4,8 @@
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
 #   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
+#   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
+#                                        # (about 2 minutes; each step bounded, at most 5)
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -28,6 +30,20 @@ sanitize)
   stage "racecheck hgemm"
   PER_TEMPLATE=3 timeout 60 compute-sanitizer --tool racecheck --print-limit 5 "$PY" scripts/sanitize.py hgemm \
     >"$OUT/racecheck-hgemm.log" 2>&1; echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$" "$OUT/racecheck-hgemm.log" | tail -4
+  ;;
+hgemm-wmma)
+  stage "pytest hgemm wmma + mma layouts"
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wmma_gpu.py \
+    tests/gpu/test_hgemm_gpu.py -k "not bench" 2>&1 | tee "$OUT/pytest-hgemm-wmma.log" | tail -15
+  # the wmma extreme configs on a ragged row shape, A stored (K, M) in BF16, and the blocked layout
+  for tool in memcheck racecheck; do
+    stage "$tool hgemm_wmma"
+    TEMPLATES=hgemm_wmma PER_TEMPLATE=4 timeout 60 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
+      scripts/sanitize.py hgemm 300x264x200 296x262x200_tt_bf16 304x272x208_bb >"$OUT/$tool-hgemm-wmma.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| (wrong|launch_error|crash) " "$OUT/$tool-hgemm-wmma.log" | tail -6
+  done
+  stage "timing hgemm 4096^3 (wmma, mma default, cuBLAS)"
+  timeout 100 python3 scripts/hgemm_wmma_timing.py 2>&1 | tee "$OUT/timing-hgemm-wmma.log" | tail -14
   ;;
 bench-gemv)
   stage "bench gemv"

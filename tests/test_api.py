@@ -135,8 +135,13 @@ def test_workload_takes_the_family_options():
         autosched.workload("hgemm", "8x8x8", dtype="fp8")
 
 
-def test_tune_says_no_template_serves_a_new_layout_yet(replay_only, tmp_path):
-    with pytest.raises(ValueError, match=r"no template of hgemm accepts .*a_col=1.*hgemm_mma: its kernel reads A "
-                                         r"row-major"):
-        autosched.tune(("hgemm", "4096x4096x4096_tn"), db=tmp_path / "db")
+def test_tune_says_no_template_serves_a_layout(replay_only, tmp_path, monkeypatch):
+    import dataclasses
+
+    from autosched import registry
+    h = registry.FAMILIES["hgemm"]
+    monkeypatch.setitem(registry.FAMILIES, "hgemm", dataclasses.replace(h, templates=h.templates[:1]))
+    with pytest.raises(ValueError, match=r"no template of hgemm accepts .*blocked=1.*hgemm_mma: its kernel reads row "
+                                         r"layouts"):
+        autosched.tune(("hgemm", "4096x4096x4096_bb"), db=tmp_path / "db")
     assert not (tmp_path / "db").exists()

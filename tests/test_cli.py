@@ -542,16 +542,26 @@ def test_report_piped_keeps_markdown_tables_whole(tmp_path):
 
 # -- family options (issue 15) ------------------------------------------------------------------
 
+def _hgemm_mma_only(monkeypatch):
+    """The hgemm family with its mma.sync template alone, which refuses the blocked layout."""
+    import dataclasses
+
+    from autosched import registry
+    h = registry.FAMILIES["hgemm"]
+    monkeypatch.setitem(registry.FAMILIES, "hgemm",
+                        dataclasses.replace(h, templates=tuple(t for t in h.templates if t.family == "hgemm_mma")))
+
+
 @pytest.mark.parametrize("cmd", ["tune", "record", "export"])
 @pytest.mark.parametrize("argv, words", [
-    (["--shape", "4096x4096x4096", "--layout", "tn"],
-     ["no template of hgemm accepts hgemm:M=4096,N=4096,K=4096,b_col=0,a_col=1", "hgemm_mma: its kernel reads A row-major"]),
-    (["--shape", "4096x4096x4096", "--dtype", "bf16"], ["bf16=1", "hgemm_mma: its kernel reads FP16 inputs only"]),
-    (["--shape", "4096x4096x4096_bb"], ["blocked=1", "not the blocked 16x16 tiles (bb)"]),
+    # no template serving bb: the reason, and nothing written
+    (["--shape", "4096x4096x4096_bb"], ["no template of hgemm accepts hgemm:M=4096,N=4096,K=4096,b_col=0,blocked=1",
+                                        "hgemm_mma: its kernel reads row layouts, not the blocked 16x16 tiles (bb"]),
     (["--shape", "4096x4096x4096", "--layout", "col"], ["hgemm: --layout must be one of nn, nt, tn, tt, bb, got 'col'"]),
     (["--shape", "4096x4096x4096_bt", "--layout", "tn"], ["says layout nt but the layout option says tn"]),
 ])
-def test_hgemm_layouts_no_template_serves_exit_2_with_the_reason(cli, tmp_path, cmd, argv, words):
+def test_hgemm_layouts_no_template_serves_exit_2_with_the_reason(cli, tmp_path, monkeypatch, cmd, argv, words):
+    _hgemm_mma_only(monkeypatch)
     extra = ["-o", str(tmp_path / "k.cu")] if cmd == "export" else ["--db", str(tmp_path / "db")]
     rc, out, err = cli(cmd, "hgemm", *argv, *extra)
     assert rc == 2
@@ -560,6 +570,19 @@ def test_hgemm_layouts_no_template_serves_exit_2_with_the_reason(cli, tmp_path, 
     for w in words:
         assert w in e
     assert not (tmp_path / "db").exists() and not (tmp_path / "k.cu").exists()
+
+
+@pytest.mark.parametrize("argv, key", [
+    (["--layout", "tn"], "hgemm:M=4096,N=4096,K=4096,b_col=0,a_col=1"),
+    (["--dtype", "bf16"], "hgemm:M=4096,N=4096,K=4096,b_col=0,bf16=1"),
+    (["--layout", "bb", "--dtype", "bf16"], "hgemm:M=4096,N=4096,K=4096,b_col=0,blocked=1,bf16=1"),
+])
+def test_hgemm_every_layout_and_dtype_reaches_the_runner(cli, tmp_path, argv, key):
+    """The templates serve them all now (mma.sync the row layouts, wmma all of them): the replay
+    runner is the one that refuses, for want of a recording, and names the key it looked for."""
+    rc, out, err = cli("tune", "hgemm", "--shape", "4096x4096x4096", *argv, "--runner", "replay",
+                       "--db", str(tmp_path / "db"))
+    assert rc == 2 and f"no recording for {key}:" in flat(err) and "no template" not in flat(err)
 
 
 def test_an_option_the_family_does_not_take_is_named(cli, tmp_path):

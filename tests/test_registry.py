@@ -110,11 +110,24 @@ def test_family_options_reach_the_workload():
         h.parse("8x8x8", layout=3)
 
 
-def test_templates_for_gives_every_reason():
+def test_every_hgemm_layout_and_dtype_has_a_template():
+    from autosched.registry import templates_for
+    h = FAMILIES["hgemm"]
+    for dtype in ("fp16", "bf16"):
+        for layout in ("nn", "nt", "tn", "tt"):
+            assert [t.family for t in templates_for(h.parse("16x16x16", layout=layout, dtype=dtype))] == [
+                "hgemm_mma", "hgemm_wmma"], (layout, dtype)
+        assert [t.family for t in templates_for(h.parse("16x16x16_bb", dtype=dtype))] == ["hgemm_wmma"]
+
+
+def test_templates_for_gives_every_reason(monkeypatch):
+    import dataclasses
+
+    from autosched import registry
     from autosched.registry import templates_for
     from autosched.workloads import WorkloadError
     h = FAMILIES["hgemm"]
+    monkeypatch.setitem(registry.FAMILIES, "hgemm", dataclasses.replace(h, templates=h.templates[:1]))
     with pytest.raises(WorkloadError, match=r"no template of hgemm accepts hgemm:M=16,N=16,K=16,b_col=0,blocked=1,"
-                                            r"bf16=1 \(hgemm_mma: its kernel reads FP16 inputs only, not bf16, and "
-                                            r"its kernel reads row layouts, not the blocked"):
+                                            r"bf16=1 \(hgemm_mma: its kernel reads row layouts, not the blocked"):
         templates_for(h.parse("16x16x16_bb_bf16"))

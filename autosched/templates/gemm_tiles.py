@@ -1,4 +1,4 @@
-"""What the block-and-warp-tiled GEMM templates (sgemm, hgemm_mma) share: a block owns BM x BN of C
+"""What the block-and-warp-tiled GEMM templates (sgemm, hgemm_mma, hgemm_wmma) share: a block owns BM x BN of C
 and is cut into warps of WM x WN."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The FP16 tensor-core GEMM (kernels/hgemm_mma.cuh): warp-level mma.sync m16n8k16 fed by ldmatrix,
-the instructions behind the tensor-core seed's wmma 16x16x16, with the block and warp tiles, the K
-slice, the depth of the cp.async ring and the shared-row padding as knobs.  Whether B is row-major
-or stored (N, K) is the workload's, not a knob.
+"""The FP16/BF16 tensor-core GEMM (kernels/hgemm_mma.cuh): warp-level mma.sync m16n8k16 fed by
+ldmatrix, the instructions behind the tensor-core seed's wmma 16x16x16, with the block and warp
+tiles, the K slice, the depth of the cp.async ring and the shared-row padding as knobs.  How A and B
+are stored (nn, nt, tn, tt) and the dtype are the workload's, not knobs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ MAX_REGS = 255
 REG_OVERHEAD = 32      # addresses, loop counters and ldmatrix temporaries beside the tiles
 
 _ARG_ORDER = ("B_COL", "BM", "BN", "BK", "WM", "WN", "STAGES", "PAD")
+_LATER_ARGS = ("A_COL", "BF16")    # defaulted to 0 in the kernel: written only when one is not
 
 
 def registers_needed(wm, wn) -> int:
@@ -24,9 +25,11 @@ def registers_needed(wm, wn) -> int:
     return wm * wn // 32 + 4 * (wm // 16) + 2 * (wn // 8) + REG_OVERHEAD
 
 
-def smem_bytes(bm, bn, bk, stages, pad, b_col: int) -> int:
-    """The cp.async ring: STAGES slices of A and B, in halves."""
-    return 2 * stages * (bm * (bk + pad) + (bn * (bk + pad) if b_col else bk * (bn + pad)))
+def smem_bytes(bm, bn, bk, stages, pad, b_col: int, a_col: int = 0) -> int:
+    """The cp.async ring: STAGES slices of A and B, each staged as stored with rows padded, in
+    2-byte elements."""
+    a = bk * (bm + pad) if a_col else bm * (bk + pad)
+    return 2 * stages * (a + (bn * (bk + pad) if b_col else bk * (bn + pad)))
 
 
 class HgemmMmaTemplate(Template):
@@ -35,19 +38,15 @@ class HgemmMmaTemplate(Template):
     header = "hgemm_mma.cuh"
 
     def refuses(self, workload) -> str | None:
-        """The kernel reads FP16 halves, A row-major, B row-major or stored (N, K) (B_COL): any other
-        layout or dtype would be read as if it were one of those and give wrong results."""
+        """The kernel reads FP16 or BF16 in the four row layouts (nn, nt, tn, tt).  It refuses the
+        blocked layout: its ldmatrix row addresses walk rows of the stored matrix, which in bb
+        are 16 long and jump between tiles; the wmma template serves bb."""
         why = super().refuses(workload)
         if why is not None:
             return why
-        whys = []
-        if workload.bf16:
-            whys.append("its kernel reads FP16 inputs only, not bf16")
         if workload.blocked:
-            whys.append("its kernel reads row layouts, not the blocked 16x16 tiles (bb)")
-        elif workload.a_col:
-            whys.append(f"its kernel reads A row-major (layouts nn and nt), not stored (K, M) (layout {workload.layout})")
-        return ", and ".join(whys) or None
+            return "its kernel reads row layouts, not the blocked 16x16 tiles (bb; hgemm_wmma serves them)"
+        return None
 
     def space(self, workload, device) -> Space:
         why = self.refuses(workload)
@@ -56,7 +55,7 @@ class HgemmMmaTemplate(Template):
         return self._space(workload, device)
 
     def _space(self, workload, device) -> Space:
-        M, N, b_col = workload.M, workload.N, workload.b_col
+        M, N, b_col, a_col = workload.M, workload.N, workload.b_col, workload.a_col
         knobs = [
             Knob("bm", (32, 64, 128, 256), "rows of C a block owns"),
             Knob("bn", (32, 64, 128, 256), "columns of C a block owns"),
@@ -77,7 +76,8 @@ class HgemmMmaTemplate(Template):
               <= min(MAX_REGS, device.regs_per_block // threads(bm, bn, wm, wn))),
             C(f"shared memory <= {device.smem_per_block_optin} B a block (opted in at launch over "
               f"{device.smem_per_block})", ("bm", "bn", "bk", "stages", "pad"),
-              lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad, b_col) <= device.smem_per_block_optin),
+              lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad, b_col, a_col)
+              <= device.smem_per_block_optin),
         ]
         return Space(knobs, rules)
 
@@ -86,7 +86,8 @@ class HgemmMmaTemplate(Template):
         MMAs per fragment load."""
         c, M, N = config, params["M"], params["N"]
         t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
-        smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], params.get("b_col", 0))
+        smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], params.get("b_col", 0),
+                          params.get("a_col", 0))
         per_sm = max(1, min(device.max_threads_per_sm // t, device.smem_per_sm // max(1, smem)))
         blocks = -(-M // c["bm"]) * -(-N // c["bn"])
         mt, nt = c["wm"] // 16, c["wn"] // 8
@@ -105,16 +106,20 @@ class HgemmMmaTemplate(Template):
         cfg = self.space(workload, device).validate(config)
         M, N, K = workload.M, workload.N, workload.K
         values = {"B_COL": workload.b_col, "BM": cfg["bm"], "BN": cfg["bn"], "BK": cfg["bk"], "WM": cfg["wm"],
-                  "WN": cfg["wn"], "STAGES": cfg["stages"], "PAD": cfg["pad"]}
-        expr = "hgemm_mma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
+                  "WN": cfg["wn"], "STAGES": cfg["stages"], "PAD": cfg["pad"],
+                  "A_COL": workload.a_col, "BF16": workload.bf16}
+        args = _ARG_ORDER + (_LATER_ARGS if workload.a_col or workload.bf16 else ())
+        expr = "hgemm_mma<" + ", ".join(str(values[a]) for a in args) + ">"
+        elem = "__nv_bfloat16" if workload.bf16 else "half"
         return KernelSpec(
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(self.header), name_expression=expr,
             grid=(-(-N // cfg["bn"]), -(-M // cfg["bm"]), 1),
             block=(threads(cfg["bm"], cfg["bn"], cfg["wm"], cfg["wn"]), 1, 1),
             # all of it dynamic (an extern array), opted in at launch over 48 KB
-            smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["bk"], cfg["stages"], cfg["pad"], workload.b_col),
-            args=(ArgSpec("A", "input", ctype="const half*"), ArgSpec("B", "input", ctype="const half*"),
-                  ArgSpec("C", "output", ctype="half*"), ArgSpec("M", "scalar", value=M, ctype="int"),
+            smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["bk"], cfg["stages"], cfg["pad"], workload.b_col,
+                                  workload.a_col),
+            args=(ArgSpec("A", "input", ctype=f"const {elem}*"), ArgSpec("B", "input", ctype=f"const {elem}*"),
+                  ArgSpec("C", "output", ctype=f"{elem}*"), ArgSpec("M", "scalar", value=M, ctype="int"),
                   ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
             arch=device.arch)

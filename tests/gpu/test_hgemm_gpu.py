@@ -1,5 +1,5 @@
-"""On a GPU: fp16 tensor-core GEMM configs at the corners of the space are correct on shapes that
-fit no tile, with B row-major and stored (N, K)."""
+"""On a GPU: mma.sync tensor-core GEMM configs at the corners of the space are correct on shapes that
+fit no tile, in the four row layouts (A and B each row-major or stored transposed), FP16 and BF16."""
 
 import random
 
@@ -26,7 +26,11 @@ def corners(configs):
     return out + random.Random(0).sample(configs, 6)
 
 
-@pytest.mark.parametrize("shape", ["100x72x40", "100x70x40_bt", "257x136x1000", "1x4096x512_bt", "3x9x24_bt"])
+@pytest.mark.parametrize("shape", ["100x72x40", "100x70x40_bt", "257x136x1000", "1x4096x512_bt", "3x9x24_bt",
+                                   # A stored (K, M) (M a multiple of 8, K free in tn), and BF16
+                                   "296x264x203_tn", "296x262x200_tt", "8x5x16_tt", "1000x1032x500_tn",
+                                   "300x264x200_bf16", "300x262x200_bt_bf16", "296x264x203_tn_bf16",
+                                   "1000x1030x504_tt_bf16"])
 def test_corner_configs_are_correct_on_ragged_shapes(tmp_path, shape):
     t = HgemmMmaTemplate()
     w = Hgemm.from_shape(shape)

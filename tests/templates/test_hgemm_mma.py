@@ -1,5 +1,5 @@
-"""The fp16 tensor-core GEMM template: its space and rules, render, and NVRTC builds of sampled and
-corner configs in both B layouts (no spills)."""
+"""The mma.sync tensor-core GEMM template: its space and rules, render, and NVRTC builds of sampled
+and corner configs in every row layout and both dtypes (no spills)."""
 
 import random
 
@@ -40,7 +40,8 @@ def test_space_rules_and_render(t, h100):
 def test_sampled_and_corner_configs_compile_without_spills(t, h100, tmp_path):
     rng = random.Random(5)
     specs = []
-    for shape in ("100x72x40_bt", "4096x4096x4096", "64x11008x4096_bt"):
+    for shape in ("100x72x40_bt", "4096x4096x4096", "64x11008x4096_bt", "104x72x40_tn", "104x70x40_tt_bf16",
+                  "100x72x40_bf16", "4096x4096x4096_tn_bf16"):
         w = Hgemm.from_shape(shape)
         cfgs = t.space(w, h100).enumerate()
         corners = [max(cfgs, key=lambda c: c["bm"] * c["bn"] * c["stages"] * c["bk"]),
@@ -53,21 +54,32 @@ def test_sampled_and_corner_configs_compile_without_spills(t, h100, tmp_path):
             assert binary.resources.spill_stores == 0, (spec.name_expression, binary.resources)
 
 
-@pytest.mark.parametrize("shape, words", [
-    ("4096x4096x4096_tn", "A row-major (layouts nn and nt), not stored (K, M) (layout tn)"),
-    ("4096x4096x4096_tt", "layout tt"),
-    ("4096x4096x4096_bb", "not the blocked 16x16 tiles (bb)"),
-    ("4096x4096x4096_bf16", "FP16 inputs only, not bf16"),
-    ("4096x4096x4096_bt_bf16", "FP16 inputs only, not bf16"),
-])
-def test_refuses_what_its_kernel_does_not_read(t, h100, shape, words):
+@pytest.mark.parametrize("shape", ["4096x4096x4096_bb", "4096x4096x4096_bb_bf16"])
+def test_refuses_the_blocked_layout(t, h100, shape):
     from autosched.workloads import WorkloadError
     w = Hgemm.from_shape(shape)
-    assert words in t.refuses(w)
+    assert "not the blocked 16x16 tiles (bb; hgemm_wmma serves them)" in t.refuses(w)
     with pytest.raises(WorkloadError, match="hgemm_mma cannot serve"):
         t.space(w, h100)
-    with pytest.raises(WorkloadError, match="no template of hgemm accepts"):
-        templates_for(w)
+    assert [x.family for x in templates_for(w)] == ["hgemm_wmma"]
+
+
+@pytest.mark.parametrize("shape, expr, smem", [
+    # A stored (K, M) is staged [BK][BM + PAD]; BF16 changes neither the tiles nor the shared memory
+    ("4096x4096x4096_tn", "hgemm_mma<0, 128, 128, 32, 64, 64, 3, 8, 1, 0>", 2 * 3 * (32 * 136 + 32 * 136)),
+    ("4096x4096x4096_tt", "hgemm_mma<1, 128, 128, 32, 64, 64, 3, 8, 1, 0>", 2 * 3 * (32 * 136 + 128 * 40)),
+    ("4096x4096x4096_bf16", "hgemm_mma<0, 128, 128, 32, 64, 64, 3, 8, 0, 1>", 2 * 3 * (128 * 40 + 32 * 136)),
+    ("4096x4096x4096_tt_bf16", "hgemm_mma<1, 128, 128, 32, 64, 64, 3, 8, 1, 1>", 2 * 3 * (32 * 136 + 128 * 40)),
+])
+def test_serves_a_col_and_bf16(t, h100, shape, expr, smem):
+    w = Hgemm.from_shape(shape)
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma", "hgemm_wmma"]
+    spec = t.render(w, t.default_config(w, h100), h100)
+    assert (spec.name_expression, spec.smem_bytes) == (expr, smem)
+    elem = "__nv_bfloat16" if w.bf16 else "half"
+    assert [a.ctype for a in spec.args[:3]] == [f"const {elem}*", f"const {elem}*", f"{elem}*"]
+    for c in t.space(w, h100).enumerate()[::53]:
+        assert smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], w.b_col, w.a_col) <= h100.smem_per_block_optin
 
 
 @pytest.mark.parametrize("shape, size, default", [
@@ -80,7 +92,7 @@ def test_refuses_what_its_kernel_does_not_read(t, h100, shape, words):
 ])
 def test_still_serves_fp16_nn_and_nt_as_before(t, h100, shape, size, default):
     w = Hgemm.from_shape(shape)
-    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma"]
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma", "hgemm_wmma"]
     cfgs = t.space(w, h100).enumerate()
     assert len(cfgs) == size
     spec = t.render(w, t.default_config(w, h100), h100)

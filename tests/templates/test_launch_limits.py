@@ -4,7 +4,7 @@ leave out the block heights that would put more than 65535 blocks on grid.y (iss
 import pytest
 
 from autosched.device import MAX_GRID
-from autosched.templates import HgemmMmaTemplate, SgemmTemplate
+from autosched.templates import HgemmMmaTemplate, HgemmWmmaTemplate, SgemmTemplate
 from autosched.templates.base import KernelSpec, LaunchError, launch_problem
 from autosched.workloads import Hgemm, Sgemm
 from autosched.workloads.sgemm import MAX_M
@@ -44,7 +44,9 @@ def test_a_spec_at_the_limits_is_built():
     (SgemmTemplate(), Sgemm(65535 * 64 + 1, 2, 3)),
     (HgemmMmaTemplate(), Hgemm(MAX_M, 1, 8, b_col=1)),
     (HgemmMmaTemplate(), Hgemm(65535 * 32 + 1, 8, 8)),
-], ids=["sgemm-max", "sgemm-past-bm64", "hgemm-max", "hgemm-past-bm32"])
+    (HgemmWmmaTemplate(), Hgemm(MAX_M, 1, 8, b_col=1)),
+    (HgemmWmmaTemplate(), Hgemm(65535 * 32 + 1, 8, 8)),
+], ids=["sgemm-max", "sgemm-past-bm64", "hgemm-max", "hgemm-past-bm32", "wmma-max", "wmma-past-bm32"])
 def test_gemm_spaces_keep_grid_y_within_the_limit(h100, template, workload):
     configs = template.space(workload, h100).enumerate()
     assert configs, "the largest M must leave some config"
