@@ -66,8 +66,11 @@ def test_refuses_what_its_kernel_does_not_read(t, h100, shape, words):
     assert words in t.refuses(w)
     with pytest.raises(WorkloadError, match="hgemm_mma cannot serve"):
         t.space(w, h100)
-    with pytest.raises(WorkloadError, match="no template of hgemm accepts"):
-        templates_for(w)
+    if w.blocked:
+        with pytest.raises(WorkloadError, match="no template of hgemm accepts"):
+            templates_for(w)
+    else:       # the layouts and dtypes hgemm_wgmma serves (sm_90a)
+        assert [x.family for x in templates_for(w)] == ["hgemm_wgmma"]
 
 
 @pytest.mark.parametrize("shape, size, default", [
@@ -80,7 +83,8 @@ def test_refuses_what_its_kernel_does_not_read(t, h100, shape, words):
 ])
 def test_still_serves_fp16_nn_and_nt_as_before(t, h100, shape, size, default):
     w = Hgemm.from_shape(shape)
-    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma"]
+    # hgemm_mma stays first (its default serves any GPU); hgemm_wgmma is the union's other knob
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma", "hgemm_wgmma"]
     cfgs = t.space(w, h100).enumerate()
     assert len(cfgs) == size
     spec = t.render(w, t.default_config(w, h100), h100)
