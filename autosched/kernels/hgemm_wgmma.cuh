@@ -341,6 +341,7 @@ struct HgemmWgmma {
       for (int kb = 0; kb < kslots; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         mbar_wait(bars + 8 * s, phase);
+        __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
         const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
         wgmma_fence();                             // accumulators were written by ordinary code
 #pragma unroll
