@@ -8,7 +8,8 @@ sanitizer shapes, and the configs are those the registry picks for each template
 space: most shared memory, largest and smallest tiles, the default, a few random ones).  Each is
 built, launched once on NaN-poisoned output and checked against the float64 reference; the
 sanitizer reports out-of-bounds or misaligned accesses (memcheck) or shared-memory hazards
-(racecheck).  The exit code is 1 if any check failed.  PER_TEMPLATE=N keeps the first N configs.
+(racecheck).  The exit code is 1 if any check failed.  PER_TEMPLATE=N keeps the first N configs;
+TEMPLATE=NAME runs only that template of the family.
 """
 import os
 import sys
@@ -19,7 +20,7 @@ from autosched.measure.worker import Worker
 from autosched.registry import family
 
 
-def main(name, shapes, per_template=None):
+def main(name, shapes, per_template=None, only=None):
     fam = family(name)
     if fam.sanitize_picks is None:
         print(f"{fam.name} names no sanitizer configs in the registry", file=sys.stderr)
@@ -30,6 +31,8 @@ def main(name, shapes, per_template=None):
         for shape in shapes or fam.sanitize_shapes:
             w = fam.parse(shape)
             for t in fam.templates_for(w):
+                if only and t.family != only:
+                    continue
                 cfgs = fam.sanitize_picks(t, w, w0.info)[:per_template]
                 specs = [t.render(w, c, w0.info) for c in cfgs]
                 for c, s, binary in zip(cfgs, specs, b.build_many(specs)):
@@ -43,4 +46,5 @@ def main(name, shapes, per_template=None):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2:], int(os.environ.get("PER_TEMPLATE", "0")) or None))
+    sys.exit(main(sys.argv[1], sys.argv[2:], int(os.environ.get("PER_TEMPLATE", "0")) or None,
+                  os.environ.get("TEMPLATE") or None))
