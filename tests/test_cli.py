@@ -544,9 +544,12 @@ def test_report_piped_keeps_markdown_tables_whole(tmp_path):
 
 @pytest.mark.parametrize("cmd", ["tune", "record", "export"])
 @pytest.mark.parametrize("argv, words", [
-    (["--shape", "4096x4096x4096", "--layout", "tn"],
-     ["no template of hgemm accepts hgemm:M=4096,N=4096,K=4096,b_col=0,a_col=1", "hgemm_mma: its kernel reads A row-major"]),
-    (["--shape", "4096x4096x4096", "--dtype", "bf16"], ["bf16=1", "hgemm_mma: its kernel reads FP16 inputs only"]),
+    # tn, tt and bf16 are hgemm_wgmma's, except where C's rows (N) are no multiple of 8
+    (["--shape", "296x260x200", "--layout", "tt"],
+     ["no template of hgemm accepts hgemm:M=296,N=260,K=200,b_col=1,a_col=1", "hgemm_mma: its kernel reads A row-major",
+      "hgemm_wgmma: N=260"]),
+    (["--shape", "300x260x200_bt", "--dtype", "bf16"], ["bf16=1", "hgemm_mma: its kernel reads FP16 inputs only",
+                                                         "hgemm_wgmma: N=260"]),
     (["--shape", "4096x4096x4096_bb"], ["blocked=1", "not the blocked 16x16 tiles (bb)"]),
     (["--shape", "4096x4096x4096", "--layout", "col"], ["hgemm: --layout must be one of nn, nt, tn, tt, bb, got 'col'"]),
     (["--shape", "4096x4096x4096_bt", "--layout", "tn"], ["says layout nt but the layout option says tn"]),
