@@ -378,7 +378,10 @@ def export(w, out: str | Path | None = None, *, config: dict | None = None, temp
         config, source = cand.config, cand.source
     device = target_device(w)
     path = Path(out or f"{t.family}_{w.shape_str}.cu")
-    export_cuda(w, t, config, device, path, source=source)
+    try:
+        export_cuda(w, t, config, device, path, source=source)
+    except ValueError as e:        # a config outside the space, or a template with no exporter
+        raise AutoschedError(str(e)) from e
     return path, source
 
 

@@ -12,6 +12,13 @@ from autosched.space import config_hash
 
 def export_cuda(workload, template, config: dict, device, out: Path, source: str = "") -> Path:
     spec = template.render(workload, config, device)     # validates the config first
+    maps = [a.name for a in spec.args if a.role == "tensormap"]
+    if maps:
+        # the launcher would have to encode each TMA map on the host (cuTensorMapEncodeTiled, linking
+        # libcuda) and keep it in device memory for the kernel: not written yet
+        raise ValueError(f"{template.family} takes TMA tensor maps ({', '.join(maps)}): exporting it as a "
+                         "standalone .cu is not supported yet; export a config of a template without "
+                         "tensor maps (e.g. hgemm_mma)")
     tag = config_hash(dict(spec.config))
     layouts = "\n".join(f"//   {a.name}: {a.role}, layout {a.layout} {json.dumps(a.params())}"
                         + (f" (= {a.value})" if a.role == "scalar" else "") for a in spec.args)

@@ -118,6 +118,8 @@ def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
 def _hgemm_picks(template, workload, device) -> list[dict]:
     if template.family == "hgemm_wmma":
         return _hgemm_wmma_picks(template, workload, device)
+    if template.family == "hgemm_wgmma":
+        return _hgemm_wgmma_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
     tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
@@ -139,12 +141,30 @@ def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
     picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
              max(single, key=tile)] + _default_and_random(template, workload, device)
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
+def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
+    """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
+    smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
+    default, then two random ones; none where the GPU has no wgmma (an empty space)."""
+    from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
+    cfgs = template.space(workload, device).enumerate()
+    if not cfgs:
+        return []
+    smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+    picks = [max(cfgs, key=smem), min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
+             max(cfgs, key=lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]), c["bn"], -c["group"]))]
+    picks += [c for c in _default_and_random(template, workload, device) if c not in picks]
+    out = []
+    for c in picks:
+        if c not in out:
+            out.append(c)
+    return out
 
 
 def _families() -> dict[str, Family]:
     from autosched.templates.gemv_q4f16 import GemvQ4F16Template
     from autosched.templates.hgemm_mma import HgemmMmaTemplate
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
     from autosched.workloads.hgemm import DTYPES, LAYOUTS
@@ -165,7 +185,9 @@ def _families() -> dict[str, Family]:
                report="sgemm", report_title="SGEMM", report_section="autosched.report_sgemm:gemm_section",
                sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks,
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
-        Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate()),
+        # hgemm_mma first: its default serves every GPU since sm_80; hgemm_wmma (the seed's design,
+        # every layout) and hgemm_wgmma (sm_90a) beside it
+        Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate()),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

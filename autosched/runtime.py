@@ -83,3 +83,67 @@ def pdl_supported() -> bool:
         return True
     except TypeError:         # a cuda.core without the option: launch the ordinary way
         return False
+
+
+# -- TMA tensor maps ------------------------------------------------------------------------------
+# A KernelSpec argument of role "tensormap" is a pointer to a CUtensorMap (128 opaque bytes, 64-byte
+# aligned) in device memory, encoded on the host for the buffer it describes.  By pointer rather than
+# by value (__grid_constant__): every launch path here (worker, benchmarks, ops) passes pointers and
+# sized scalars, so a map is one more small device buffer; the kernel fences the tensormap proxy
+# before its first use (the host wrote the map).
+
+TENSORMAP_BYTES = 128
+_TM_DTYPES = {"fp16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2), "bf16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2)}
+_TM_SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
+                64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
+
+
+def tensormap_request(params: dict, address: int) -> dict:
+    """The arguments of cuTensorMapEncodeTiled for a tensormap ArgSpec's params (of, dtype, dims
+    innermost first, strides in bytes of the outer dimensions, box, swizzle in bytes) over the
+    device buffer at `address`, with the driver's rules checked here so that a bad one names the
+    input (the driver answers only CUDA_ERROR_INVALID_VALUE).  Enums are given by name."""
+    p = dict(params)
+    if p.get("dtype") not in _TM_DTYPES:
+        raise ValueError(f"tensormap dtype must be one of {', '.join(_TM_DTYPES)}, got {p.get('dtype')!r}")
+    dtype, size = _TM_DTYPES[p["dtype"]]
+    dims, strides, box = tuple(p.get("dims", ())), tuple(p.get("strides", ())), tuple(p.get("box", ()))
+    swizzle = p.get("swizzle", 0)
+    rank = len(dims)
+    if not 1 <= rank <= 5 or len(box) != rank or len(strides) != rank - 1:
+        raise ValueError(f"tensormap: dims {dims}, box {box} and strides {strides} must give a rank of 1 to 5 "
+                         "(strides: one per outer dimension)")
+    if any(not 1 <= d < 2**32 for d in dims):
+        raise ValueError(f"tensormap dims {dims}: each must be in 1 .. 2^32 - 1")
+    if any(s % 16 or not 0 < s < 2**40 for s in strides):
+        raise ValueError(f"tensormap strides {strides} (bytes): each must be a positive multiple of 16 below 2^40")
+    if address % 16:
+        raise ValueError(f"tensormap address {address:#x} is not 16-byte aligned")
+    if any(not 1 <= b <= 256 for b in box):
+        raise ValueError(f"tensormap box {box}: each side must be 1 .. 256 elements")
+    if swizzle not in _TM_SWIZZLES:
+        raise ValueError(f"tensormap swizzle must be one of {sorted(_TM_SWIZZLES)} bytes, got {swizzle!r}")
+    if (box[0] * size) % 16 or (swizzle and box[0] * size > swizzle):
+        raise ValueError(f"tensormap box {box}: its inner side is {box[0] * size} bytes, which must be a multiple "
+                         f"of 16" + (f" and at most the {swizzle}-byte swizzle" if swizzle else ""))
+    return {"dtype": dtype, "rank": rank, "address": int(address), "dims": list(dims), "strides": list(strides),
+            "box": list(box), "element_strides": [1] * rank, "interleave": "CU_TENSOR_MAP_INTERLEAVE_NONE",
+            "swizzle": _TM_SWIZZLES[swizzle], "l2_promotion": "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+            "oob_fill": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"}   # out-of-bounds elements read as zeros
+
+
+def encode_tensormap(params: dict, address: int) -> bytes:
+    """The 128 bytes of the CUtensorMap the driver encodes for `params` over the buffer at
+    `address` (needs the driver; no context is touched)."""
+    import ctypes
+
+    from cuda.bindings import driver
+    r = tensormap_request(params, address)
+    tmap = check(driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, r["dtype"]), r["rank"], r["address"],
+        [driver.cuuint64_t(d) for d in r["dims"]], [driver.cuuint64_t(s) for s in r["strides"]],
+        [driver.cuuint32_t(b) for b in r["box"]], [driver.cuuint32_t(e) for e in r["element_strides"]],
+        getattr(driver.CUtensorMapInterleave, r["interleave"]), getattr(driver.CUtensorMapSwizzle, r["swizzle"]),
+        getattr(driver.CUtensorMapL2promotion, r["l2_promotion"]),
+        getattr(driver.CUtensorMapFloatOOBfill, r["oob_fill"])))
+    return ctypes.string_at(tmap.getPtr(), TENSORMAP_BYTES)

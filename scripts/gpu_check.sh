@@ -6,6 +6,7 @@
 #   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
+#   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests, sanitizers, a timing (at most 200 s)
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -44,6 +45,19 @@ hgemm-wmma)
   done
   stage "timing hgemm 4096^3 (wmma, mma default, cuBLAS)"
   timeout 100 python3 scripts/hgemm_wmma_timing.py 2>&1 | tee "$OUT/timing-hgemm-wmma.log" | tail -14
+  ;;
+hgemm-wgmma)
+  stage "pytest hgemm-wgmma"
+  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_gpu.py 2>&1 \
+    | tee "$OUT/pytest-wgmma.log" | tail -20
+  for tool in memcheck racecheck; do
+    stage "$tool hgemm_wgmma"
+    TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
+      scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 >"$OUT/$tool-wgmma.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-wgmma.log" | tail -6
+  done
+  stage "timing hgemm_wgmma vs cuBLAS"
+  timeout 40 python3 scripts/wgmma_timing.py 4096x4096x4096_bt 4096x4096x4096 2>&1 | tee "$OUT/wgmma-timing.log" | tail -14
   ;;
 bench-gemv)
   stage "bench gemv"

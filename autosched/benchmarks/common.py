@@ -67,21 +67,39 @@ class Launchable:
         self.out = out
         self.arg_sets = []
         self._keep = []         # the tensors behind the pointers in arg_sets
-        packed = {a.name: layouts.apply(a.layout, a.params(), inputs[a.name]) for a in spec.args
-                  if a.role == "input" and a.name not in on_device}
+        # a "tensormap" argument of an input needs that input's buffer as an "input" argument would
+        packed = {a.name: layouts.apply(a.layout, a.params() if a.role == "input" else {}, inputs[a.name])
+                  for a in spec.args if _reads_input(a) and a.name not in on_device}
         dev_inputs = {k: torch.from_numpy(np.ascontiguousarray(v).view(np.uint8)).cuda() for k, v in packed.items()}
         dev_inputs.update(on_device)
         for c in range(copies):
             # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
             tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
+            maps = {a.name: _tensormap_tensor(a, out if a.params().get("of") == "output" else tensors[a.name])
+                    for a in spec.args if a.role == "tensormap"}
             self.arg_sets.append([scalar(a) if a.role == "scalar"
+                                  else ptr(maps[a.name]) if a.role == "tensormap"
                                   else ptr(out) if a.role == "output" else ptr(tensors[a.name])
                                   for a in spec.args])
-            self._keep.append(tensors)
+            self._keep.append((tensors, maps))
 
     def launch(self, stream, copy: int = 0) -> None:
         from cuda.core import launch
         launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
+
+
+def _reads_input(arg) -> bool:
+    return arg.role == "input" or (arg.role == "tensormap" and arg.params().get("of") == "input")
+
+
+def _tensormap_tensor(arg, data):
+    """The TMA map of a "tensormap" argument over the torch tensor `data`, in a device tensor (torch
+    allocations are 512-byte aligned; a map must be 64)."""
+    import torch
+
+    from autosched.runtime import encode_tensormap
+    blob = encode_tensormap(arg.params(), int(data.data_ptr()))
+    return torch.frombuffer(bytearray(blob), dtype=torch.uint8).cuda()
 
 
 def checked_launch(launch, w, out, ref, stream, what: str, bound=None):

@@ -22,7 +22,9 @@ from autosched import layouts
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.measure.protocol import Protocol, Timer
 from autosched.measure.result import Measurement, Status, summarize
-from autosched.runtime import allow_dynamic_smem, check, launch_config, load_kernel, ptr, scalar
+from autosched.runtime import (allow_dynamic_smem, check, encode_tensormap, launch_config, load_kernel, ptr,
+                               scalar)
+from autosched.templates.base import ArgSpec
 from autosched.workloads import workload_from_key
 
 
@@ -58,11 +60,31 @@ class _WorkloadState:
             self.packed[key] = buf
         return buf
 
+    def tensormap_buffer(self, arg):
+        """A device copy of the TMA map `arg` describes, over the input buffer of the same name
+        (identity layout) or the output; made once per workload, like the packed inputs."""
+        key = (arg.name, "tensormap", arg.layout_params)
+        buf = self.packed.get(key)
+        if buf is None:
+            from cuda.bindings import driver
+            of = arg.params().get("of")
+            if of not in ("input", "output"):
+                raise ValueError(f"tensormap argument {arg.name}: 'of' must be input or output, got {of!r}")
+            data = self.out if of == "output" else self.arg_buffer(ArgSpec(arg.name, "input"))
+            host = np.frombuffer(encode_tensormap(arg.params(), int(data.handle)), dtype=np.uint8).copy()
+            buf = self.device.allocate(host.nbytes, stream=self.stream)
+            self.stream.sync()
+            check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
+            self.packed[key] = buf
+        return buf
+
 
 def kernel_arg(arg, st: _WorkloadState):
-    """One launch argument: a device pointer for buffers, a sized integer for scalars."""
+    """One launch argument: a device pointer for buffers and TMA maps, a sized integer for scalars."""
     if arg.role == "scalar":
         return scalar(arg)
+    if arg.role == "tensormap":
+        return ptr(st.tensormap_buffer(arg))
     return ptr(st.out if arg.role == "output" else st.arg_buffer(arg))
 
 

@@ -4,8 +4,9 @@ from autosched.templates.base import ArgSpec, KernelSpec, Template
 from autosched.templates.gemv_q4f16 import GemvQ4F16Template
 from autosched.templates.hgemm_mma import HgemmMmaTemplate
 from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
+from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
 from autosched.templates.sgemm import SgemmTemplate
 
 # which templates serve which workload is the registry's (autosched/registry.py), not this package's
 __all__ = ["ArgSpec", "KernelSpec", "Template", "GemvQ4F16Template",
-           "HgemmMmaTemplate", "HgemmWmmaTemplate", "SgemmTemplate"]
+           "HgemmMmaTemplate", "HgemmWgmmaTemplate", "HgemmWmmaTemplate", "SgemmTemplate"]

@@ -1,0 +1,173 @@
+"""The FP16/BF16 GEMM on Hopper's warpgroup tensor cores (kernels/hgemm_wgmma.cuh): TMA loads into
+an mbarrier ring, one producer and one or two consumer warpgroups issuing wgmma, a persistent grid
+walking a grouped raster, the epilogue through shared memory and TMA stores.
+
+Knobs: the block tile (BM = 64 x consumers x 1 or 2 m64 blocks, BN = wgmma N), the swizzle (which
+sets the K slice: BK = swizzle / 2 elements), the ring depth, the consumer warpgroups and the raster
+group.  Serves nn, nt, tn and tt in FP16 and BF16 (wgmma transposes 16-bit operands in shared
+memory); the operands reach the kernel as TMA tensor maps (ArgSpec role "tensormap", encoded per
+buffer by autosched.runtime.encode_tensormap).  Needs sm_90 (compiled for sm_90a).
+
+Not here: thread-block clusters and TMA multicast (a cluster of 1), split-K, the blocked layout.
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.workloads.base import WorkloadError
+
+MAX_ACC = 128           # accumulator floats a consumer thread holds: MW * BN / 2 (of 232 registers)
+C_BOX = 64              # the epilogue stores 64 x 64 boxes (128 bytes of 16-bit values a row)
+SMEM_CAP_SM90 = 232448  # the .cuh's static_assert: the sm_90 opt-in maximum per block
+
+_ARG_ORDER = ("BF16", "A_MN", "B_MN", "BM", "BN", "SWZ", "STAGES", "CONSUMERS", "GROUP")
+
+
+def bk_of(swizzle: int) -> int:
+    """K elements a slot holds: one swizzle row of 16-bit values."""
+    return swizzle // 2
+
+
+def smem_bytes(bm, bn, swizzle, stages) -> int:
+    """The ring (STAGES slots of A and B), the output staging (BM x BN halves), 2 x STAGES mbarriers
+    and 1024 bytes to align the base to the swizzle atom: HgemmWgmma::SMEM_BYTES."""
+    return stages * (bm + bn) * swizzle + bm * bn * 2 + 2 * stages * 8 + 1024
+
+
+def m_blocks(bm, consumers) -> int:
+    """m64 blocks a consumer warpgroup owns (0 where BM is no multiple of 64 x consumers)."""
+    return bm // (64 * consumers) if bm % (64 * consumers) == 0 else 0
+
+
+def tensormap_params(of: str, dtype: str, dims: tuple, row_bytes: int, box: tuple, swizzle: int) -> tuple:
+    """The layout_params of a "tensormap" ArgSpec: a 2-d tensor of 16-bit `dtype` with `dims`
+    (innermost first, elements), the stride of its outer dimension in bytes, the box TMA moves
+    (innermost first) and the swizzle in bytes (0: none).  `of`: "input" or "output" (the buffer
+    the map points into)."""
+    return tuple(sorted({"of": of, "dtype": dtype, "dims": tuple(dims), "strides": (row_bytes,),
+                         "box": tuple(box), "swizzle": swizzle}.items()))
+
+
+class HgemmWgmmaTemplate(Template):
+    family = "hgemm_wgmma"
+    workload_name = "hgemm"
+    header = "hgemm_wgmma.cuh"
+
+    def refuses(self, workload) -> str | None:
+        """The kernel reads the row layouts through TMA, whose row strides must be multiples of 16
+        bytes: N % 8 for C (and for a row-major B), K % 8 or M % 8 for the stored rows of A and B
+        (the workload already demands all but C's)."""
+        why = super().refuses(workload)
+        if why is not None:
+            return why
+        if workload.blocked:
+            return "its kernel reads row layouts through TMA, not the blocked 16x16 tiles (bb)"
+        if workload.N % 8:
+            return (f"N={workload.N}: its TMA store writes C rows of N values, which must be a multiple of "
+                    "8 (16 bytes)")
+        return None
+
+    def device_refuses(self, device) -> str | None:
+        """wgmma, setmaxnreg and the sm_90a target exist on compute capability 9.0 only."""
+        if tuple(device.cc) != (9, 0):
+            return (f"wgmma and setmaxnreg need an sm_90 GPU (compiled for sm_90a); {device.name} is "
+                    f"{device.arch}")
+        return None
+
+    def space(self, workload, device) -> Space:
+        why = self.refuses(workload)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key}: {why}")
+        return self._space(workload, device)
+
+    def _space(self, workload, device) -> Space:
+        M, N = workload.M, workload.N
+        knobs = [
+            Knob("bm", (64, 128, 256), "rows of C a CTA tile holds: 64 x consumers x m64 blocks each"),
+            Knob("bn", (64, 128, 192, 256), "columns of C a CTA tile holds: the wgmma N"),
+            Knob("consumers", (1, 2), "consumer warpgroups issuing wgmma (one producer beside them)"),
+            Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
+            Knob("stages", (2, 3, 4, 5, 6), "slots in the TMA ring"),
+            Knob("group", (1, 4, 8, 16), "tile rows walked together by the persistent raster (L2 reuse)"),
+        ]
+        C = Constraint
+        dev_why = self.device_refuses(device)
+        tiles_m = lambda bm: -(-M // bm)  # noqa: E731
+        rules = [
+            C("BM = 64 x consumers x 1 or 2 (m64 blocks a consumer warpgroup owns)", ("bm", "consumers"),
+              lambda bm, c: m_blocks(bm, c) in (1, 2)),
+            C(f"accumulators MW x BN / 2 <= {MAX_ACC} a consumer thread", ("bm", "bn", "consumers"),
+              lambda bm, bn, c: m_blocks(bm, c) * bn // 2 <= MAX_ACC),
+            # a tile twice the size that covers the matrix only adds zero-filled work
+            C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
+            C("BN no larger than the smallest tile width that covers N", ("bn",), lambda bn: bn == 64 or bn // 2 < N),
+            C("raster group 1, or fewer than twice the tile rows of M", ("bm", "group"),
+              lambda bm, g: g == 1 or g // 2 < tiles_m(bm)),
+            C(f"shared memory <= {min(device.smem_per_block_optin, SMEM_CAP_SM90)} B a block (ring + output "
+              "staging + barriers + alignment)", ("bm", "bn", "swizzle", "stages"),
+              lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= min(device.smem_per_block_optin, SMEM_CAP_SM90)),
+        ]
+        if dev_why is not None:        # an empty space that says why, rather than kernels that cannot run
+            rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
+        return Space(knobs, rules)
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """Tiles, the persistent waves over the SMs, tile use in M and N, shared memory."""
+        c, M, N = config, params["M"], params["N"]
+        tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+        return {"tiles": tiles, "waves": tiles / device.sm_count,
+                "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
+                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"])}
+
+    def default_config(self, workload, device) -> dict:
+        """128 x 256 tiles of two consumers (m64n256 each), 128B swizzle (K slices of 64), a 3-deep
+        ring, raster groups of 8 tile rows: the usual shape of a Hopper GEMM before tuning."""
+        why = self.device_refuses(device)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
+        cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
+        return self.space(workload, device).nearest(cfg)
+
+    def kernel_values(self, workload, cfg: dict) -> dict:
+        return {"BF16": workload.bf16, "A_MN": workload.a_col, "B_MN": 1 - workload.b_col, "BM": cfg["bm"],
+                "BN": cfg["bn"], "SWZ": cfg["swizzle"], "STAGES": cfg["stages"], "CONSUMERS": cfg["consumers"],
+                "GROUP": cfg["group"]}
+
+    def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
+        """The three TMA maps, boxes as HgemmWgmma loads and stores them: a K-major operand in one
+        box of (BK, rows), an MN-major one in boxes of (BK, BK); C in 64 x 64 boxes."""
+        M, N, K, dt = workload.M, workload.N, workload.K, workload.dtype
+        sw, bk = cfg["swizzle"], bk_of(cfg["swizzle"])
+        ctype = "const autosched_wgmma::TensorMap*"
+        if workload.a_col:        # A stored (K, M)
+            a = tensormap_params("input", dt, (M, K), 2 * M, (bk, bk), sw)
+        else:
+            a = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bm"]), sw)
+        if workload.b_col:        # B stored (N, K)
+            b = tensormap_params("input", dt, (K, N), 2 * K, (bk, cfg["bn"]), sw)
+        else:
+            b = tensormap_params("input", dt, (N, K), 2 * N, (bk, bk), sw)
+        c = tensormap_params("output", dt, (N, M), 2 * N, (C_BOX, C_BOX), 128)
+        return (ArgSpec("A", "tensormap", layout_params=a, ctype=ctype),
+                ArgSpec("B", "tensormap", layout_params=b, ctype=ctype),
+                ArgSpec("C", "tensormap", layout_params=c, ctype=ctype))
+
+    def render(self, workload, config: dict, device) -> KernelSpec:
+        why = self.device_refuses(device)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot render for this GPU: {why}")
+        cfg = self.space(workload, device).validate(config)
+        M, N, K = workload.M, workload.N, workload.K
+        values = self.kernel_values(workload, cfg)
+        expr = "hgemm_wgmma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
+        tiles = -(-M // cfg["bm"]) * -(-N // cfg["bn"])
+        return KernelSpec(
+            family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
+            source=kernel_source(self.header), name_expression=expr,
+            grid=(min(tiles, device.sm_count), 1, 1),        # persistent: a CTA per SM at most
+            block=(128 * (cfg["consumers"] + 1), 1, 1),
+            smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
+            args=(*self.tensormaps(workload, cfg), ArgSpec("M", "scalar", value=M, ctype="int"),
+                  ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
+            arch="sm_90a")

@@ -1,0 +1,256 @@
+"""The wgmma + TMA GEMM template (sm_90a): its space and rules, the TMA maps it asks for, what it
+refuses (layouts, GPUs), and NVRTC builds of corner and sampled configs with no spills, the
+register count setmaxnreg relies on and wgmma in the code."""
+
+import dataclasses
+import random
+import re
+
+import pytest
+
+from autosched.build import BuildCache, Builder
+from autosched.registry import family, templates_for
+from autosched.runtime import tensormap_request
+from autosched.templates import HgemmWgmmaTemplate
+from autosched.templates.hgemm_wgmma import MAX_ACC, m_blocks, smem_bytes
+from autosched.workloads import Hgemm, WorkloadError
+
+LAYOUTS = ("nn", "nt", "tn", "tt")
+
+
+@pytest.fixture(scope="module")
+def t():
+    return HgemmWgmmaTemplate()
+
+
+def _cuh_constant(name: str) -> str:
+    from autosched.templates.base import kernel_source
+    m = re.search(rf"static constexpr int {name} = ([^;]+);", kernel_source("hgemm_wgmma.cuh"))
+    return m.group(1)
+
+
+def test_space_rules_and_default(t, h100):
+    w = Hgemm.from_shape("4096x4096x4096_bt")
+    cfgs = t.space(w, h100).enumerate()
+    assert 100 < len(cfgs) < 2000
+    for c in cfgs:
+        mw = m_blocks(c["bm"], c["consumers"])
+        assert mw in (1, 2) and mw * c["bn"] // 2 <= MAX_ACC
+        assert smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]) <= h100.smem_per_block_optin
+    d = t.default_config(w, h100)
+    assert d == {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
+    spec = t.render(w, d, h100)
+    assert spec.name_expression == "hgemm_wgmma<0, 0, 0, 128, 256, 128, 3, 2, 8>"
+    assert spec.arch == "sm_90a" and spec.block == (384, 1, 1)
+    assert spec.grid == (132, 1, 1)                       # persistent: 32 x 16 tiles over 132 SMs
+    assert spec.smem_bytes == 3 * (128 + 256) * 128 + 128 * 256 * 2 + 48 + 1024
+    # the .cuh's SMEM_BYTES is the same formula
+    assert "STAGES * STAGE_BYTES + C_BYTES" in _cuh_constant("BAR_OFFSET")
+    # a small problem: fewer tiles than SMs, a grid of exactly the tiles
+    small = Hgemm.from_shape("300x264x200")
+    s = t.render(small, t.default_config(small, h100), h100)
+    c = dict(s.config)
+    assert s.grid[0] == -(-300 // c["bm"]) * -(-264 // c["bn"])
+
+
+def test_rules_prune_what_the_kernel_rejects(t, h100):
+    space = t.space(Hgemm.from_shape("4096x4096x4096"), h100)
+    base = {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 4, "group": 8}
+    assert space.contains(base)
+    for bad, words in [({"bm": 64, "consumers": 2}, "BM = 64 x consumers"),
+                       ({"bm": 256, "consumers": 1}, "BM = 64 x consumers"),
+                       ({"bm": 128, "consumers": 1, "bn": 256}, "accumulators"),
+                       ({"bn": 256, "bm": 256, "stages": 6}, "shared memory")]:
+        v = space.violations({**base, **bad})
+        assert any(words in x for x in v), (bad, v)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_tensormaps_describe_the_stored_operands(t, h100, layout, dtype):
+    w = Hgemm.from_shape("296x264x200", layout=layout, dtype=dtype)      # M % 8: A may be stored (K, M)
+    cfg = {"bm": 128, "bn": 192, "consumers": 2, "swizzle": 64, "stages": 3, "group": 4}
+    spec = t.render(w, cfg, h100)
+    maps = {a.name: a.params() for a in spec.args if a.role == "tensormap"}
+    assert [a.name for a in spec.args] == ["A", "B", "C", "M", "N", "K"]
+    assert spec.name_expression.startswith(f"hgemm_wgmma<{int(dtype == 'bf16')}, {int(layout[0] == 't')}, "
+                                           f"{int(layout[1] == 'n')}, 128, 192, 64, 3, 2, 4>")
+    a, b, c = maps["A"], maps["B"], maps["C"]
+    bk = 32
+    # A: (M, K) row-major has rows of K; stored (K, M) rows of M, read in (BK x BK) boxes
+    assert (a["dims"], a["strides"], a["box"]) == (((200, 296), (400,), (bk, 128)) if layout[0] == "n"
+                                                   else ((296, 200), (592,), (bk, bk)))
+    assert (b["dims"], b["strides"], b["box"]) == (((264, 200), (528,), (bk, bk)) if layout[1] == "n"
+                                                   else ((200, 264), (400,), (bk, 192)))
+    assert (c["dims"], c["strides"], c["box"], c["swizzle"], c["of"]) == ((264, 296), (528,), (64, 64), 128, "output")
+    for m in (a, b):
+        assert m["swizzle"] == 64 and m["of"] == "input" and m["dtype"] == dtype
+    # every map passes the driver's rules as runtime checks them (the encoding itself needs a driver)
+    for m in maps.values():
+        r = tensormap_request(m, 0x7F0000000000)
+        assert r["rank"] == 2 and r["element_strides"] == [1, 1]
+        assert r["dtype"] == ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" if dtype == "bf16" else "CU_TENSOR_MAP_DATA_TYPE_FLOAT16")
+        assert r["oob_fill"] == "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"       # zeros past the edges
+
+
+def test_expect_tx_bytes_equal_the_boxes_loaded(t, h100):
+    """Each full barrier expects STAGE_BYTES = (BM + BN) x SWZ: the sum of the boxes the producer
+    issues per slot, whichever major-ness each operand has."""
+    for layout in LAYOUTS:
+        w = Hgemm.from_shape("1000x1032x504", layout=layout)
+        for c in random.Random(3).sample(t.space(w, h100).enumerate(), 20):
+            maps = {a.name: a.params() for a in t.render(w, c, h100).args if a.role == "tensormap"}
+            # K-major operands (A of n*, B of *t) come in one box of BK x rows, MN-major ones in
+            # rows / BK boxes of BK x BK (the producer's loops)
+            k_major = {"A": layout[0] == "n", "B": layout[1] == "t"}
+            rows = {"A": c["bm"], "B": c["bn"]}
+            total = 0
+            for name in "AB":
+                box = maps[name]["box"]
+                boxes = 1 if k_major[name] else rows[name] // box[0]
+                assert box == ((c["swizzle"] // 2, rows[name]) if k_major[name] else (c["swizzle"] // 2,) * 2)
+                total += boxes * box[0] * box[1] * 2
+            assert total == (c["bm"] + c["bn"]) * c["swizzle"], (layout, c)
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"dims": (200, 300), "strides": (404,), "box": (64, 128), "swizzle": 128}, "multiple of 16"),
+    ({"dims": (200, 300), "strides": (400,), "box": (64, 512), "swizzle": 128}, "1 .. 256"),
+    ({"dims": (200, 300), "strides": (400,), "box": (128, 64), "swizzle": 128}, "at most the 128-byte swizzle"),
+    ({"dims": (200, 300), "strides": (400,), "box": (64, 64), "swizzle": 96}, "swizzle must be one of"),
+    ({"dims": (200, 300), "strides": (400,), "box": (64, 64), "swizzle": 128, "dtype": "fp32"}, "dtype"),
+])
+def test_tensormap_request_names_the_bad_input(params, words):
+    p = {"of": "input", "dtype": "fp16", **params}
+    with pytest.raises(ValueError, match=words):
+        tensormap_request(p, 0x7F0000000000)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        tensormap_request({"of": "input", "dtype": "fp16", "dims": (8, 8), "strides": (16,), "box": (8, 8),
+                           "swizzle": 0}, 0x7F0000000008)
+
+
+def test_encode_tensormap_calls_the_driver_with_the_request(monkeypatch):
+    """The driver call is wired from the request (the CPU machine has no libcuda to encode)."""
+    import ctypes
+    import types
+
+    from autosched import runtime
+    seen = {}
+
+    class FakeMap:
+        def __init__(self):
+            self.buf = ctypes.create_string_buffer(bytes(range(128)), 128)
+
+        def getPtr(self):
+            return ctypes.addressof(self.buf)
+
+    def encode(*args):
+        seen["args"] = args
+        return (0, FakeMap())
+    names = types.SimpleNamespace
+    fake = types.SimpleNamespace(
+        cuTensorMapEncodeTiled=encode, cuuint64_t=int, cuuint32_t=int,
+        CUtensorMapDataType=names(CU_TENSOR_MAP_DATA_TYPE_FLOAT16="f16", CU_TENSOR_MAP_DATA_TYPE_BFLOAT16="bf16"),
+        CUtensorMapInterleave=names(CU_TENSOR_MAP_INTERLEAVE_NONE="il0"),
+        CUtensorMapSwizzle=names(CU_TENSOR_MAP_SWIZZLE_128B="sw128", CU_TENSOR_MAP_SWIZZLE_NONE="sw0",
+                                 CU_TENSOR_MAP_SWIZZLE_64B="sw64", CU_TENSOR_MAP_SWIZZLE_32B="sw32"),
+        CUtensorMapL2promotion=names(CU_TENSOR_MAP_L2_PROMOTION_L2_256B="l2"),
+        CUtensorMapFloatOOBfill=names(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE="zero"))
+    import cuda.bindings
+    monkeypatch.setattr(cuda.bindings, "driver", fake, raising=False)
+    monkeypatch.setitem(__import__("sys").modules, "cuda.bindings.driver", fake)
+    blob = runtime.encode_tensormap({"of": "input", "dtype": "bf16", "dims": (200, 300), "strides": (400,),
+                                     "box": (64, 128), "swizzle": 128}, 0x7F0000000000)
+    assert blob == bytes(range(128))
+    assert seen["args"] == ("bf16", 2, 0x7F0000000000, [200, 300], [400], [64, 128], [1, 1], "il0", "sw128", "l2", "zero")
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("256x256x256_bb", "not the blocked 16x16 tiles (bb)"),
+    ("300x260x200_bt", "N=260: its TMA store writes C rows"),
+])
+def test_refuses_what_its_kernel_does_not_read(t, h100, shape, words):
+    w = Hgemm.from_shape(shape)
+    assert words in t.refuses(w)
+    with pytest.raises(WorkloadError, match="hgemm_wgmma cannot serve"):
+        t.space(w, h100)
+    assert "hgemm_wgmma" not in [x.family for x in family("hgemm").templates_for(w)]
+
+
+def test_serves_every_row_layout_and_both_dtypes(t):
+    for layout in LAYOUTS:
+        for dtype in ("fp16", "bf16"):
+            w = Hgemm.from_shape("4096x4096x4096", layout=layout, dtype=dtype)
+            assert t.refuses(w) is None
+            assert "hgemm_wgmma" in [x.family for x in templates_for(w)]
+
+
+def test_refuses_gpus_without_wgmma(t, h100):
+    a100 = dataclasses.replace(h100, name="NVIDIA A100-SXM4-80GB", cc=(8, 0), sm_count=108)
+    w = Hgemm.from_shape("4096x4096x4096_bt")
+    space = t.space(w, a100)
+    assert space.size() == 0
+    assert any("wgmma and setmaxnreg need an sm_90 GPU" in v and "sm_80" in v
+               for v in space.violations({"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 3,
+                                          "group": 8}))
+    with pytest.raises(WorkloadError, match="sm_80"):
+        t.default_config(w, a100)
+    with pytest.raises(WorkloadError, match="sm_80"):
+        t.render(w, {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}, a100)
+    assert family("hgemm").sanitize_picks(t, w, a100) == []
+
+
+def test_sanitizer_picks_are_corners_of_the_space(t, h100):
+    w = Hgemm.from_shape("300x264x200")
+    picks = family("hgemm").sanitize_picks(t, w, h100)
+    space = t.space(w, h100)
+    assert len(picks) >= 4 and all(space.contains(c) for c in picks)
+    assert len({tuple(sorted(c.items())) for c in picks}) == len(picks)
+    sizes = [smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]) for c in picks]
+    assert sizes[0] == max(smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]) for c in space)
+    assert picks[1]["swizzle"] == 32 and picks[1]["bm"] * picks[1]["bn"] == 64 * 64
+
+
+def test_export_refuses_tensormap_specs_by_name(t, h100, tmp_path):
+    from autosched.cuda_export import export_cuda
+    w = Hgemm.from_shape("256x256x256_bt")
+    with pytest.raises(ValueError, match="hgemm_wgmma takes TMA tensor maps"):
+        export_cuda(w, t, t.default_config(w, h100), h100, tmp_path / "k.cu")
+
+
+def _corners(cfgs):
+    keys = [lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
+            lambda c: -c["bm"] * c["bn"] - c["swizzle"],
+            lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]) * c["bn"]),
+            lambda c: (c["consumers"] == 2, m_blocks(c["bm"], c["consumers"]) * c["bn"], -c["swizzle"])]
+    out = []
+    for k in keys:
+        c = max(cfgs, key=k)
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def test_corner_and_sampled_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
+    rng = random.Random(7)
+    specs = []
+    for shape, layout, dtype in [("4096x4096x4096", "nt", "fp16"), ("1000x1032x504", "nn", "bf16"),
+                                 ("4096x4096x4096", "tn", "fp16"), ("296x264x200", "tt", "bf16")]:
+        w = Hgemm.from_shape(shape, layout=layout, dtype=dtype)
+        cfgs = t.space(w, h100).enumerate()
+        picks = _corners(cfgs) + rng.sample(cfgs, 1) + [t.default_config(w, h100)]
+        specs += [t.render(w, c, h100) for c in picks]
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        for spec, binary in zip(specs, b.build_many(specs)):
+            assert binary.ok, (spec.name_expression, binary.error)
+            r = binary.resources
+            assert binary.cubin[:4] == b"\x7fELF"
+            assert r.spills == 0 and r.stack_bytes == 0, (spec.name_expression, r)
+            assert "sm_90a" in binary.log and "C7508" not in binary.log, binary.log
+            assert "Potential Performance Loss" not in binary.log, (spec.name_expression, binary.log)
+            consumers = dict(spec.config)["consumers"]
+            if consumers == 2:
+                # setmaxnreg.inc waits for registers the producer's .dec frees in the CTA's pool:
+                # 128 x 40 + 256 x 232 must fit in the 384 x R the CTA holds at entry
+                assert 128 * 40 + 256 * 232 <= 384 * r.registers, (spec.name_expression, r)
+            assert r.registers * spec.threads <= h100.regs_per_block
