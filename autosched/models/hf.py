@@ -138,14 +138,48 @@ def _read_config(d: Path) -> dict:
     return conf
 
 
+def _llama_config(d: Path, conf: dict, tied: bool) -> LlamaConfig:
+    arch = conf.get("architectures", ["LlamaForCausalLM"])
+    if conf.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
+        raise HFError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
+    heads = conf["num_attention_heads"]
+    try:
+        return LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads,
+                           conf.get("num_key_value_heads", heads), conf["vocab_size"],
+                           conf.get("max_position_embeddings", 2048), shared_classifier=tied,
+                           norm_eps=conf.get("rms_norm_eps", 1e-5), rope_theta=conf.get("rope_theta", 10000.0))
+    except ValueError as e:
+        raise HFError(f"{d / 'config.json'}: {e}") from e
+
+
+def _tensor_names(path) -> set[str]:
+    """The tensor names of a safetensors file, from its header alone."""
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+    except (OSError, struct.error, ValueError) as e:
+        raise HFError(f"{path}: not a readable safetensors file ({e})") from e
+    return set(header) - {"__metadata__"} if isinstance(header, dict) else set()
+
+
+def read_hf_config(directory) -> LlamaConfig:
+    """The config of a Hugging Face Llama directory, without reading its weights (a classifier is
+    tied where config.json says so or no file holds lm_head.weight)."""
+    d = Path(directory)
+    conf = _read_config(d)
+    files = sorted(d.glob("*.safetensors"))
+    if not files:
+        raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
+    names = set().union(*(_tensor_names(f) for f in files))
+    return _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in names)
+
+
 def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     """(config, llama2.c weights) of a Hugging Face Llama directory; HFError (a ValueError) naming
     the file, and the tensor, for one that is incomplete or does not match its config.json."""
     d = Path(directory)
     conf = _read_config(d)
-    arch = conf.get("architectures", ["LlamaForCausalLM"])
-    if conf.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
-        raise HFError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
     files = sorted(d.glob("*.safetensors"))
     if not files:
         raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
@@ -153,16 +187,8 @@ def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     for f in files:
         for name, arr in read_safetensors(f).items():
             t[name], where[name] = arr, f
-    heads = conf["num_attention_heads"]
-    kv_heads = conf.get("num_key_value_heads", heads)
-    tied = conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t
-    try:
-        cfg = LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads,
-                          kv_heads, conf["vocab_size"], conf.get("max_position_embeddings", 2048),
-                          shared_classifier=tied, norm_eps=conf.get("rms_norm_eps", 1e-5),
-                          rope_theta=conf.get("rope_theta", 10000.0))
-    except ValueError as e:
-        raise HFError(f"{d / 'config.json'}: {e}") from e
+    cfg = _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t)
+    heads, kv_heads = cfg.n_heads, cfg.n_kv_heads
 
     def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
         if name not in t:
