@@ -306,8 +306,8 @@ def cmd_generate(args) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress, Database(args.db) as db:
         eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, reverify=args.reverify, progress=progress)
-    for line in eng.describe():
-        err_console.print(f"[dim]{line}[/]")
+    for line in eng.describe(args.model):
+        err_console.print(f"[dim]{line}[/]" if not line.startswith("untuned") else f"[yellow]{line}[/]", highlight=False)
     out = sys.stdout.buffer
 
     def emit(t):

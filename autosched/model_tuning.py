@@ -137,7 +137,7 @@ def _verify_in_engines(out: ModelTuned, db, load_weights) -> None:
     weights = load_weights()
     for fmt in out.plan.formats:
         eng = Engine(out.plan.cfg, weights, fmt, db=db, reverify=True)
-        out.verification[fmt] = eng.describe()
+        out.verification[fmt] = eng.describe(out.model)
         steps = min(64, out.plan.cfg.seq_len - 2)
         eng.reset()
         eng.step(1)
