@@ -91,10 +91,13 @@ def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: 
 
 
 def rope_table(cfg: LlamaConfig, device):
-    """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs), in float32 the way
-    transformers computes them (inverse frequencies first, then one float32 product)."""
+    """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs) (Llama-3's scaled
+    frequencies where the config has rope_scaling: models/rope.py), in float32 the way transformers
+    computes them (inverse frequencies first, then one float32 product)."""
     import torch
-    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_size, 2, dtype=torch.int64).float() / cfg.head_size))
+
+    from autosched.models.rope import inv_freq
+    inv = inv_freq(cfg, torch)
     ang = torch.arange(cfg.seq_len, dtype=torch.int64).float()[:, None] * inv[None, :]
     return torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous().to(device)
 

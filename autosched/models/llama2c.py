@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.models.rope import RopeScaling
+
 HEADER = struct.Struct("<7i")
 
 
@@ -37,6 +39,7 @@ class LlamaConfig:
     shared_classifier: bool = True
     norm_eps: float = 1e-5
     rope_theta: float = 10000.0
+    rope_scaling: RopeScaling | None = None      # Llama-3's frequency scaling (models/rope.py)
 
     def __post_init__(self):
         problems = []
@@ -82,7 +85,8 @@ SEED_CONFIGS = {
     # TinyLlama-1.1B: 22 layers, 32 heads, 4 kv heads, untied classifier
     "tinyllama-1.1b": LlamaConfig(2048, 5632, 22, 32, 4, 32000, 2048, shared_classifier=False),
     # Llama-3.2-1B: 16 layers, 32 heads, 8 kv heads, tied embeddings, 128256 tokens, theta 500000
-    "llama3.2-1b": LlamaConfig(2048, 8192, 16, 32, 8, 128256, 2048, rope_theta=500000.0),
+    "llama3.2-1b": LlamaConfig(2048, 8192, 16, 32, 8, 128256, 2048, rope_theta=500000.0,
+                               rope_scaling=RopeScaling(32.0, 1.0, 4.0, 8192)),
 }
 
 
