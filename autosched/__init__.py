@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 _API = ("AutoschedError", "Plan", "Tuned", "best_config", "convert", "current_build", "devices", "export",
         "family", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for", "target_device", "tune",
-        "workload",
+        "workload", "model_config", "tune_model",
         "dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic")
 _ELSEWHERE = {"Engine": "autosched.engine.engine", "Q4Linear": "autosched.ops.gemv",
               "FAMILIES": "autosched.registry", "Database": "autosched.database"}

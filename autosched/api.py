@@ -407,6 +407,48 @@ def load_model(spec: str):
     return cfg, w, path
 
 
+def model_config(spec: str):
+    """The LlamaConfig of a model (as load_model takes it) without reading its weights."""
+    from autosched.models.hf import read_hf_config
+    from autosched.models.llama2c import SEED_CONFIGS, read_header
+    if spec.startswith("random:"):
+        name = spec.split(":", 1)[1]
+        if name not in SEED_CONFIGS:
+            raise AutoschedError(f"unknown random model {name!r}; choose from {', '.join(SEED_CONFIGS)}")
+        return SEED_CONFIGS[name]
+    path = Path(spec)
+    if not path.exists():
+        raise AutoschedError(f"model {path} does not exist (a llama2.c .bin, a Hugging Face directory, or "
+                             "random:NAME)")
+    try:
+        return read_hf_config(path) if path.is_dir() else read_header(path)
+    except OSError as e:
+        raise AutoschedError(f"model {path}: cannot read it ({e})") from e
+
+
+def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, runner: str = "auto", db=None,
+               seed: int = 0, verify: bool = True, on_plan=None, on_shape=None, on_result=None, on_done=None):
+    """Tune every kernel shape the decode engine launches for `model` (a llama2.c .bin, a Hugging
+    Face directory or random:NAME) in each weight format of `formats`, within `budget_min` minutes
+    split by each kernel's share of the step; on a GPU the engine then verifies the stored configs
+    in its own step (`verify`).  Returns a model_tuning.ModelTuned (see that module)."""
+    from autosched.model_tuning import tune_model as run
+    from autosched.models.quantize import FORMATS
+    formats = [formats] if isinstance(formats, str) else list(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise AutoschedError(f"unknown weight format {', '.join(map(repr, bad)) or '(none given)'}; "
+                             f"choose from {', '.join(FORMATS)}")
+    if not (isinstance(budget_min, (int, float)) and 0 < budget_min < float("inf")):
+        raise AutoschedError(f"the budget must be a number of minutes above 0, got {budget_min!r}")
+    if runner not in ("auto", "gpu", "replay"):
+        raise AutoschedError(f"tune-model runs on runner auto, gpu or replay, not {runner!r}")
+    cfg = model_config(model)
+    return run(model, cfg, formats, 60.0 * budget_min, runner=runner, db=db, seed=seed, verify=verify,
+               load_weights=lambda: load_model(model)[1], on_plan=on_plan, on_shape=on_shape,
+               on_result=on_result, on_done=on_done)
+
+
 def convert(source: str | Path, dest: str | Path, *, force: bool = False):
     """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory (the
     direction follows the source: a directory is read as Hugging Face).  Never writes over its own
@@ -474,8 +516,9 @@ class _database:
 
 
 __all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
-           "family_of", "parse_gpus", "current_build", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for",
-           "target_device", "tune", "workload"]
+           "family_of", "parse_gpus", "current_build", "import_recording", "stale_rows", "load_model", "open_runner",
+           "record", "recordings_for", "target_device", "tune", "workload", "model_config", "tune_model",
+           "dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic"]
 
 
 # DietCode (autosched/dynamic): one tuning run for a whole range of M, a decision-tree dispatcher

@@ -382,8 +382,8 @@ def cmd_generate(args) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress, Database(args.db) as db:
         eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, reverify=args.reverify, progress=progress)
-    for line in eng.describe():
-        err_console.print(f"[dim]{line}[/]")
+    for line in eng.describe(args.model):
+        err_console.print(f"[dim]{line}[/]" if not line.startswith("untuned") else f"[yellow]{line}[/]", highlight=False)
     out = sys.stdout.buffer
 
     def emit(t):
@@ -413,6 +413,71 @@ def cmd_generate(args) -> int:
                       f"{n / max(t2 - t1, 1e-9):.1f} tokens/s ({args.quant}, {how}, streamed one by one; "
                       f"`autosched bench decode` times the device loop)")
     return 0
+
+
+def _minutes(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of minutes, got {text!r}")
+    if not 0 < f < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of minutes above 0, got {text}")
+    return f
+
+
+def cmd_tune_model(args) -> int:
+    from autosched import api
+    from autosched.model_tuning import command
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    bars: dict = {}
+
+    def on_plan(plan, kind):
+        console.print(f"{args.model}: dim {plan.cfg.dim}, {plan.cfg.n_layers} layers, {plan.cfg.n_heads} heads "
+                      f"({plan.cfg.n_kv_heads} kv), hidden {plan.cfg.hidden_dim}, vocab {plan.cfg.vocab_size}; "
+                      f"budget {args.budget:g} min; " + ("[yellow]REPLAY[/] of the shipped recordings (no GPU)"
+                                                         if kind == "replay" else "measuring on the GPU"))
+        t = Table("format", "kernel", "shape", "launches", "share of step", "tuned as / why not",
+                  title="the decode step (share estimated from bytes moved and launches)", title_justify="left")
+        for fmt, ks in plan.kernels.items():
+            for k in ks:
+                t.add_row(fmt, k.name + (f" + {k.epilogue}" if k.epilogue and k.epilogue != "store" else ""),
+                          "x".join(map(str, k.shape)) if k.shape else "", str(k.launches), f"{k.share:.1%}",
+                          k.workload.key if k.tunable else k.why_not)
+        console.print(t)
+        if not plan.shapes:
+            console.print("[yellow]nothing tunable in these formats[/]")
+
+    def on_shape(row, p):
+        bars[id(row)] = prog.add_task(f"{p.workload.shape_str} ({', '.join(row.shape.names)}, "
+                                      f"{row.shape.budget_s:.0f} s)", total=p.total, best="")
+
+    def on_result(cfg, m, res):
+        task = next(reversed(bars.values()))
+        prog.update(task, advance=1, best=f"best {res.best.median_us:.2f} us" if res.best else "")
+
+    with _progress() as prog:
+        run = api.tune_model(args.model, formats=formats, budget_min=args.budget, runner=args.runner, db=args.db,
+                             seed=args.seed, verify=not args.no_verify, on_plan=on_plan, on_shape=on_shape,
+                             on_result=on_result)
+    t = Table("shape", "kernels", "share", "budget (s)", "trials", "best (us)", "default (us)", "best vs default",
+              "source", title=f"tune-model {args.model} in {run.seconds:.0f} s", title_justify="left")
+    for r in run.rows:
+        t.add_row(r.shape.workload.shape_str, ", ".join(r.shape.names), f"{r.shape.share:.1%}",
+                  f"{r.shape.budget_s:.0f}", str(r.trials), f"{r.best_us:.2f}" if r.best_us else "",
+                  f"{r.default_us:.2f}" if r.default_us else "", f"{r.speedup:.2f}x" if r.speedup else "",
+                  r.source if r.status == "tuned" else f"[yellow]{r.status}[/]: {r.source or r.note}")
+    console.print(t)
+    for fmt, lines in run.verification.items():
+        console.print(f"verified in the {fmt} engine's step ({run.tokens_per_s.get(fmt, 0):.0f} tokens/s):")
+        for line in lines:
+            console.print(f"  {line}", highlight=False)
+    missing = [r for r in run.untuned if r.status == "not recorded"]
+    if missing:
+        console.print(f"[yellow]{len(missing)} shape(s) no recording holds[/] ("
+                      + ", ".join(r.shape.workload.shape_str for r in missing)
+                      + "): served the cost model's prediction until tuned on a GPU: "
+                      + command(args.model, formats, args.budget))
+    return 0 if run.rows and not [r for r in run.untuned if r.status in ("failed", "nothing passed")] else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -584,6 +649,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("dest", help="the file or directory to write (never the source)")
     s.add_argument("--force", action="store_true", help="write over DEST if it exists")
     s.set_defaults(fn=cmd_convert)
+
+    s = sub.add_parser("tune-model", help="tune every kernel shape a model's decode step launches, in one run",
+                       description="Tune every kernel shape the decode engine launches for MODEL (the fused "
+                                   "matmuls with their epilogues, the classifier; whatever has a search space) "
+                                   "in one run: the budget split by each kernel's share of the step, the largest "
+                                   "first; then, on a GPU, verified in the engine's own step and stored.  Without "
+                                   "a GPU it replays the shipped recordings and reports the shapes none holds.")
+    s.add_argument("model", help="a llama2.c .bin, a Hugging Face Llama directory, or random:NAME "
+                                 "(random:llama3.2-1b, random:tinyllama-1.1b, random:llama2-7b, ...)")
+    s.add_argument("--formats", default="q4f16_1", help=f"comma-separated weight formats ({', '.join(FORMATS)}; "
+                                                        "default q4f16_1)")
+    s.add_argument("--budget", type=_minutes, default=10.0, metavar="MIN", help="minutes in all (default 10)")
+    s.add_argument("--runner", choices=("auto", "gpu", "replay"), default="auto")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--no-verify", action="store_true", help="skip the engine's step verification after tuning (GPU)")
+    s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
+    s.set_defaults(fn=cmd_tune_model)
 
     s = sub.add_parser("generate", help="greedy text generation on the GPU with the decode engine",
                        description="Load a Llama-family model, build the engine (tuned q4f16_1 GEMVs where the "

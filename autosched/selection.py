@@ -4,8 +4,9 @@
     best, timed = fastest(cands, time_one, what="in a CUDA graph")
 
 `rank` reads what is known, in a fixed chain of sources: the tuning database for this exact device
-key, then a shipped recording taken on the same device key, then the rule-based default of the
-workload's first template.  The first source that holds any config of the workload's space
+key, then a shipped recording taken on the same device key, then the config a cost model trained
+on every other shape measured on this device key predicts fastest ("predicted": search/transfer.py),
+then the rule-based default of the workload's first template.  The first source that holds any config of the workload's space
 answers alone, its candidates from every template merged fastest first (the numbers of one source
 were taken by one runner under one protocol, so they compare; numbers of two sources may not).
 
@@ -30,7 +31,7 @@ from typing import Callable, Sequence
 class Candidate:
     template: str                 # the template family that renders `config`
     config: dict
-    source: str                   # "database", "recording <name>", "default", "given"; then how it was re-timed
+    source: str                   # "database", "recording <name>", "predicted ...", "default", "given"; then how it was re-timed
     median_us: float | None = None    # the source's own time (tuning protocol), None for a default
 
 
@@ -73,6 +74,20 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
 
 
+PREDICTED = "predicted"
+
+
+def from_prediction(workload, template, device, db=None, recordings=None, k: int = 1, *,
+                    build=CURRENT) -> list[Candidate]:
+    """Up to k configs of `template`, best predicted first, from a cost model of every other shape
+    measured on this device key (recordings and the database); median_us is the model's
+    prediction, not a measurement.  [] where too little is known."""
+    from autosched.search.transfer import predicted
+    return [Candidate(template.family, c, f"{PREDICTED} (cost model of the other shapes measured on "
+                      f"{device.name}; untuned)", us)
+            for c, us in predicted(workload, template, device, db, recordings, k, build=build)]
+
+
 def _templates(workload) -> list:
     # looked up at each call, not imported once, so a test can stand a second template beside the real one
     from autosched import registry
@@ -87,14 +102,16 @@ def default_candidate(workload, device, source: str = "default") -> Candidate:
 
 def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURRENT) -> list[Candidate]:
     """Up to k candidates, fastest first, from the first source that has any config in its
-    template's space: the database (this device key), then a same-device recording; the default
-    when neither has one.  Every template of the workload is asked, and their candidates merged by
+    template's space: the database (this device key), then a same-device recording, then the
+    cost model's prediction from the other shapes measured on this device key; the default when
+    none has one.  Every template of the workload is asked, and their candidates merged by
     the source's time.  Database rows count only if measured with `build` (default: the current
     build of each template's kernel)."""
     templates = _templates(workload)
     spaces = {t.family: t.space(workload, device) for t in templates}
     sources = (lambda t: from_database(workload, t, device, db, k, build=build),
-               lambda t: from_recording(workload, t, device, recordings, k))
+               lambda t: from_recording(workload, t, device, recordings, k),
+               lambda t: from_prediction(workload, t, device, db, recordings, k, build=build))
     for source in sources:
         found = [c for t in templates for c in source(t) if spaces[t.family].contains(c.config)]
         if found:

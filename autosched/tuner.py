@@ -117,7 +117,7 @@ def _templates(workload, templates) -> list:
 
 def tune(workload, templates, runner, db: Database, *, strategy: str = "exhaustive",
          trials: int | None = None, time_budget_s: float | None = None, builder=None,
-         seed: int = 0, batch: int = 64, search: SearchSpace | None = None,
+         seed: int = 0, batch: int = 64, search: SearchSpace | None = None, recordings=None,
          on_result: Callable[[dict, Measurement, TuneResult], None] | None = None) -> TuneResult:
     """Search `workload`'s schedules with `runner`, writing every result to `db`.
 
@@ -125,7 +125,9 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     template the registry has for the workload.  The result's best_config carries a "template" key
     only when several were searched; `best_template` names the winner's either way.
     search: the SearchSpace of these templates for this runner, where the caller built it already
-    (api.tune sizes it for its plan), so the space is not built and walked again."""
+    (api.tune sizes it for its plan), so the space is not built and walked again.
+    recordings: where the model-guided strategies look for recordings of this GPU model to learn
+    from (paths or Recordings; default the shipped ones)."""
     templates = _templates(workload, templates)
     device = runner.device_info
     search = search or SearchSpace(workload, templates, device, runner)
@@ -147,8 +149,15 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         # already has is not proposed again
         prior = [(search.join(t, c), p, us) for t in templates
                  for c, p, us in db.samples(device.key, t.family, build=builds[t.family])]
+        # and every recording of these templates taken on this GPU model, other shapes included, so
+        # a shape never measured starts from a model (search/transfer.py); a replay answers from its
+        # own shape's recording, which the model must not have seen beforehand
+        from autosched.search.transfer import recorded_samples, recordings_of, scale_for
+        own = (workload.key,) if runner.partial else ()
+        prior += [(search.join(t, c), p, us) for t in templates
+                  for c, p, us in recorded_samples(recordings_of(device.key, t.family, recordings, own))]
         context = {"workload_params": workload.params, "prior": prior, "exclude": set(done),
-                   "derive": search.derived_features}
+                   "derive": search.derived_features, "scale": scale_for(workload.name)}
         # these strategies never propose what is already measured, so the best known so far comes
         # from the database: a resumed run reports the best over every run, not only its own
         known = [r for r in held if r.measurement.ok]

@@ -91,10 +91,13 @@ def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: 
 
 
 def rope_table(cfg: LlamaConfig, device):
-    """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs), in float32 the way
-    transformers computes them (inverse frequencies first, then one float32 product)."""
+    """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs) (Llama-3's scaled
+    frequencies where the config has rope_scaling: models/rope.py), in float32 the way transformers
+    computes them (inverse frequencies first, then one float32 product)."""
     import torch
-    inv = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_size, 2, dtype=torch.int64).float() / cfg.head_size))
+
+    from autosched.models.rope import inv_freq
+    inv = inv_freq(cfg, torch)
     ang = torch.arange(cfg.seq_len, dtype=torch.int64).float()[:, None] * inv[None, :]
     return torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous().to(device)
 
@@ -469,6 +472,33 @@ class Engine:
         mm = sum(m.nbytes(i) for m in self.mm.values() for i in range(len(m.layers)))
         return mm + 4 * self.cfg.dim
 
-    def describe(self) -> list[str]:
-        return [m.describe() for m in self.mm.values()]
+    def untuned(self) -> list[str]:
+        """The matmuls served a config never measured on this shape and GPU ("name NxK")."""
+        return untuned_matmuls({name: m.choice for name, m in self.mm.items()}, matmul_shapes(self.cfg))
+
+    def describe(self, model: str | None = None) -> list[str]:
+        """A line per matmul (its config and where it came from), and one naming the untuned ones
+        with the command that tunes them (`model`: the model as the user named it)."""
+        lines = [m.describe() for m in self.mm.values()]
+        note = untuned_note(self.untuned(), model, self.fmt)
+        return lines + ([note] if note else [])
+
+
+# sources of a config nobody measured on this shape and GPU (selection.rank's last two)
+UNTUNED_SOURCES = ("predicted", "default")
+
+
+def untuned_matmuls(choices: dict, shapes: dict) -> list[str]:
+    """name -> Candidate (None: a format with nothing to tune) -> ["name NxK" of the untuned]."""
+    return [f"{name} {shapes[name][0]}x{shapes[name][1]}" for name, c in choices.items()
+            if c is not None and c.source.startswith(UNTUNED_SOURCES)]
+
+
+def untuned_note(untuned: list[str], model: str | None, fmt: str) -> str:
+    """What to tell a user whose engine serves untuned shapes, with the command that tunes them."""
+    if not untuned:
+        return ""
+    from autosched.model_tuning import command
+    return (f"untuned on this GPU ({fmt}): {', '.join(untuned)} (a predicted or default config); tune them with "
+            f"`{command(model or 'MODEL', [fmt])}`")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from autosched.models.llama2c import LlamaConfig
+from autosched.models.rope import RopeScaling
 
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8")}
 
@@ -138,14 +139,91 @@ def _read_config(d: Path) -> dict:
     return conf
 
 
+def _llama_config(d: Path, conf: dict, tied: bool) -> LlamaConfig:
+    arch = conf.get("architectures", ["LlamaForCausalLM"])
+    if conf.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
+        raise HFError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
+    heads = conf["num_attention_heads"]
+    # transformers 4 writes rope_theta and rope_scaling; 5 writes both inside rope_parameters
+    params = conf.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):
+        raise HFError(f"{d / 'config.json'}: rope_parameters is {params!r}, not an object")
+    params = params or {}
+    theta = conf.get("rope_theta", params.get("rope_theta", 10000.0))
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0:
+        raise HFError(f"{d / 'config.json'}: rope_theta is {theta!r}, not a number above 0")
+    scaling = _rope_scaling(d / "config.json", conf["rope_scaling"] if conf.get("rope_scaling") is not None
+                            else (params or None))
+    head_dim = conf.get("head_dim")
+    if head_dim is not None and head_dim != conf["hidden_size"] // heads:
+        raise HFError(f"{d / 'config.json'}: head_dim {head_dim} is not hidden_size / num_attention_heads "
+                      f"({conf['hidden_size']} / {heads}): autosched's heads split the hidden size evenly")
+    try:
+        return LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads,
+                           conf.get("num_key_value_heads", heads), conf["vocab_size"],
+                           conf.get("max_position_embeddings", 2048), shared_classifier=tied,
+                           norm_eps=conf.get("rms_norm_eps", 1e-5), rope_theta=float(theta),
+                           rope_scaling=scaling)
+    except ValueError as e:
+        raise HFError(f"{d / 'config.json'}: {e}") from e
+
+
+_LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+
+
+def _rope_scaling(path: Path, rs) -> RopeScaling | None:
+    """config.json's rope_scaling: None (or type "default") for none, Llama-3's, or HFError naming
+    what is not supported or not well formed."""
+    if rs is None:
+        return None
+    if not isinstance(rs, dict):
+        raise HFError(f"{path}: rope_scaling is {rs!r}, not an object")
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind in (None, "default"):
+        return None
+    if kind != "llama3":
+        raise HFError(f"{path}: rope_scaling type {kind!r} is not supported (autosched implements llama3)")
+    missing = [k for k in _LLAMA3_KEYS if k not in rs]
+    bad = [k for k in _LLAMA3_KEYS if k in rs and (isinstance(rs[k], bool) or not isinstance(rs[k], (int, float)))]
+    if missing or bad:
+        raise HFError(f"{path}: llama3 rope_scaling needs numbers {', '.join(_LLAMA3_KEYS)}"
+                      + (f"; missing {', '.join(missing)}" if missing else "")
+                      + (f"; not numbers: {', '.join(bad)}" if bad else ""))
+    try:
+        return RopeScaling(float(rs["factor"]), float(rs["low_freq_factor"]), float(rs["high_freq_factor"]),
+                           int(rs["original_max_position_embeddings"]))
+    except ValueError as e:
+        raise HFError(f"{path}: {e}") from e
+
+
+def _tensor_names(path) -> set[str]:
+    """The tensor names of a safetensors file, from its header alone."""
+    try:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+    except (OSError, struct.error, ValueError) as e:
+        raise HFError(f"{path}: not a readable safetensors file ({e})") from e
+    return set(header) - {"__metadata__"} if isinstance(header, dict) else set()
+
+
+def read_hf_config(directory) -> LlamaConfig:
+    """The config of a Hugging Face Llama directory, without reading its weights (a classifier is
+    tied where config.json says so or no file holds lm_head.weight)."""
+    d = Path(directory)
+    conf = _read_config(d)
+    files = sorted(d.glob("*.safetensors"))
+    if not files:
+        raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
+    names = set().union(*(_tensor_names(f) for f in files))
+    return _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in names)
+
+
 def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     """(config, llama2.c weights) of a Hugging Face Llama directory; HFError (a ValueError) naming
     the file, and the tensor, for one that is incomplete or does not match its config.json."""
     d = Path(directory)
     conf = _read_config(d)
-    arch = conf.get("architectures", ["LlamaForCausalLM"])
-    if conf.get("model_type", "llama") != "llama" and "LlamaForCausalLM" not in arch:
-        raise HFError(f"{d}: model_type {conf.get('model_type')!r} is not a Llama")
     files = sorted(d.glob("*.safetensors"))
     if not files:
         raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
@@ -153,16 +231,8 @@ def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     for f in files:
         for name, arr in read_safetensors(f).items():
             t[name], where[name] = arr, f
-    heads = conf["num_attention_heads"]
-    kv_heads = conf.get("num_key_value_heads", heads)
-    tied = conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t
-    try:
-        cfg = LlamaConfig(conf["hidden_size"], conf["intermediate_size"], conf["num_hidden_layers"], heads,
-                          kv_heads, conf["vocab_size"], conf.get("max_position_embeddings", 2048),
-                          shared_classifier=tied, norm_eps=conf.get("rms_norm_eps", 1e-5),
-                          rope_theta=conf.get("rope_theta", 10000.0))
-    except ValueError as e:
-        raise HFError(f"{d / 'config.json'}: {e}") from e
+    cfg = _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t)
+    heads, kv_heads = cfg.n_heads, cfg.n_kv_heads
 
     def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
         if name not in t:
@@ -189,7 +259,7 @@ def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
         "w3": np.stack([get(p.format(i) + "mlp.up_proj.weight", (hid, dim)) for i in L]),
         "rms_final": get("model.norm.weight", (dim,)),
     }
-    if not tied:
+    if not cfg.shared_classifier:
         w["wcls"] = get("lm_head.weight", (vocab, dim))
     return cfg, w
 
@@ -201,7 +271,12 @@ def hf_config(cfg: LlamaConfig) -> dict:
             "num_attention_heads": cfg.n_heads, "num_key_value_heads": cfg.n_kv_heads,
             "vocab_size": cfg.vocab_size, "max_position_embeddings": cfg.seq_len, "rms_norm_eps": cfg.norm_eps,
             "rope_theta": cfg.rope_theta, "tie_word_embeddings": cfg.shared_classifier, "hidden_act": "silu",
-            "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2}
+            "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2,
+            "rope_scaling": None if cfg.rope_scaling is None else {
+                "rope_type": "llama3", "factor": cfg.rope_scaling.factor,
+                "low_freq_factor": cfg.rope_scaling.low_freq_factor,
+                "high_freq_factor": cfg.rope_scaling.high_freq_factor,
+                "original_max_position_embeddings": cfg.rope_scaling.original_max_position_embeddings}}
 
 
 def hf_state_dict(cfg: LlamaConfig, w: dict) -> dict:

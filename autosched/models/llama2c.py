@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.models.rope import RopeScaling
+
 HEADER = struct.Struct("<7i")
 
 
@@ -37,6 +39,7 @@ class LlamaConfig:
     shared_classifier: bool = True
     norm_eps: float = 1e-5
     rope_theta: float = 10000.0
+    rope_scaling: RopeScaling | None = None      # Llama-3's frequency scaling (models/rope.py)
 
     def __post_init__(self):
         problems = []
@@ -73,11 +76,17 @@ class LlamaConfig:
         return sum(int(np.prod(s)) for s in self.shapes().values())
 
 
-# the seed's checkpoint sizes, and Llama-2-7B's shape
+# the seed's checkpoint sizes, Llama-2-7B's shape, and grouped-query models of public shapes
+# (random:NAME: seeded random weights; the context is cut to what a decode bench needs)
 SEED_CONFIGS = {
     "stories15M": LlamaConfig(288, 768, 6, 6, 6, 32000, 256),
     "stories42M": LlamaConfig(512, 1376, 8, 8, 8, 32000, 1024),
     "llama2-7b": LlamaConfig(4096, 11008, 32, 32, 32, 32000, 4096, shared_classifier=False),
+    # TinyLlama-1.1B: 22 layers, 32 heads, 4 kv heads, untied classifier
+    "tinyllama-1.1b": LlamaConfig(2048, 5632, 22, 32, 4, 32000, 2048, shared_classifier=False),
+    # Llama-3.2-1B: 16 layers, 32 heads, 8 kv heads, tied embeddings, 128256 tokens, theta 500000
+    "llama3.2-1b": LlamaConfig(2048, 8192, 16, 32, 8, 128256, 2048, rope_theta=500000.0,
+                               rope_scaling=RopeScaling(32.0, 1.0, 4.0, 8192)),
 }
 
 
@@ -117,16 +126,28 @@ def _write(f, name, a, shape):
     np.ascontiguousarray(a, dtype=np.float32).tofile(f)
 
 
-def read_checkpoint(path) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
-    path = Path(path)
-    raw = path.read_bytes()
+def _config_of(path, raw: bytes) -> LlamaConfig:
     if len(raw) < HEADER.size:
         raise ValueError(f"{path}: {len(raw)} bytes is too short for a llama2.c header")
     dim, hidden, layers, heads, kv_heads, vocab, seq = HEADER.unpack_from(raw)
     try:
-        cfg = LlamaConfig(dim, hidden, layers, heads, kv_heads, abs(vocab), seq, shared_classifier=vocab > 0)
+        return LlamaConfig(dim, hidden, layers, heads, kv_heads, abs(vocab), seq, shared_classifier=vocab > 0)
     except ValueError as e:
         raise ValueError(f"{path}: not a llama2.c checkpoint: its header says {e}") from e
+
+
+def read_header(path) -> LlamaConfig:
+    """The config of a llama2.c checkpoint, from its header alone (no weights read)."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        return _config_of(path, f.read(HEADER.size))
+
+
+def read_checkpoint(path) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
+    path = Path(path)
+    raw = path.read_bytes()
+    cfg = _config_of(path, raw)
+    dim, hidden, layers, heads, kv_heads, vocab, seq = HEADER.unpack_from(raw)
     shapes = cfg.shapes()
     tail = 2 * seq * (cfg.head_size // 2)
     want = HEADER.size + 4 * (cfg.n_params() + tail)

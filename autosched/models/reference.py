@@ -14,10 +14,12 @@ def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x: np.ndarray, pos: int, head_size: int, theta: float) -> np.ndarray:
-    """Rotate each head's pairs (2i, 2i+1) by pos * theta^(-2i/head_size).  x: (heads*hs,)"""
+def rope(x: np.ndarray, pos: int, head_size: int, theta: float, freq: np.ndarray | None = None) -> np.ndarray:
+    """Rotate each head's pairs (2i, 2i+1) by pos * freq[i], freq by default theta^(-2i/head_size)
+    (a scaled model's: models/rope.inv_freq).  x: (heads*hs,)"""
     x = x.reshape(-1, head_size // 2, 2)
-    freq = theta ** (-np.arange(0, head_size, 2, dtype=np.float64) / head_size)
+    if freq is None:
+        freq = theta ** (-np.arange(0, head_size, 2, dtype=np.float64) / head_size)
     c, s = np.cos(pos * freq), np.sin(pos * freq)
     out = np.empty_like(x)
     out[..., 0] = x[..., 0] * c - x[..., 1] * s
@@ -32,6 +34,8 @@ class ReferenceDecoder:
         self.cfg = cfg
         self.w = {k: np.asarray(v, dtype=dtype) for k, v in weights.items()}
         self.dtype = dtype
+        from autosched.models.rope import inv_freq
+        self.freq = inv_freq(cfg)
         self.reset()
 
     def reset(self) -> None:
@@ -51,8 +55,8 @@ class ReferenceDecoder:
         x = w["token_embedding"][token].copy()
         for layer in range(c.n_layers):
             xb = rmsnorm(x, w["rms_att"][layer], c.norm_eps)
-            q = rope(w["wq"][layer] @ xb, pos, hs, c.rope_theta)
-            self.k_cache[layer, pos] = rope(w["wk"][layer] @ xb, pos, hs, c.rope_theta)
+            q = rope(w["wq"][layer] @ xb, pos, hs, c.rope_theta, self.freq)
+            self.k_cache[layer, pos] = rope(w["wk"][layer] @ xb, pos, hs, c.rope_theta, self.freq)
             self.v_cache[layer, pos] = w["wv"][layer] @ xb
             att_out = np.empty(c.n_heads * hs, dtype=self.dtype)
             for h in range(c.n_heads):

@@ -57,11 +57,16 @@ class Featurizer:
 
 
 class CostModel:
-    """Fit on (config, params, time) triples; predict time for configs of one workload."""
+    """Fit on (config, params, time) triples; predict time for configs of one workload.
 
-    def __init__(self, featurizer: Featurizer, seed: int = 0):
+    scale(params) -> us, optional: the model learns time / scale (with bytes moved as the scale,
+    how far a config falls short of streaming the shape's bytes), which carries over to shapes of
+    another size far better than raw time, since trees cannot extrapolate a time they never saw."""
+
+    def __init__(self, featurizer: Featurizer, seed: int = 0, scale=None):
         self.f = featurizer
         self.seed = seed
+        self.scale = scale
         self.model = None
 
     def fit(self, samples: list[tuple[dict, dict, float]]) -> bool:
@@ -70,21 +75,27 @@ class CostModel:
         ok = [s for s in samples if math.isfinite(s[2])]
         if len(ok) < 8:
             return False
-        worst = max(s[2] for s in ok)
         X = np.asarray([self.f.row(c, p) for c, p, _ in samples])
+        t = np.asarray([s[2] for s in samples], dtype=np.float64)
+        if self.scale is not None:
+            t = t / np.asarray([self.scale(p) for _, p, _ in samples])
         # a failed config is modelled as twice the slowest working one: avoided, not infinite
-        y = np.log([t if math.isfinite(t) else 2 * worst for _, _, t in samples])
+        finite = np.isfinite(t)
+        y = np.log(np.where(finite, t, 2 * t[finite].max()))
         self.model = HistGradientBoostingRegressor(max_iter=200, learning_rate=0.1, max_leaf_nodes=31,
                                                    random_state=self.seed)
         with _one_thread():
             self.model.fit(X, y)
         return True
 
-    def predict(self, configs: list[dict]) -> np.ndarray:
+    def predict(self, configs: list[dict], params: dict | None = None) -> np.ndarray:
+        """Predicted us of each config on the featurizer's shape, or on `params` (another shape of
+        the same template: what a model trained on other shapes predicts for one never measured)."""
         if self.model is None:
             raise RuntimeError("predict before a successful fit")
         with _one_thread():
-            return np.exp(self.model.predict(self.f.matrix(configs)))
+            pred = np.exp(self.model.predict(self.f.matrix(configs, params)))
+        return pred * self.scale(self.f.params if params is None else params) if self.scale is not None else pred
 
 
 def _one_thread():

@@ -75,13 +75,13 @@ class ModelGuided(Strategy):
     learns = True
 
     def __init__(self, space, rng, workload_params: dict | None = None, prior=(), explore: float = 0.2,
-                 exclude=(), derive=None, **context):
+                 exclude=(), derive=None, scale=None, **context):
         from autosched.search.cost_model import CostModel, Featurizer
         super().__init__(space, rng)
         self.params = dict(workload_params or {})
         self.prior = list(prior)           # (config, workload params, time us or inf)
         self.explore = explore
-        self.model = CostModel(Featurizer(space, self.params, derive), seed=rng.randrange(1 << 30))
+        self.model = CostModel(Featurizer(space, self.params, derive), seed=rng.randrange(1 << 30), scale=scale)
         skip = set(exclude)
         self._left = [c for c in space.enumerate() if config_hash(c) not in skip]
         rng.shuffle(self._left)
@@ -125,7 +125,7 @@ class Evolutionary(Strategy):
     BREED = 8          # children bred per config proposed when a model ranks them
 
     def __init__(self, space, rng, workload_params: dict | None = None, prior=(), exclude=(), derive=None,
-                 **context):
+                 scale=None, **context):
         super().__init__(space, rng)
         self.params = dict(workload_params or {})
         self.seen = set(exclude)
@@ -135,7 +135,8 @@ class Evolutionary(Strategy):
         self.model = None
         if self.use_model:
             from autosched.search.cost_model import CostModel, Featurizer
-            self.model = CostModel(Featurizer(space, self.params, derive), seed=rng.randrange(1 << 30))
+            self.model = CostModel(Featurizer(space, self.params, derive), seed=rng.randrange(1 << 30),
+                                   scale=scale)
 
     def observe(self, config, measurement):
         super().observe(config, measurement)

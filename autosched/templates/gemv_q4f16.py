@@ -189,6 +189,17 @@ class GemvQ4F16Template(Template):
         # tiny shapes can break the rule's block size: then the valid config closest to it
         return space.nearest(cfg)
 
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """What the GPU sees of a config on a shape (N, K): blocks and waves over the SMs, threads
+        and rows of a block, its K steps and the weight bytes it streams.  These carry a config's
+        merit from shape to shape, where knobs alone say nothing of how it fills the machine."""
+        N, K = params["N"], params["K"]
+        rows = config["ts"] * config["tile_s"]
+        blocks = -(-N // rows)
+        return {"blocks": blocks, "waves": blocks / device.sm_count, "threads": config["ts"] * config["tr"],
+                "rows_per_block": rows, "k_steps": K / (config["tr"] * config["tile_r"]),
+                "block_kbytes": rows * K / 2 / 1024}
+
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)
         N, K = workload.N, workload.K

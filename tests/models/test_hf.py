@@ -199,3 +199,94 @@ def test_convert_of_a_corrupt_directory_is_an_error_message(tmp_path, capsys):
     err = " ".join(capsys.readouterr().err.split())
     assert "config.json: not valid JSON" in err and "Traceback" not in err
     assert not (tmp_path / "out.bin").exists()
+
+
+# -- Llama-3-style configs: rope_theta 500000, llama3 rope scaling, tied or untied, vocab 128256 ------
+
+L3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 16}
+
+
+def llama3_cfg(tied: bool, vocab: int = 128256):
+    from autosched.models.rope import RopeScaling
+    # head size 16: wavelengths 6.3 (between 16/4 and 16/1: blended), 32 and up (slowed by 8), so the
+    # scaling moves every pair's angle within the first tokens
+    return LlamaConfig(dim=32, hidden_dim=64, n_layers=2, n_heads=2, n_kv_heads=1, vocab_size=vocab, seq_len=64,
+                       shared_classifier=tied, rope_theta=500000.0,
+                       rope_scaling=RopeScaling(8.0, 1.0, 4.0, 16))
+
+
+def test_llama3_frequencies_by_hand():
+    from autosched.models.rope import inv_freq
+    cfg = llama3_cfg(True, 64)
+    plain = 500000.0 ** (-np.arange(0, 16, 2) / 16)
+    got = inv_freq(cfg)
+    wavelen = 2 * np.pi / plain
+    slow = wavelen > 16
+    np.testing.assert_allclose(got[slow], plain[slow] / 8)            # long waves: slowed by the factor
+    smooth = (16 / wavelen[0] - 1) / (4 - 1)                           # 6.28 is between 16/4 and 16/1
+    np.testing.assert_allclose(got[0], (1 - smooth) * plain[0] / 8 + smooth * plain[0])
+    unscaled = LlamaConfig(**{**cfg.__dict__, "rope_scaling": None})
+    np.testing.assert_allclose(inv_freq(unscaled), plain)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_allclose(inv_freq(cfg, torch).numpy(), got, rtol=1e-6)
+    from autosched.engine.engine import rope_table
+    cs = rope_table(cfg, "cpu").numpy()                                # the engine's (pos, pair, cos/sin)
+    np.testing.assert_allclose(cs[5, :, 0], np.cos(5 * got), atol=1e-6)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_llama3_directory_round_trips(tmp_path, tied):
+    cfg = llama3_cfg(tied, 300)
+    w = random_weights(cfg, 8)
+    cfg2, w2 = read_hf(write_hf(tmp_path / "hf", cfg, w))
+    assert cfg2 == cfg and ("wcls" in w2) == (not tied)
+    conf = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert conf["rope_scaling"] == L3_SCALING and conf["rope_theta"] == 500000.0
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "'yarn' is not supported"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "missing low_freq_factor"),
+    ({"rope_scaling": [1, 2]}, "not an object"),
+    ({"rope_theta": "big"}, "rope_theta"),
+    ({"head_dim": 8}, "head_dim 8"),
+])
+def test_unsupported_rope_configs_are_refused_naming_the_field(tmp_path, change, needle):
+    d = write_hf(tmp_path / "hf", llama3_cfg(True, 300), random_weights(llama3_cfg(True, 300), 9))
+    conf = json.loads((d / "config.json").read_text())
+    conf.update(change)
+    (d / "config.json").write_text(json.dumps(conf))
+    with pytest.raises(HFError, match="config.json.*" + needle.replace("(", ".").replace(")", ".")):
+        read_hf(d)
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_transformers_llama3_logits_match_in_fp32(tmp_path, tied):
+    """A tiny random Llama-3 model built and saved by transformers (its own config.json, whichever
+    version writes it) loads here and gives its logits in float32."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    conf = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                    num_key_value_heads=1, vocab_size=128256, max_position_embeddings=64,
+                                    rope_theta=500000.0, rope_scaling=dict(L3_SCALING), tie_word_embeddings=tied,
+                                    rms_norm_eps=1e-5)
+    model = transformers.LlamaForCausalLM(conf).float().eval()
+    with torch.no_grad():
+        for p in model.parameters():          # weights of trained scale, not the init's tiny ones
+            p.copy_(torch.randn_like(p) * (0.3 if p.ndim > 1 else 0.1) + (1.0 if p.ndim == 1 else 0.0))
+    model.save_pretrained(tmp_path / "hf", safe_serialization=True)
+    cfg, w = read_hf(tmp_path / "hf")
+    assert cfg == llama3_cfg(tied)
+    with torch.no_grad():
+        hf = model(torch.tensor([TOKENS])).logits[0].numpy()
+    dec = ReferenceDecoder(cfg, w, dtype=np.float32)
+    ours = np.stack([dec.step(tok) for tok in TOKENS])
+    assert np.abs(hf - ours).max() < 1e-4 * np.abs(hf).max()
+    assert (hf.argmax(-1) == ours.argmax(-1)).all()
+    # and without the scaling they would not match: the test sees the frequencies
+    plain = LlamaConfig(**{**cfg.__dict__, "rope_scaling": None})
+    dec = ReferenceDecoder(plain, w, dtype=np.float32)
+    off = np.stack([dec.step(tok) for tok in TOKENS])
+    assert np.abs(hf - off).max() > 100 * np.abs(hf - ours).max()

@@ -1,0 +1,217 @@
+"""Knowledge that transfers between shapes: what a template measured on one GPU model, every shape.
+
+    samples = prior_samples(device.key, template, db)           # recordings + database rows
+    top = predicted(workload, template, device, db, k=4)        # [(config, predicted us)], best first
+
+The training data is everything measured with a template on one device key: the shipped recordings
+(each a set of real measurements of one shape) and the database's rows of the current build.  The
+cost model (search/cost_model.py) sees the shape (the workload's parameters) and what the template
+derives from a config on it (blocks, waves, ...), so it predicts for a shape it never saw.  Two
+uses:
+
+  - the tuner's prior: a model-guided search of a new shape ranks its first batch by the model
+    (tuner.tune hands it these samples);
+  - the selection chain's "predicted" source (selection.from_prediction): with no trial at all, an
+    unseen shape is served the config the model predicts fastest, not the rule-based default.
+
+A prediction is memoized in the process and cached on disk (<cache>/predicted/, beside the build
+cache) under a fingerprint of its training data, so an engine's start pays for a fit only when what
+is known has changed.  Recordings of any build train the model (a kernel edit moves times a
+little, not the shape of the space); database rows count only under the build asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+from pathlib import Path
+
+MIN_SAMPLES = 64           # configs that passed, across...
+MIN_SHAPES = 2             # ...this many shapes at least, or nothing is predicted
+PER_SHAPE_CAP = 4000       # rows of one shape kept for a fit (the fastest 500 always among them)
+CACHE_VERSION = 1          # bump when the features or the model change: old cached answers are stale
+CACHE_TOP = 16             # configs a cached prediction keeps
+
+_recordings: dict = {}     # (path, mtime, size) -> Recording | None
+_models: dict = {}         # (fingerprint, knob columns) -> fitted CostModel (or None: too little to fit)
+_answers: dict = {}        # (fingerprint, workload key) -> [(config, us)]
+
+
+def _recording(path):
+    from autosched.measure.recording import _load_or_skip
+    st = os.stat(path)
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _recordings:
+        _recordings[key] = _load_or_skip(path)
+    return _recordings[key]
+
+
+def recordings_of(device_key: str, family: str, recordings=None, exclude=()) -> list:
+    """The recordings (paths: default the shipped ones; or Recording objects) of `family` taken on
+    `device_key`, leaving out those of the workload keys in `exclude`."""
+    from autosched.measure.recording import Recording, shipped_recordings
+    out = []
+    for r in (shipped_recordings() if recordings is None else recordings):
+        rec = r if isinstance(r, Recording) else _recording(r)
+        if (rec is not None and rec.device.key == device_key and rec.template == family
+                and rec.workload_key not in exclude):
+            out.append(rec)
+    return out
+
+
+def recorded_samples(recs) -> list[tuple[dict, dict, float]]:
+    """(config, workload params, median us or inf for a failed config) of the recordings `recs`,
+    at most PER_SHAPE_CAP of a shape (its fastest 500 and a seeded sample of the rest)."""
+    from autosched.measure.result import Status
+    from autosched.workloads import workload_from_key
+    out = []
+    for rec in recs:
+        params = workload_from_key(rec.workload_key).params
+        rows = [(c, params, m.median_us if m.ok else math.inf) for c, m in rec.entries.values()
+                if m.status != Status.NOT_RECORDED]
+        if len(rows) > PER_SHAPE_CAP:
+            rows.sort(key=lambda r: r[2])
+            rest = rows[500:]
+            rows = rows[:500] + random.Random(len(rows)).sample(rest, PER_SHAPE_CAP - 500)
+        out += rows
+    return out
+
+
+def _db_rows(db, device_key: str, template, build) -> list:
+    if db is None or not hasattr(db, "samples"):
+        return []
+    from autosched.selection import ANY, CURRENT
+    if build == CURRENT:
+        from autosched.build import build_id
+        build = build_id(template)
+    return db.samples(device_key, template.family, build=None if build == ANY else build)
+
+
+def prior_samples(device_key: str, template, db=None, recordings=None, *, exclude=(), build="current") -> list:
+    """Everything measured with `template` on `device_key`: the recordings' rows (but those of the
+    workload keys in `exclude`) and the database's rows of `build` (selection.CURRENT: this
+    version's kernel; ANY: every build)."""
+    return (recorded_samples(recordings_of(device_key, template.family, recordings, exclude))
+            + _db_rows(db, device_key, template, build))
+
+
+# a shape's size in microseconds at nominal rates: the scale the cost model's times are divided by
+# (search/cost_model.CostModel.scale).  Only its proportions between shapes matter to the trees,
+# so round figures of a current GPU serve every GPU: 3 TB/s, 50 TFLOP/s, 3 us a launch
+_BW_B_PER_US, _FLOP_PER_US, _LAUNCH_US = 3e6, 5e7, 3.0
+_scales: dict = {}
+
+
+def scale_for(workload_name: str):
+    """params -> the nominal size in us of the `workload_name` workload at those params."""
+    from autosched.workloads import workload_from_key
+
+    def scale(params: dict) -> float:
+        key = (workload_name, tuple(sorted(params.items())))
+        if key not in _scales:
+            w = workload_from_key(f"{workload_name}:" + ",".join(f"{k}={v}" for k, v in sorted(params.items())))
+            _scales[key] = max(w.bytes_moved() / _BW_B_PER_US, w.flops() / _FLOP_PER_US) + _LAUNCH_US
+        return _scales[key]
+    return scale
+
+
+def enough(samples) -> bool:
+    ok = [s for s in samples if math.isfinite(s[2])]
+    return len(ok) >= MIN_SAMPLES and len({tuple(sorted(p.items())) for _, p, _ in ok}) >= MIN_SHAPES
+
+
+def fit(samples, template, device, space, seed: int = 0):
+    """A CostModel fitted on `samples` with `space`'s knob columns and the template's derived
+    features, or None where there is too little to learn from."""
+    if not enough(samples):
+        return None
+    from autosched.search.cost_model import CostModel, Featurizer
+    model = CostModel(Featurizer(space, {}, lambda c, p: template.derived_features(c, p, device)), seed=seed,
+                      scale=scale_for(template.workload_name))
+    return model if model.fit(samples) else None
+
+
+def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dict, float]]:
+    """The k configs of `configs` the model predicts fastest on `workload`, with their predicted us."""
+    import numpy as np
+    if not configs:
+        return []
+    pred = model.predict(configs, workload.params)
+    order = np.argsort(pred, kind="stable")[:k]
+    return [(configs[i], float(pred[i])) for i in order]
+
+
+def _fingerprint(device, template, recs, db, build) -> str:
+    from autosched.build import build_id
+    h = hashlib.sha256()
+    h.update(json.dumps([CACHE_VERSION, device.key, template.family, build_id(template),
+                         sorted((r.name, r.build_id, len(r.entries)) for r in recs)]).encode())
+    if db is not None and hasattr(db, "conn"):
+        from autosched.selection import ANY, CURRENT
+        b = build_id(template) if build == CURRENT else build
+        q = "SELECT COUNT(*), MAX(rowid) FROM measurements WHERE device_key=? AND template=?"
+        args = [device.key, template.family]
+        if b != ANY and b is not None:
+            q += " AND build=?"
+            args.append(b)
+        h.update(json.dumps(list(db.conn.execute(q, args).fetchone())).encode())
+    return h.hexdigest()[:24]
+
+
+def cache_dir() -> Path:
+    from autosched.build import default_cache_dir
+    return default_cache_dir().parent / "predicted"
+
+
+def predicted(workload, template, device, db=None, recordings=None, k: int = 1, *,
+              build="current") -> list[tuple[dict, float]]:
+    """Up to k configs of `template`'s space for `workload`, best predicted first, with their
+    predicted us, from a model of everything measured on `device`'s key (but `workload` itself);
+    [] where too little is known (or scikit-learn is missing)."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        return []
+    recs = recordings_of(device.key, template.family, recordings, exclude=(workload.key,))
+    fp = _fingerprint(device, template, recs, db, build)
+    key = (fp, workload.key)
+    if key not in _answers:
+        path = cache_dir() / f"{fp}-{hashlib.sha256(workload.key.encode()).hexdigest()[:16]}.json"
+        got = _read_cache(path, workload.key)
+        if got is None:
+            space = template.space(workload, device)
+            # the knob columns are the space's: one model per set of them (the same for every shape
+            # of a template whose knobs take fixed values)
+            mkey = (fp, tuple((kn.name, tuple(kn.values)) for kn in space.knobs))
+            if mkey not in _models:
+                samples = recorded_samples(recs) + _db_rows(db, device.key, template, build)
+                samples = [s for s in samples if s[1] != workload.params]     # what it knows of others
+                _models[mkey] = fit(samples, template, device, space)
+            model = _models[mkey]
+            got = [] if model is None else rank_configs(model, workload, space.enumerate(), CACHE_TOP)
+            _write_cache(path, workload.key, got)
+        _answers[key] = got
+    return _answers[key][:k]
+
+
+def _read_cache(path: Path, workload_key: str):
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("workload") != workload_key or not isinstance(doc.get("top"), list):
+        return None
+    return [(c, float(us)) for c, us in doc["top"]]
+
+
+def _write_cache(path: Path, workload_key: str, top) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"workload": workload_key, "top": [[c, us] for c, us in top]}))
+        os.replace(tmp, path)
+    except OSError:
+        pass                # a read-only cache costs a fit next time, nothing else

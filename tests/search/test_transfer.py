@@ -1,0 +1,147 @@
+"""Knowledge that transfers between shapes (search/transfer.py): the cost model of every shape
+measured on a GPU model, the selection chain's "predicted" source, and the tuner's warm start."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+
+from autosched.measure.recording import Recording, find_recording  # noqa: E402
+from autosched.measure.result import Measurement, Status  # noqa: E402
+from autosched.search import transfer  # noqa: E402
+from autosched.selection import rank  # noqa: E402
+from autosched.templates import GemvQ4F16Template  # noqa: E402
+from autosched.workloads import GemvQ4F16  # noqa: E402
+
+T = GemvQ4F16Template()
+UNRECORDED = GemvQ4F16(6144, 4096)        # Mistral-7B's qkv: no shipped recording holds it
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(tmp_path, monkeypatch):
+    """Predictions cached in a folder of the test's own, and nothing memoized from another test."""
+    monkeypatch.setenv("AUTOSCHED_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(transfer, "_answers", {})
+    monkeypatch.setattr(transfer, "_models", {})
+
+
+def synthetic_time(cfg: dict, n: int, k: int, device) -> float:
+    """A smooth made-up GEMV time: streaming the bytes, slower the further a block is from 128
+    threads and the fewer waves fill the GPU, plus a launch."""
+    d = T.derived_features(cfg, {"N": n, "K": k}, device)
+    return 3.0 + n * k / 2 / 3e6 * (1 + 0.3 * abs(math.log2(d["threads"]) - 7) + 0.5 / min(1.0, d["waves"]))
+
+
+def synthetic_recording(n: int, k: int, device, count: int = 120, seed: int = 0) -> Recording:
+    w = GemvQ4F16(n, k)
+    space = T.space(w, device)
+    configs = space.enumerate()
+    rng = np.random.default_rng(seed)
+    rec = Recording(w.key, T.family, device, space.names, date="2026-11-23", space_size=len(configs))
+    for i in rng.choice(len(configs), size=min(count, len(configs)), replace=False):
+        us = synthetic_time(configs[i], n, k, device)
+        rec.add(configs[i], Measurement(Status.OK, us, us, 0.0, 0.0))
+    return rec
+
+
+# -- the "predicted" source of the selection chain -----------------------------------------------
+
+def test_an_unrecorded_shape_is_served_the_predicted_config(h100):
+    # h100 is the device key the shipped recordings were taken on
+    assert find_recording(UNRECORDED.key, T.family) is None
+    [c] = rank(UNRECORDED, h100)
+    assert c.source.startswith("predicted") and c.template == T.family
+    assert T.space(UNRECORDED, h100).contains(c.config) and c.median_us > 0
+    top = rank(UNRECORDED, h100, k=4)
+    assert len(top) == 4 and [x.median_us for x in top] == sorted(x.median_us for x in top)
+
+
+def test_a_recorded_shape_is_still_served_its_recording(h100):
+    w = GemvQ4F16(4096, 4096)
+    [c] = rank(w, h100)
+    assert c.source.startswith("recording")
+
+
+def test_another_device_key_gets_the_default(h100):
+    other = dataclasses.replace(h100, driver_version="999.0")   # nothing measured on it
+    [c] = rank(UNRECORDED, other)
+    assert c.source == "default" and c.config == T.default_config(UNRECORDED, other)
+
+
+def test_a_prediction_is_cached_on_disk(h100, monkeypatch):
+    first = transfer.predicted(UNRECORDED, T, h100, k=3)
+    assert len(first) == 3 and list(transfer.cache_dir().glob("*.json"))
+    # a new process (nothing memoized) reads the answer back without fitting
+    monkeypatch.setattr(transfer, "_answers", {})
+    monkeypatch.setattr(transfer, "_models", {})
+    monkeypatch.setattr(transfer, "fit", lambda *a, **kw: pytest.fail("fitted again despite the cache"))
+    assert transfer.predicted(UNRECORDED, T, h100, k=3) == first
+
+
+def test_nothing_is_predicted_from_too_little(h100):
+    one = synthetic_recording(288, 288, h100, count=40)
+    assert transfer.predicted(UNRECORDED, T, h100, recordings=[one]) == []
+    assert not transfer.enough(transfer.recorded_samples([one]))
+
+
+def test_a_model_of_other_shapes_ranks_an_unseen_one(h100):
+    recs = [synthetic_recording(n, k, h100, seed=i) for i, (n, k) in
+            enumerate([(288, 288), (864, 288), (288, 768), (1536, 288)])]
+    w = GemvQ4F16(576, 288)
+    space = T.space(w, h100)
+    configs = space.enumerate()
+    top = transfer.predicted(w, T, h100, recordings=recs, k=1)
+    assert top and space.contains(top[0][0])
+    times = sorted(synthetic_time(c, 576, 288, h100) for c in configs)
+    got = synthetic_time(top[0][0], 576, 288, h100)
+    # far better than a config picked at random (the median of the space)
+    assert got <= times[len(times) // 4]
+
+
+def test_the_tuner_learns_from_other_shapes_recordings(h100, monkeypatch, tmp_path):
+    """A model-guided search of a new shape starts from the recordings of the others (of this GPU
+    model), but never from the recording a replay answers from."""
+    from autosched import tuner
+    from autosched.database import Database
+    from autosched.measure.recording import ReplayRunner
+    held = synthetic_recording(288, 288, h100, seed=1)
+    others = [synthetic_recording(864, 288, h100, seed=2), synthetic_recording(288, 768, h100, seed=3)]
+    seen = {}
+    real = tuner.make_strategy
+
+    def spy(name, space, seed=0, **context):
+        seen.update(context)
+        return real(name, space, seed, **context)
+    monkeypatch.setattr(tuner, "make_strategy", spy)
+    with Database(tmp_path / "db") as db:
+        res = tuner.tune(GemvQ4F16(288, 288), T, ReplayRunner(held), db, strategy="model", trials=16, batch=16,
+                         recordings=[held, *others])
+    shapes = {tuple(sorted(p.items())) for _, p, _ in seen["prior"]}
+    assert shapes == {(("K", 288), ("N", 864)), (("K", 768), ("N", 288))}
+    assert len(seen["prior"]) == sum(len(r.entries) for r in others) and seen["scale"] is not None
+    assert res.trials == 16 and res.best is not None
+
+
+# -- the transfer benchmark's logic -----------------------------------------------------------------
+
+def test_leave_one_out_on_a_synthetic_set(h100):
+    from autosched.benchmarks.transfer import leave_one_out, summary
+    recs = [synthetic_recording(n, k, h100, count=80, seed=i) for i, (n, k) in
+            enumerate([(288, 288), (864, 288), (288, 768)])]
+    rows = leave_one_out(recs, T, trials=(4, 16))
+    assert [r["workload"] for r in rows] == [r.workload_key for r in recs]
+    for r in rows:
+        assert r["shapes_learned_from"] == 2 and r["trials16_ran"] == 16
+        assert 0 < r["zero_trial_vs_16"] <= 1.0 + 1e-9 and 0 < r["trials4_vs_16"] <= 1.0 + 1e-9
+        assert r["recording_best_us"] <= r["trials16_us"]
+    s = summary(rows, trials=(4, 16))
+    assert s["shapes"] == 3 and 0 < s["zero_trial_geomean"] <= 1 and 0 < s["trials4_geomean"] <= 1
+    assert set(s) >= {"zero_trial_geomean", "trials4_geomean", "default_geomean"}
+
+
+def test_geomean_skips_what_is_unknown():
+    from autosched.benchmarks.transfer import geomean
+    assert geomean([]) is None and geomean([None, 2.0, 8.0]) == pytest.approx(4.0)
