@@ -427,11 +427,12 @@ def model_config(spec: str):
 
 
 def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, runner: str = "auto", db=None,
-               seed: int = 0, verify: bool = True, on_plan=None, on_shape=None, on_result=None, on_done=None):
+               seed: int = 0, gpus: list[int] | None = None, verify: bool = True, on_plan=None, on_shape=None, on_result=None, on_done=None):
     """Tune every kernel shape the decode engine launches for `model` (a llama2.c .bin, a Hugging
     Face directory or random:NAME) in each weight format of `formats`, within `budget_min` minutes
     split by each kernel's share of the step; on a GPU the engine then verifies the stored configs
-    in its own step (`verify`).  Returns a model_tuning.ModelTuned (see that module)."""
+    in its own step (`verify`).  gpus: GPU ids to measure on (default every GPU here).  Returns a
+    model_tuning.ModelTuned (see that module)."""
     from autosched.model_tuning import tune_model as run
     from autosched.models.quantize import FORMATS
     formats = [formats] if isinstance(formats, str) else list(formats)
@@ -444,7 +445,7 @@ def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, ru
     if runner not in ("auto", "gpu", "replay"):
         raise AutoschedError(f"tune-model runs on runner auto, gpu or replay, not {runner!r}")
     cfg = model_config(model)
-    return run(model, cfg, formats, 60.0 * budget_min, runner=runner, db=db, seed=seed, verify=verify,
+    return run(model, cfg, formats, 60.0 * budget_min, runner=runner, db=db, seed=seed, gpus=gpus, verify=verify,
                load_weights=lambda: load_model(model)[1], on_plan=on_plan, on_shape=on_shape,
                on_result=on_result, on_done=on_done)
 

@@ -457,7 +457,7 @@ def cmd_tune_model(args) -> int:
 
     with _progress() as prog:
         run = api.tune_model(args.model, formats=formats, budget_min=args.budget, runner=args.runner, db=args.db,
-                             seed=args.seed, verify=not args.no_verify, on_plan=on_plan, on_shape=on_shape,
+                             gpus=api.parse_gpus(args.gpus), seed=args.seed, verify=not args.no_verify, on_plan=on_plan, on_shape=on_shape,
                              on_result=on_result)
     t = Table("shape", "kernels", "share", "budget (s)", "trials", "best (us)", "default (us)", "best vs default",
               "source", title=f"tune-model {args.model} in {run.seconds:.0f} s", title_justify="left")
@@ -663,6 +663,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=_minutes, default=10.0, metavar="MIN", help="minutes in all (default 10)")
     s.add_argument("--runner", choices=("auto", "gpu", "replay"), default="auto")
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--gpus", default=None, metavar="all|ID,...",
+                   help="GPUs of this machine to measure on, one worker each (default all)")
     s.add_argument("--no-verify", action="store_true", help="skip the engine's step verification after tuning (GPU)")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_tune_model)

@@ -64,7 +64,7 @@ def command(model: str, formats, budget_min: float | None = None) -> str:
 
 
 def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto", db=None, seed: int = 0,
-               verify: bool = True, load_weights: Callable | None = None,
+               gpus: list[int] | None = None, verify: bool = True, load_weights: Callable | None = None,
                on_plan: Callable[[Plan, str], None] | None = None,
                on_shape: Callable[[ShapeRun, object], None] | None = None,
                on_result: Callable | None = None,
@@ -93,7 +93,7 @@ def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto
             share_s = max(1.0, left * shape.budget_s / later) if later > 0 else 1.0
             t0 = time.perf_counter()
             try:
-                run = api.tune(w, runner=kind, db=database, strategy="model", time_s=share_s, seed=seed,
+                run = api.tune(w, runner=kind, db=database, strategy="model", time_s=share_s, seed=seed, gpus=gpus,
                                on_start=(lambda p, row=row: on_shape(row, p)) if on_shape else None,
                                on_result=on_result)
             except api.AutoschedError as e:
