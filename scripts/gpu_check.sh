@@ -4,6 +4,7 @@
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
 #   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
+#   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -51,6 +52,15 @@ ray)
     timeout 200 "$PY" -m autosched tune gemv-q4f16 --shape 4096x4096 --trials 256 --db $db $runner 2>&1 \
       | tee -a "$OUT/ray-gpu.log" | tail -9
   done
+  ;;
+prefill)
+  # ~210 s at most: the prefill GPU tests (engines of two small models, the kernels on their own), then the 7B
+  # fp16 prefill at 128 and 2048 tokens batched / stepwise / torch (bench/results-style JSON under $OUT)
+  stage "prefill tests"
+  timeout 100 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_prefill_gpu.py 2>&1 \
+    | tee "$OUT/pytest-prefill.log" | tail -15
+  stage "prefill bench (quick)"
+  timeout 110 "$PY" -m autosched.benchmarks.prefill --quick --out "$OUT" 2>&1 | tee "$OUT/bench-prefill.log" | tail -14
   ;;
 esac
 done
