@@ -108,7 +108,10 @@ class BatchedPrefill:
         self.k = None
 
     def all_specs(self) -> list:
-        return [*self.specs.values(), *(s for g in self.gemm.values() for s in g.specs())]
+        """Every kernel to build, once each (a micro-kernel's binary does not depend on N or K, so
+        the matmuls share the ladder's)."""
+        specs = [*self.specs.values(), *(s for g in self.gemm.values() for s in g.specs())]
+        return list({s.source_hash: s for s in specs}.values())
 
     def describe(self) -> list[str]:
         how = {"fp16": "the step's fp16 weights", "q4f16_1": "q4f16_1 dequantized per layer into an fp16 scratch",

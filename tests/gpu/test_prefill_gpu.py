@@ -25,6 +25,12 @@ TOL = 1e-2          # max |logit diff| / max |logit|: fp16 activations on both p
 DECODE = 8
 
 
+@pytest.fixture(scope="module", autouse=True)
+def current_device():
+    from cuda.core import Device
+    Device(0).set_current()
+
+
 @pytest.fixture(scope="module")
 def builder(tmp_path_factory):
     from autosched.build import BuildCache, Builder
@@ -109,6 +115,17 @@ def test_auto_mode_and_describe(model):
         eng.prefill([1] * (cfg.seq_len + 1))
     with pytest.raises(ValueError, match="mode"):
         eng.prefill([1], mode="fast")
+
+
+def test_int8_batched_prefill_matches_the_stepwise_path(builder):
+    from autosched.engine.engine import Engine
+    cfg = MODELS["gqa"]
+    eng = Engine(cfg, random_weights(cfg, 5), "int8", builder=builder)
+    for T in (7, 64):
+        prompt = [int(t) for t in np.random.default_rng(T).integers(0, cfg.vocab_size, T)]
+        step = eng.prefill(prompt, mode="stepwise", all_logits=True).cpu().numpy()
+        bat = eng.prefill(prompt, mode="batched", all_logits=True).cpu().numpy()
+        assert _rel(bat, step) < TOL and eng.pos == T
 
 
 def test_fp32_engines_prefill_stepwise(builder):
@@ -201,8 +218,9 @@ def test_dequant_q4_kernel_in_every_layout(builder, nibbles, ln, lk):
     a_q = torch.from_numpy(layouts.apply("q4_words", {"n": ln, "k": lk, "nibbles": nibbles}, x["A_q"]).view(np.int32)).cuda()
     a_s = torch.from_numpy(layouts.apply("q4_scales", {"n": ln}, x["A_scale"])).cuda()
     out = torch.full((64, 512), float("nan"), device="cuda").half()
-    k = LoadedKernel(pk.dequant_q4_spec(query(0).arch), builder)
-    k.launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), pk.elementwise_grid(64 * 64, 132), ptr(out),
+    info = query(0)
+    k = LoadedKernel(pk.dequant_q4_spec(info.arch), builder)
+    k.launch(Stream.from_handle(torch.cuda.current_stream().cuda_stream), pk.elementwise_grid(64 * 64, info.sm_count), ptr(out),
              ptr(a_q), ptr(a_s), np.int32(64), np.int32(512), np.int32(pk.NIBBLE_CODES[nibbles]), np.int32(ln),
              np.int32(lk))
     torch.cuda.synchronize()
