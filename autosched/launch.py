@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from autosched.runtime import allow_dynamic_smem, launch_config, load_kernel
 
 
@@ -16,7 +18,18 @@ class LoadedKernel:
         self.binary = binary
         allow_dynamic_smem(self.kernel, spec.smem_bytes, Device().device_id)
         self.config = launch_config(spec, pdl)
+        self.pdl = pdl
+        self._grids: dict = {}
 
     def __call__(self, stream, *args):
         from cuda.core import launch
         launch(stream, self.config, self.kernel, *args)
+
+    def launch(self, stream, grid: tuple, *args):
+        """Launch with `grid` instead of the spec's: one binary whose grid follows a size known only
+        at the call (the prompt length, a dynamic M).  Launch configs are kept per grid."""
+        from cuda.core import launch
+        config = self._grids.get(grid)
+        if config is None:
+            config = self._grids[grid] = launch_config(dataclasses.replace(self.spec, grid=grid), self.pdl)
+        launch(stream, config, self.kernel, *args)

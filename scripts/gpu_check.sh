@@ -8,6 +8,7 @@
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
 #   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests, sanitizers, a timing (at most 200 s)
+#   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -80,7 +81,7 @@ ray)
   stage "ray install"
   cat .whl/a/part00 .whl/b/part01 > .whl/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl
   (cd .whl && sha256sum -c b/ray.sha256) || exit 1
-  pip install -q --no-index --find-links .whl --find-links .whl/b/deps ray >"$OUT/ray-install.log" 2>&1 \
+  "$PY" -m pip install -q --no-index --find-links .whl --find-links .whl/b/deps ray >"$OUT/ray-install.log" 2>&1 \
     || { tail -5 "$OUT/ray-install.log"; exit 1; }
   stage "tune on a local Ray cluster (one GPU actor), then the same on the GPU runner"
   for runner in "--cluster local" "--runner gpu"; do
@@ -88,6 +89,15 @@ ray)
     timeout 200 "$PY" -m autosched tune gemv-q4f16 --shape 4096x4096 --trials 256 --db $db $runner 2>&1 \
       | tee -a "$OUT/ray-gpu.log" | tail -9
   done
+  ;;
+prefill)
+  # ~210 s at most: the prefill GPU tests (engines of two small models, the kernels on their own), then the 7B
+  # fp16 prefill at 128 and 2048 tokens batched / stepwise / torch (bench/results-style JSON under $OUT)
+  stage "prefill tests"
+  timeout 100 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_prefill_gpu.py 2>&1 \
+    | tee "$OUT/pytest-prefill.log" | tail -15
+  stage "prefill bench (quick)"
+  timeout 110 "$PY" -m autosched.benchmarks.prefill --quick --out "$OUT" 2>&1 | tee "$OUT/bench-prefill.log" | tail -14
   ;;
 esac
 done

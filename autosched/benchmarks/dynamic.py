@@ -11,7 +11,8 @@ Per-instance tuning searches the registry's static hgemm templates (those `autos
 
 Summary keys: tuning_time_speedup (the worst workload's), untuned_geomean_vs_per_instance,
 geomean_vs_cublas_m_le_256, dispatcher_overhead_ns, and prefill_2048_speedup_vs_stepwise (None
-here: the engine's prefill, issue 16 item 8, measures it).
+here: benchmarks/prefill.py measures the engine's prefill, issue 16 item 8, and writes the key into
+the newest dynamic-*.json of the same device).
 
 The measuring is injected (`Harness`), so the same logic runs on the CPU in tests with the
 synthetic runner and a modelled cuBLAS.

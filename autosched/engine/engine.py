@@ -22,6 +22,7 @@ slice 64 positions.
 
     eng = Engine(cfg, weights, "q4f16_1")     # weights: numpy or torch float32, llama2.c names
     logits = eng.step(token)                  # float32 (vocab,) torch tensor on the GPU
+    logits = eng.prefill(prompt)              # the prompt through each layer at once (engine/prefill.py)
     tokens = eng.generate(prompt, 64)         # greedy
 
 A q4f16_1 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
@@ -90,6 +91,11 @@ def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: 
             for name, cs in candidates.items()}
 
 
+def torch_stack(rows):
+    import torch
+    return torch.stack(rows)
+
+
 def rope_table(cfg: LlamaConfig, device):
     """(seq_len, head_size / 2) pairs (cos, sin) of pos * theta^(-2j/hs) (Llama-3's scaled
     frequencies where the config has rope_scaling: models/rope.py), in float32 the way transformers
@@ -108,7 +114,7 @@ class Engine:
 
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
-                 verify: int = 4, reverify: bool = False, progress=None):
+                 verify: int = 4, reverify: bool = False, progress=None, batched_prefill: bool = True):
         import torch
         from cuda.core import Device
 
@@ -129,7 +135,7 @@ class Engine:
             from autosched.build import Builder
             builder = Builder()
         try:
-            self._build(weights, builder, db, progress, splits, verify, reverify)
+            self._build(weights, builder, db, progress, splits, verify, reverify, batched_prefill)
             self._alloc()
             self.step_verification = self._verify_in_step(weights, builder, progress, db) if graphs else {}
         finally:
@@ -137,7 +143,7 @@ class Engine:
                 builder.close()
 
     # -- set-up -----------------------------------------------------------------------------
-    def _build(self, weights, builder, db, progress, splits, verify, reverify) -> None:
+    def _build(self, weights, builder, db, progress, splits, verify, reverify, batched_prefill=True) -> None:
         import torch
         c, act, arch = self.cfg, self.act, self.info.arch
         hs = c.head_size
@@ -165,10 +171,19 @@ class Engine:
                                 choice=self.verification[name][0] if self.verification else None,
                                 epilogue=EPILOGUE[name])
                    for name, (n, kk) in shapes.items()}
-        list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values())]))   # in parallel
+        # the batched prefill's kernels and GEMM micro-kernels (engine/prefill.py), where the format has it
+        from autosched.engine.prefill import PREFILL_FORMATS, BatchedPrefill
+        self.prefiller = None
+        if batched_prefill and self.fmt in PREFILL_FORMATS:
+            from autosched.database import default_db_path
+            self.prefiller = BatchedPrefill(c, self.fmt, self.info, db.path if db is not None else default_db_path())
+        pre = self.prefiller.all_specs() if self.prefiller else []
+        list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values()), *pre]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
         for m in self.mm.values():
             m.load(builder)
+        if self.prefiller:
+            self.prefiller.load(builder)
 
         self._pack(weights, list(self.mm), progress)
         self.embedding = as_torch(weights["token_embedding"], self.dev)
@@ -434,14 +449,42 @@ class Engine:
         """The greedy token the last step chose."""
         return int(self.token.item())
 
-    def prefill(self, prompt: list[int]):
-        """Start afresh and feed `prompt`; the last step's logits."""
+    def prefill(self, prompt: list[int], mode: str = "auto", all_logits: bool = False):
+        """Start afresh and feed `prompt`; the last position's float32 logits (vocab,) on the GPU, or
+        with all_logits every position's (T, vocab).  mode "batched": the whole prompt through each
+        layer at once (engine/prefill.py; fp16, int8 and q4f16_1 engines); "stepwise": one step a
+        token; "auto": batched past STEPWISE_UP_TO tokens where the engine has it.  Either way the
+        KV cache, the position and the greedy next token end as T steps leave them."""
+        from autosched.engine.prefill import STEPWISE_UP_TO
         if not prompt:
             raise ValueError("the prompt must hold at least one token")
+        if mode not in ("auto", "batched", "stepwise"):
+            raise ValueError(f"prefill mode must be auto, batched or stepwise, got {mode!r}")
+        c = self.cfg
+        if len(prompt) > c.seq_len:
+            raise ValueError(f"a prompt of {len(prompt)} tokens does not fit this model's seq_len {c.seq_len}")
+        bad = [t for t in prompt if not 0 <= t < c.vocab_size]
+        if bad:
+            raise ValueError(f"token {bad[0]} outside the vocabulary of {c.vocab_size}")
+        if mode == "batched" and self.prefiller is None:
+            raise ValueError(f"this engine has no batched prefill ({self.fmt} engine, or batched_prefill=False)")
         self.reset()
-        for t in prompt:
-            logits = self.step(t)
-        return logits
+        if mode == "stepwise" or (mode == "auto" and (self.prefiller is None
+                                                       or len(prompt) <= STEPWISE_UP_TO[self.fmt])):
+            rows = []
+            for t in prompt:
+                logits = self.step(t)
+                if all_logits:
+                    rows.append(logits.clone())
+            return torch_stack(rows) if all_logits else logits
+        logits16 = self.prefiller.run(self, prompt, 0, all_logits)
+        # argmax_step on the last row: the float logits, the greedy token, and pos -> T, as a step does
+        c = self.cfg
+        self.pos_d.fill_(len(prompt) - 1)
+        self.k["argmax"](self._stream(), ptr(self.logits_f), ptr(logits16[-1]), np.int32(c.vocab_size),
+                         ptr(self.token), ptr(self.pos_d), ptr(self.best_v), ptr(self.best_i), ptr(self.best_count))
+        self.pos = len(prompt)
+        return logits16.float() if all_logits else self.logits_f
 
     def extend(self, logits, max_tokens: int, choose=None, on_token=None, stop_token: int | None = None) -> list[int]:
         """Up to `max_tokens` tokens after what has been fed, each chosen from the logits before it:
@@ -480,6 +523,8 @@ class Engine:
         """A line per matmul (its config and where it came from), and one naming the untuned ones
         with the command that tunes them (`model`: the model as the user named it)."""
         lines = [m.describe() for m in self.mm.values()]
+        lines += (self.prefiller.describe() if self.prefiller
+                  else [f"prefill: stepwise (no batched prefill for {self.fmt})"])
         note = untuned_note(self.untuned(), model, self.fmt)
         return lines + ([note] if note else [])
 
