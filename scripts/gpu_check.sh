@@ -15,7 +15,7 @@ set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 PY=$(command -v python3)  # the sanitizer would otherwise find another python3 on its PATH
 export PYTHONPATH=$PWD AUTOSCHED_HOME=${AUTOSCHED_HOME:-/tmp/as} PYTHONUNBUFFERED=1
-pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || { tail "$OUT/install.log"; exit 1; }
+"$PY" -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || { tail "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 stage() { echo "== $1 ($(date +%T))"; }
 for what in "${@:-tests}"; do
