@@ -492,8 +492,7 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
                                                  "estimated_run_s": round(est, 1)},
                                       "shapes_planned": [x.shape_str for x in workloads],
                                       "elapsed_s": round(time.perf_counter() - t_start, 1)}, path=path)
-                del on_device, out
-                torch.cuda.empty_cache()
+                torch.cuda.empty_cache()      # the pool buffers of this shape go when the next rebinds them
         finally:
             timer.close()
     log(f"hgemm bench done in {time.perf_counter() - t_start:.0f} s")
