@@ -305,9 +305,18 @@ def cmd_bench(args) -> int:
         return 0
     fam = FAMILIES[args.op]
     shapes = args.shapes.split(",") if args.shapes else None
-    path = fam.benchmark_fn()(shapes=shapes, trials=args.trials or 600, strategy=args.strategy, out_dir=args.out,
-                              db_path=args.db, console=console, time_per_shape_s=args.time_per_shape,
-                              **fam.bench_kwargs)
+    extra = {}
+    if args.split:
+        if args.op != "hgemm":
+            raise CliError("--split shares a shape's tuning time among hgemm's templates; it is for `bench hgemm`")
+        from autosched.benchmarks.hgemm import parse_split
+        try:
+            extra["split"] = parse_split(args.split)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+    path = fam.benchmark_fn()(shapes=shapes, trials=args.trials or fam.bench_trials, strategy=args.strategy,
+                              out_dir=args.out, db_path=args.db, console=console,
+                              time_per_shape_s=args.time_per_shape, **fam.bench_kwargs, **extra)
     console.print(f"wrote {path}")
     return 0
 
@@ -616,7 +625,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="configs of each shape to have measured, those the database holds included (default 600; "
                         "decode: 64 configs per GEMV shape, 256 for a 7B)")
     s.add_argument("--strategy", choices=STRATEGY_NAMES, default="model")
-    s.add_argument("--time-per-shape", type=_seconds, default=None, help="tuning time limit per shape (s)")
+    s.add_argument("--time-per-shape", type=_seconds, default=None,
+                   help="tuning time limit per shape (s); hgemm: split over its templates (default: what fits "
+                        "the run in about 9 minutes)")
+    s.add_argument("--split", default=None, help="hgemm: each template's share of a shape's tuning time "
+                                                 "(default wgmma=0.6,mma=0.2,wmma=0.2)")
     s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_bench)

@@ -37,6 +37,8 @@ class Family:
     benchmark: str | None = None                # "module:function" that `autosched bench NAME` runs
     bench_help: str = ""                        # what the benchmark compares, for `bench --help`
     bench_kwargs: dict = field(default_factory=dict)
+    bench_trials: int | None = 600              # `bench`'s trials a shape without --trials (None: the
+                                                # benchmark plans its own, as hgemm's per template)
     default_bench_shapes: tuple[str, ...] = ()  # BENCHMARKS.md's shapes (the benchmark's default)
     report: str | None = None                   # results prefix the report renders (bench/results/<report>-*)
     report_title: str = ""
@@ -194,10 +196,11 @@ def _families() -> dict[str, Family]:
                options=(Option("layout", LAYOUTS, "nn", "how A and B are stored: n row-major, t transposed "
                                "(first letter A, second B; nt is _bt), bb the 16x16-tiled blocked layout"),
                         Option("dtype", DTYPES, "fp16", "the inputs' and output's type (FP32 accumulation)")),
-               benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "hgemm"},
-               bench_help="the same for the FP16 tensor-core GEMM vs cuBLAS FP16 (FP32 accumulation)",
-               report="hgemm", report_title="FP16 tensor-core GEMM",
-               report_section="autosched.report_sgemm:gemm_section",
+               benchmark="autosched.benchmarks.hgemm:run_benchmark", bench_trials=None,
+               bench_help="every template tuned on its own (a share of --time-per-shape each, --split) vs "
+                          "cuBLAS FP16 / BF16 through torch on issue 15's shapes (about 9 minutes on an H100)",
+               report="hgemm", report_title="FP16 / BF16 tensor-core GEMM",
+               report_section="autosched.report_sgemm:hgemm_section",
                sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_hgemm_picks,
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
     ]

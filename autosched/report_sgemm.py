@@ -88,3 +88,63 @@ def gemm_section(results_dir, readme, plot_dir, console, name: str) -> list:
         return []
     readme.write_text(replace_block(readme.read_text(), name, sgemm_table(doc)))
     return []
+
+
+_LAYOUT_NOTE = {"nn": "", "nt": ", B (N, K)", "tn": ", A (K, M)", "tt": ", A (K, M), B (N, K)", "bb": ", blocked"}
+
+
+def _hgemm_shape(r: dict) -> str:
+    return (f"{r['M']} x {r['N']} x {r['K']}{_LAYOUT_NOTE.get(r.get('layout', 'nn'), '')}"
+            + (" BF16" if r.get("dtype") == "bf16" else ""))
+
+
+def hgemm_tables(doc: dict) -> str:
+    """`bench hgemm`'s run: the bars' figures, then one table per template (tuned time, TFLOP/s and
+    % of cuBLAS, the default's, cuBLAS's, the trials and tuning seconds behind it)."""
+    rows = doc["rows"]
+    s = doc.get("summary", {})
+    fams = []
+    for r in rows:
+        fams += [f for f in r.get("templates", {}) if f not in fams]
+
+    def pct(x):
+        return f"{_f(x)}%" if x is not None else "–"
+    out = [f"**FP16 / BF16 GEMM on tensor cores**, {doc['device']}, {doc['date']}, commit "
+           f"`{str(doc.get('commit', ''))[:10]}` (`{Path(doc['_path']).name}`; cuBLAS through torch on the same "
+           "buffers, FP32 accumulation; every kernel checked against float64 first; each template tuned on "
+           "its own, its best configs re-timed here)", "",
+           f"Best template vs cuBLAS: 4096³ **{pct(s.get('best_pct_of_cublas_4096'))}**, 8192³ "
+           f"**{pct(s.get('best_pct_of_cublas_8192'))}** (bar 95%); prefill, lowest "
+           f"**{pct(s.get('min_pct_of_cublas_prefill'))}** (bar 90%); wmma at 4096³ "
+           f"**{pct(s.get('wmma_pct_of_cublas_4096'))}** (bar 30%)."]
+    for f in fams:
+        out += ["", f"`{f}`", "",
+                "| M x N x K | tuned (us) | TFLOP/s | % of cuBLAS | min-median spread | default (us) | "
+                "default % | cuBLAS (us) | cuBLAS TFLOP/s | configs measured | tuning (s) |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in rows:
+            t = r.get("templates", {}).get(f)
+            if t is None:
+                out.append(f"| {_hgemm_shape(r)} | not served | | | | | | {_f(r.get('cublas_us'), '{:.1f}')} | "
+                           f"{_f(r.get('cublas_tflops'), '{:.0f}')} | | |")
+                continue
+            spread = t.get("min_median_spread_pct")
+            out.append(f"| {_hgemm_shape(r)} | {_f(t.get('tuned_us'), '{:.1f}')} | {_f(t.get('tflops'), '{:.0f}')} | "
+                       f"{pct(t.get('pct_of_cublas'))} | {_f(spread)}{'%' if spread is not None else ''} | "
+                       f"{_f(t.get('default_us'), '{:.1f}')} | {pct(t.get('default_pct_of_cublas'))} | "
+                       f"{_f(r.get('cublas_us'), '{:.1f}')} | {_f(r.get('cublas_tflops'), '{:.0f}')} | "
+                       f"{t.get('trials', '–')} | {_f(t.get('tune_s'), '{:.0f}')} |")
+    return "\n".join(out)
+
+
+def hgemm_section(results_dir, readme, plot_dir, console, name: str) -> list:
+    """The newest `bench hgemm` results into the README block `name`: a table per template, or the
+    one-template table of a run from before the per-template benchmark."""
+    from autosched.report import latest_results, replace_block
+    doc = latest_results(results_dir, name)
+    if doc is None or readme is None:
+        return []
+    per_template = any("templates" in r for r in doc["rows"])
+    body = hgemm_tables(doc) if per_template else sgemm_table(doc)
+    readme.write_text(replace_block(readme.read_text(), name, body))
+    return []

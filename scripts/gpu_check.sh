@@ -8,6 +8,8 @@
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
 #   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests, sanitizers, a timing (at most 200 s)
+#   bash scripts/gpu_check.sh bench-hgemm   # issue 15's measurements: every hgemm template tuned and timed vs
+#                                          # cuBLAS FP16/BF16 (planned for ~500 s; killed at 560)
 #   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
@@ -68,6 +70,12 @@ bench-gemv)
 bench-sgemm)
   stage "bench sgemm"
   timeout 540 "$PY" -m autosched bench sgemm --shapes 4096x4096x4096 --out "$OUT" 2>&1 | tee "$OUT/bench-sgemm.log" | tail -8
+  ;;
+bench-hgemm)
+  # the database under $OUT/hgemm.db: a second call that carries it back resumes the tuning
+  stage "bench hgemm (issue 15's shapes)"
+  timeout 560 "$PY" -m autosched bench hgemm --out "$OUT" --db "$OUT/hgemm.db" 2>&1 | tee "$OUT/bench-hgemm.log" | tail -30
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 record-hgemm)
   # a recording for the replay runner (CPU machines): hgemm_mma at 4096^3, screened, time-bounded
