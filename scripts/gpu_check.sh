@@ -3,7 +3,7 @@
 #   bash scripts/gpu_check.sh tests      # install, the GPU test suite
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
-#   bash scripts/gpu_check.sh record-hgemm   # a screened, time-bounded recording of hgemm_mma at 4096^3
+#   bash scripts/gpu_check.sh record-hgemm   # recordings at 4096^3: hgemm_wgmma whole, hgemm_mma sampled
 #   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
@@ -78,10 +78,15 @@ bench-hgemm)
   echo "rc=${PIPESTATUS[0]}"
   ;;
 record-hgemm)
-  # a recording for the replay runner (CPU machines): hgemm_mma at 4096^3, screened, time-bounded
-  stage "record hgemm_mma 4096^3"
-  timeout 100 "$PY" -m autosched record hgemm --shape 4096x4096x4096 --template hgemm_mma --screen 2 --time 70 \
-    --out "$OUT/hgemm_mma-4096x4096x4096-NVIDIA_H100_80GB_HBM3.json.gz" 2>&1 | tail -4
+  # recordings for the replay runner (CPU machines): hgemm_wgmma's whole space at 4096^3 (672 configs
+  # on the H100, ~0.2 ms a run), then a random (unbiased) sample of hgemm_mma's: an exhaustive walk of
+  # mma's 2070 configs cut short holds only the small tiles first in its order (tried 2026-11-23)
+  stage "record hgemm_wgmma 4096^3"
+  timeout 200 "$PY" -m autosched record hgemm --shape 4096x4096x4096 --template hgemm_wgmma --time 180 \
+    --out "$OUT/hgemm_wgmma-4096x4096x4096-NVIDIA_H100_80GB_HBM3.json.gz" 2>&1 | tail -3
+  stage "record hgemm_mma 4096^3 (random sample)"
+  timeout 100 "$PY" -m autosched record hgemm --shape 4096x4096x4096 --template hgemm_mma --strategy random \
+    --screen 2 --time 80 --out "$OUT/hgemm_mma-4096x4096x4096-NVIDIA_H100_80GB_HBM3.json.gz" 2>&1 | tail -3
   ;;
 ray)
   # Ray on a machine with no index: the wheel comes in two carried parts (.whl/a, .whl/b: one call
