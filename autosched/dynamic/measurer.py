@@ -44,6 +44,7 @@ class MicroKernel:
     report: CompileReport
     probes: dict                # grid (blocks) -> median us; two entries when measured
     error: str = ""
+    family: str = "hgemm_dyn"   # the template: hgemm_dyn or hgemm_wgmma (a sketch dimension)
 
     @property
     def ok(self) -> bool:
@@ -57,12 +58,12 @@ class MicroKernel:
 
     def to_json(self) -> dict:
         return {"config": self.config, "report": self.report.to_json(),
-                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error}
+                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error, "family": self.family}
 
     @classmethod
     def from_json(cls, d: dict) -> "MicroKernel":
         return cls(d["config"], CompileReport(**d["report"]), {int(k): v for k, v in d["probes"].items()},
-                   d.get("error", ""))
+                   d.get("error", ""), d.get("family", "hgemm_dyn"))
 
 
 def compile_report(template, config: dict, workload, device, builder=None) -> CompileReport:
