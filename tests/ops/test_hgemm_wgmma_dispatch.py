@@ -3,9 +3,7 @@ wave-model ladder, the TMA map cache (encode mocked: the same buffer is never re
 is), the host cost of a call, and every wgmma config of the ladder compiling for sm_90a unspilled."""
 
 import dataclasses
-import types
 
-import numpy as np
 import pytest
 
 from autosched.build import BuildCache, Builder
