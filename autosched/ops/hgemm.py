@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
-from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
 
 # THE switch: False keeps backend="auto" on the verified hgemm_dyn path.  Flip it to True once
 # `bash scripts/gpu_check.sh prefill-wgmma` passes on an H100 (GPU tests green and the prefill
@@ -249,7 +249,7 @@ class HgemmDispatch:
             raise ValueError(f"K={K}: rows of X and W are read in 16-byte chunks, so K must be a multiple of 8")
         self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
         self.backend = resolve_backend(backend, N, K, dtype, device)
-        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaTemplate()}
+        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate()}
         self.template = self.templates[self.backend]
         if result is None and db_path is not None:
             result = find_dynamic_result(db_path, N, K, device.key, dtype)
