@@ -177,7 +177,7 @@ def cmd_tune_dynamic(args) -> int:
     """One tuning run for a whole range of M (DietCode); prints the kernels, the verification and
     the tree's table, and writes the .cu with --export."""
     from autosched import api
-    from autosched.dynamic.sketch import describe
+    from autosched.dynamic.sketch import describe_any
     if not isinstance(args.shape, str) or not args.shape.strip():
         raise CliError("--shape needs a value, e.g. Mx4096x4096_bt")
     dw = api.dynamic_workload(args.op, args.shape, args.range, _int_list("--instances", args.instances),
@@ -185,6 +185,7 @@ def cmd_tune_dynamic(args) -> int:
                               **{n: getattr(args, n, None) for n in family_options()})
     res = api.tune_dynamic(dw, runner=args.runner, db=args.db, rounds=args.rounds, per_round=args.per_round,
                            max_kernels=args.kernels, seed=args.seed, jobs=args.jobs, build=args.build,
+                           templates=args.templates.split(",") if args.templates else None,
                            on_start=lambda note: console.print(note),
                            on_progress=lambda h: console.print(
                                f"round {h['round'] + 1}: {h['measured']} micro-kernels probed, weighted best "
@@ -199,7 +200,7 @@ def cmd_tune_dynamic(args) -> int:
                       f"{v['measured_us']:.2f}", f"{flag}{100 * v['error']:+.1f}%")
     console.print(table)
     for i, k in enumerate(res.kernels):
-        console.print(f"kernel {i}: {describe(k.config)}, {k.report.registers} registers ({k.report.source}), "
+        console.print(f"kernel {i}: {describe_any(k.family, k.config)}, {k.report.registers} registers ({k.report.source}), "
                       f"{k.report.blocks_per_sm} blocks/SM")
     d = res.dispatcher
     lows = [dw.lo] + [b + 1 for b in d.bounds]
@@ -588,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=_positive, default=None, help="NVRTC build processes (default: all cores)")
     s.add_argument("--build", action="store_true", help="compile each micro-kernel with NVRTC for its register "
                    "count even with the synthetic runner")
+    s.add_argument("--templates", default=None, metavar="hgemm_dyn,hgemm_wgmma",
+                   help="micro-kernel templates sampled (default hgemm_dyn; with hgemm_wgmma on sm_90 once "
+                   "ops.hgemm.WGMMA_IN_AUTO is on); a result with wgmma kernels has no .cu export")
     s.set_defaults(fn=cmd_tune_dynamic)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")

@@ -11,6 +11,9 @@
 #   bash scripts/gpu_check.sh bench-hgemm   # issue 15's measurements: every hgemm template tuned and timed vs
 #                                          # cuBLAS FP16/BF16 (planned for ~500 s; killed at 560)
 #   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
+#   bash scripts/gpu_check.sh prefill-wgmma  # ops/prefill on the wgmma backend: GPU tests, then 7B GEMMs and
+#                                            # 2048-token prefill wgmma vs mma vs torch (at most ~170 s); when it
+#                                            # passes, flip ops/hgemm.py WGMMA_IN_AUTO to True
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -111,6 +114,15 @@ prefill)
     | tee "$OUT/pytest-prefill.log" | tail -15
   stage "prefill bench (quick)"
   timeout 110 "$PY" -m autosched.benchmarks.prefill --quick --out "$OUT" 2>&1 | tee "$OUT/bench-prefill.log" | tail -14
+  ;;
+prefill-wgmma)
+  stage "pytest prefill-wgmma"
+  timeout 70 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_prefill_wgmma_gpu.py 2>&1 \
+    | tee "$OUT/pytest-prefill-wgmma.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  stage "7B GEMMs and prefill: wgmma vs mma vs torch"
+  timeout 100 "$PY" scripts/prefill_wgmma_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-wgmma.log" | tail -22
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 esac
 done

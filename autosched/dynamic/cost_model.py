@@ -21,8 +21,7 @@ import math
 import numpy as np
 
 from autosched.dynamic.measurer import MicroKernel
-from autosched.templates.gemm_tiles import threads
-from autosched.templates.hgemm_dyn import unroll
+from autosched.dynamic.sketch import WG, threads_of, unroll_of
 
 
 def tiles(config: dict, M: int, N: int) -> int:
@@ -41,14 +40,18 @@ def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> floa
 
 
 def features(mk: MicroKernel, M: int, N: int, sm_count: int) -> list[float]:
+    """Waves, the last wave's fill, padding waste in M and N, occupancy, threads, unroll, local
+    padding, tile sizes, M and the template (hgemm_wgmma: 1; its tiles pad in TMA's zero fill, as
+    local_pad 1 does; its persistent loop walks the waves inside one launch)."""
     c, bps = mk.config, max(1, mk.report.blocks_per_sm)
+    fam = getattr(mk, "family", "hgemm_dyn")
     T = tiles(c, M, N)
     wave = bps * sm_count
     rem = T % wave
     return [math.log2(T / wave + 1e-9) if T else 0.0, (rem / wave) if rem else 1.0,
             1.0 - M / (-(-M // c["bm"]) * c["bm"]), 1.0 - N / (-(-N // c["bn"]) * c["bn"]),
-            float(bps), math.log2(threads(c["bm"], c["bn"], c["wm"], c["wn"])), math.log2(unroll(c)),
-            float(c["local_pad"]), math.log2(c["bm"]), math.log2(c["bn"]), math.log2(M)]
+            float(bps), math.log2(threads_of(fam, c)), math.log2(unroll_of(fam, c)),
+            float(c.get("local_pad", 1)), math.log2(c["bm"]), math.log2(c["bn"]), math.log2(M), float(fam == WG)]
 
 
 class MicroKernelCostModel:
@@ -104,40 +107,54 @@ class MicroKernelCostModel:
 
 
 class ProbeModel:
-    """Predicts an unmeasured config's probes (t1, t2) and blocks per SM, for search."""
+    """Predicts an unmeasured config's probes (t1, t2) and blocks per SM, for search: one model per
+    template (family), fitted on that template's measured micro-kernels."""
+
+    # the roofline guess before a family has 8 measurements: an SM's tensor-core rate and the tile's
+    # arithmetic intensity at which it is reached (mma.sync ~4 TFLOP/s an SM at intensity 48; wgmma
+    # ~7 at 85, the 128 x 256 tile's)
+    ROOF = {"hgemm_dyn": (4e12, 48.0), "hgemm_wgmma": (7e12, 85.0)}
 
     def __init__(self, dw, device, template):
-        self.dw, self.device, self.template = dw, device, template
-        self._models = None
+        self.dw, self.device = dw, device
+        ts = template if isinstance(template, (list, tuple)) else [template]
+        self.templates = {t.family: t for t in ts}
+        self.template = ts[0]
+        self._models: dict = {}
 
-    def _x(self, c: dict) -> list[float]:
-        d = self.template.derived_features(c, {**self.dw.largest.params}, self.device)
+    def _x(self, c: dict, family: str = "hgemm_dyn") -> list[float]:
+        if family == WG:
+            return [math.log2(c[k]) for k in ("bm", "bn", "consumers", "swizzle", "stages", "group")] + [
+                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
+        d = self.templates[family].derived_features(c, {**self.dw.largest.params}, self.device)
         return [math.log2(c[k] + 1) for k in ("bm", "bn", "wm", "wn", "bk", "stages", "pad", "local_pad")] + [
             math.log2(d["threads"]), math.log2(d["unroll"]), float(d["blocks_per_sm"])]
 
     def fit(self, measured: list[MicroKernel]) -> None:
-        ok = [mk for mk in measured if mk.ok]
-        if len(ok) < 8:
-            self._models = None
-            return
         from sklearn.ensemble import GradientBoostingRegressor
-        X = np.array([self._x(mk.config) for mk in ok])
-        self._models = []
-        for which in (0, 1):
-            y = np.array([math.log(mk.probes[mk.grids[which]]) for mk in ok])
-            self._models.append(GradientBoostingRegressor(n_estimators=80, max_depth=3, random_state=0).fit(X, y))
+        self._models = {}
+        for fam in self.templates:
+            ok = [mk for mk in measured if mk.ok and mk.family == fam]
+            if len(ok) < 8:
+                continue
+            X = np.array([self._x(mk.config, fam) for mk in ok])
+            self._models[fam] = [GradientBoostingRegressor(n_estimators=80, max_depth=3, random_state=0).fit(
+                X, np.array([math.log(mk.probes[mk.grids[which]]) for mk in ok])) for which in (0, 1)]
 
-    def guess(self, config: dict) -> MicroKernel:
+    def guess(self, config: dict, family: str | None = None) -> MicroKernel:
         """A MicroKernel whose probes are predicted (estimated compile report)."""
         from autosched.dynamic.measurer import compile_report
-        rep = compile_report(self.template, config, self.dw.largest, self.device)
+        family = family or self.template.family
+        rep = compile_report(self.templates[family], config, self.dw.largest, self.device)
         g1, g2 = self.device.sm_count, max(1, rep.blocks_per_sm) * self.device.sm_count
-        if self._models is None:
+        models = self._models.get(family) if isinstance(self._models, dict) else None
+        if models is None:
             c = config
+            peak, ai_full = self.ROOF[family]
             ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
-            t1 = 2.0 * c["bm"] * c["bn"] * self.dw.K / (4e12 * min(1.0, ai / 48.0)) * 1e6 + 3.0
+            t1 = 2.0 * c["bm"] * c["bn"] * self.dw.K / (peak * min(1.0, ai / ai_full)) * 1e6 + 3.0
             t2 = t1 * max(1, rep.blocks_per_sm) * 0.6 + 3.0
         else:
-            x = np.array([self._x(config)])
-            t1, t2 = (float(np.exp(m.predict(x)[0])) for m in self._models)
-        return MicroKernel(dict(config), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1})
+            x = np.array([self._x(config, family)])
+            t1, t2 = (float(np.exp(m.predict(x)[0])) for m in models)
+        return MicroKernel(dict(config), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1}, family=family)

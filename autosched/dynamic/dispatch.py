@@ -51,8 +51,10 @@ def walk(nodes: list[dict], M: int) -> int:
 class Dispatcher:
     """M -> index of a micro-kernel (and its config): a sorted table of upper bounds over M."""
 
-    def __init__(self, nodes: list[dict], kernels: list[dict], lo: int, hi: int):
+    def __init__(self, nodes: list[dict], kernels: list[dict], lo: int, hi: int, families=None):
         self.nodes, self.kernels, self.lo, self.hi = nodes, [dict(k) for k in kernels], lo, hi
+        # the template of each kernel (hgemm_dyn or hgemm_wgmma): a wgmma one takes TMA maps
+        self.families = list(families) if families is not None else ["hgemm_dyn"] * len(self.kernels)
         cuts = sorted({n["le"] for n in nodes if "le" in n})
         bounds, labels = [], []
         for c in cuts + [None]:
@@ -71,16 +73,22 @@ class Dispatcher:
     def config(self, M: int) -> dict:
         return self.kernels[self(M)]
 
+    def family(self, M: int) -> str:
+        return self.families[self(M)]
+
     def spec(self, workload_at_m, template, device):
-        """The KernelSpec to launch for a concrete workload of the range."""
+        """The KernelSpec to launch for a concrete workload of the range: `template` one Template, or
+        family -> Template where the kernels mix templates."""
+        if isinstance(template, dict):
+            template = template[self.family(workload_at_m.M)]
         return template.render(workload_at_m, self.config(workload_at_m.M), device)
 
     def to_json(self) -> dict:
-        return {"nodes": self.nodes, "kernels": self.kernels, "range": [self.lo, self.hi]}
+        return {"nodes": self.nodes, "kernels": self.kernels, "range": [self.lo, self.hi], "families": self.families}
 
     @classmethod
     def from_json(cls, d: dict) -> "Dispatcher":
-        return cls(d["nodes"], d["kernels"], *d["range"])
+        return cls(d["nodes"], d["kernels"], *d["range"], d.get("families"))
 
 
 def c_dispatch_source(nodes: list[dict], name: str) -> str:

@@ -52,7 +52,17 @@ def c_name(result) -> str:
 
 
 def export_cu(result, out, device) -> Path:
+    """The standalone .cu of a result whose micro-kernels are all hgemm_dyn.  hgemm_wgmma ones are
+    refused by name: they take TMA tensor maps, encoded per buffer on the host by the driver
+    (cuTensorMapEncodeTiled), which a plain (A, B, C, M) launcher does not have; such a result is
+    served from its JSON artifact by autosched.ops.HgemmDispatch (backend wgmma)."""
     dw = result.workload
+    wg = [i for i, k in enumerate(result.kernels) if getattr(k, "family", "hgemm_dyn") != "hgemm_dyn"]
+    if wg:
+        raise ValueError(f"export_cu: micro-kernels {wg} of {dw.key} are hgemm_wgmma, whose operands are TMA "
+                         "tensor maps encoded per buffer on the host (cuTensorMapEncodeTiled): the standalone .cu "
+                         "exports hgemm_dyn micro-kernels only.  Serve this result from its JSON artifact "
+                         "(autosched.ops.HgemmDispatch, backend wgmma), or tune with templates=('hgemm_dyn',)")
     name = c_name(result)
     b_col = int(dw.layout == "nt")
     cases = []

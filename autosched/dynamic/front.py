@@ -64,11 +64,14 @@ def open_dynamic_runner(kind: str = "auto"):
 
 def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_round: int = 12,
                  max_kernels: int = 6, seed: int = 0, jobs: int | None = None, build: bool = False,
-                 on_start=None, on_progress=None):
+                 on_start=None, on_progress=None, templates=None):
     """One tuning run for the whole range of `dw` (a DynamicWorkload): micro-kernels probed and
     written to the database `db`, the selected ones verified on every instance, and the result (the
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
-    micro-kernel with NVRTC for its register count even where the runner needs no binary."""
+    micro-kernel with NVRTC for its register count even where the runner needs no binary.
+    templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma"); default hgemm_dyn,
+    plus hgemm_wgmma on an sm_90 GPU once ops.hgemm.WGMMA_IN_AUTO is flipped (a result holding wgmma
+    kernels is served by the wgmma backend only, and its .cu export is refused)."""
     from autosched.build import Builder
     from autosched.dynamic.export import save_result
     from autosched.dynamic.tune import tune_dynamic as run
@@ -78,12 +81,28 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     for label, v in (("rounds", rounds), ("per_round", per_round), ("max_kernels", max_kernels)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
-    template = HgemmDynTemplate()
-    why = template.refuses(dw.largest)
-    if why:
-        raise AutoschedError(f"{dw.key}: {why}")
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate}
+    if templates is not None:
+        templates = [templates] if isinstance(templates, str) else list(templates)
+        bad = [t for t in templates if t not in known]
+        if bad or not templates:
+            raise AutoschedError(f"templates must be among {', '.join(known)}, got {templates!r}")
     r, note = open_dynamic_runner(runner)
     with r, _database(db) as database:
+        if templates is None:
+            from autosched.ops.hgemm import wgmma_in_auto
+            wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and wgmma_in_auto()
+            names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else [])
+        else:
+            names = templates
+        template = [known[n]() for n in names]
+        for t in template:
+            why = t.refuses(dw.largest) or (t.device_refuses(r.device_info) if hasattr(t, "device_refuses") else None)
+            if why:
+                raise AutoschedError(f"{dw.key} on {t.family}: {why}")
+        if len(template) == 1:
+            template = template[0]
         if on_start:
             on_start(note)
         builder = Builder(jobs) if (r.needs_binary or build) else None

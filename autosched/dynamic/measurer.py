@@ -44,6 +44,7 @@ class MicroKernel:
     report: CompileReport
     probes: dict                # grid (blocks) -> median us; two entries when measured
     error: str = ""
+    family: str = "hgemm_dyn"   # the template: hgemm_dyn or hgemm_wgmma (a sketch dimension)
 
     @property
     def ok(self) -> bool:
@@ -57,16 +58,39 @@ class MicroKernel:
 
     def to_json(self) -> dict:
         return {"config": self.config, "report": self.report.to_json(),
-                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error}
+                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error, "family": self.family}
 
     @classmethod
     def from_json(cls, d: dict) -> "MicroKernel":
         return cls(d["config"], CompileReport(**d["report"]), {int(k): v for k, v in d["probes"].items()},
-                   d.get("error", ""))
+                   d.get("error", ""), d.get("family", "hgemm_dyn"))
+
+
+def wgmma_registers(config: dict) -> int:
+    """Registers a thread of an hgemm_wgmma block holds at entry, estimated: two consumers take 232
+    by setmaxnreg, the block enters at 65536 / 384 = 168; one consumer: its accumulators + ~64."""
+    c = config
+    if c["consumers"] == 2:
+        return 168
+    return min(255, (c["bm"] // 64) * c["bn"] // 2 + 64)
 
 
 def compile_report(template, config: dict, workload, device, builder=None) -> CompileReport:
+    """Threads, registers (ptxas with a builder, else estimated), shared memory and blocks an SM
+    holds.  hgemm_wgmma is persistent (its grid at most #SMs, one CTA an SM by launch bounds): one
+    block an SM whatever the resources would admit."""
     c = config
+    if template.family == "hgemm_wgmma":
+        from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
+        t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])
+        regs, spills, source = wgmma_registers(c), 0, "estimate"
+        if builder is not None:
+            b = builder.submit(template.render(workload, config, device)).result()
+            if b.ok:
+                regs, spills, source = b.resources.registers, b.resources.spills, "ptxas"
+                smem += b.resources.smem_static
+        fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
+        return CompileReport(t, regs, smem, spills, int(fits), source)
     t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
     smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)
     regs, spills, source = registers_needed(c["wm"], c["wn"]), 0, "estimate"
@@ -103,7 +127,7 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
     out, items, where = [], [], []
     for cfg in configs:
         rep = compile_report(template, cfg, dw.largest, device, builder)
-        mk = MicroKernel(dict(cfg), rep, {})
+        mk = MicroKernel(dict(cfg), rep, {}, family=template.family)
         out.append(mk)
         if rep.blocks_per_sm < 1:
             mk.error = f"does not fit on an SM ({rep.registers} registers x {rep.threads} threads, {rep.smem_bytes} B)"

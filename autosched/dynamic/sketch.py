@@ -113,3 +113,130 @@ def describe(config: dict) -> str:
     return (f"{config['bm']}x{config['bn']}x{config['bk']} warps {d['warps_m']}x{d['warps_n']} "
             f"warp {config['wm']}x{config['wn']} st{config['stages']} pad{config['pad']} "
             f"lp{config['local_pad']} unroll {unroll(config)}")
+
+
+# -- hgemm_wgmma micro-kernels ----------------------------------------------------------------------
+# The template is a sketch dimension: a micro-kernel is (family, config).  wgmma's tiles are bound to
+# warpgroups, not warps:
+#
+#     M:  tiles (persistent loop, dynamic) | consumers (warpgroups: threadIdx / 128) | mw: m64 blocks each
+#     N:  tiles                            | one wgmma instruction of N = BN
+#     K:  slots (K / BK)                   | k16 steps of a slot: BK / 16 = swizzle / 32
+#
+# so BM = 64 * mw * consumers and BN = the wgmma N (64, 128, 192, 256).  `sample_wgmma` draws the
+# consumers (the block's threads) first, then (mw, BN) jointly under the accumulator budget (mw * BN
+# / 2 <= 128 floats a consumer thread) and the largest extents, then the swizzle (the K slice),
+# stages under the shared memory, and the raster group.  The unroll (wgmma a consumer issues per
+# slot: mw * BK / 16) is derived, never drawn.  `mutate_wgmma` keeps the consumers.
+DYN, WG = "hgemm_dyn", "hgemm_wgmma"
+WG_THREAD_TILES = ("consumers",)
+WG_N = (64, 128, 192, 256)
+
+
+def wgmma_decision(config: dict) -> dict:
+    c = config
+    return {"consumers": c["consumers"], "mw": c["bm"] // (64 * c["consumers"]), "bn": c["bn"],
+            "swizzle": c["swizzle"], "stages": c["stages"], "group": c["group"]}
+
+
+def wgmma_config_of(d: dict) -> dict:
+    return {"bm": 64 * d["mw"] * d["consumers"], "bn": d["bn"], "consumers": d["consumers"],
+            "swizzle": d["swizzle"], "stages": d["stages"], "group": d["group"]}
+
+
+def wgmma_unroll(config: dict) -> int:
+    """wgmma instructions a consumer issues per slot: its m64 blocks x the k16 steps of BK."""
+    return (config["bm"] // (64 * config["consumers"])) * (config["swizzle"] // 2 // 16)
+
+
+def _wg_caps(extents):
+    m_max, n = extents
+    return max(64, -(-m_max // 64) * 64), max(64, -(-n // 64) * 64)
+
+
+def sample_wgmma(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_wgmma micro-kernel (HgemmWgmmaDynTemplate's space), drawn jointly for the largest
+    extents (M_max, N): ConfigError if none is found."""
+    cap_m, cap_n = _wg_caps(extents)
+    for _ in range(max_tries):
+        cons = rng.choice(space.knob("consumers").values)
+        inner = [(mw, bn) for mw in (1, 2) for bn in WG_N
+                 if mw * bn // 2 <= 128 and 64 * mw * cons <= max(64 * cons, cap_m) and bn <= max(64, cap_n)
+                 and 64 * mw * cons in space.knob("bm").values and bn in space.knob("bn").values]
+        if not inner:
+            continue
+        mw, bn = rng.choice(inner)
+        d = {"consumers": cons, "mw": mw, "bn": bn, "swizzle": rng.choice(space.knob("swizzle").values),
+             "stages": rng.choice(space.knob("stages").values), "group": rng.choice(space.knob("group").values)}
+        cfg = wgmma_config_of(d)
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no wgmma micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_wgmma(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                 max_tries: int = 50) -> dict | None:
+    """A neighbour keeping the consumer warpgroups (the threads): a factor of 2 moved between mw and
+    BN (same accumulators), BN or mw resampled, or the swizzle, ring depth or raster group changed."""
+    cap_m, cap_n = _wg_caps(extents)
+    base = wgmma_decision(config)
+    for _ in range(max_tries):
+        d = dict(base)
+        move = rng.random()
+        if move < 0.3:
+            if d["mw"] == 2 and d["bn"] * 2 in WG_N:
+                d["mw"], d["bn"] = 1, d["bn"] * 2
+            elif d["mw"] == 1 and d["bn"] // 2 in WG_N:
+                d["mw"], d["bn"] = 2, d["bn"] // 2
+        elif move < 0.6:
+            if rng.random() < 0.5:
+                d["bn"] = rng.choice(WG_N)
+            else:
+                d["mw"] = 3 - d["mw"]
+        else:
+            knob = rng.choice(("swizzle", "stages", "group"))
+            d[knob] = rng.choice(space.knob(knob).values)
+        if d == base or d["mw"] * d["bn"] // 2 > 128 or (64 * d["mw"] * d["consumers"] > max(64 * d["consumers"], cap_m)):
+            continue
+        cfg = wgmma_config_of(d)
+        if d["bn"] <= max(64, cap_n) and space.contains(cfg):
+            return cfg
+    return None
+
+
+def wgmma_describe(config: dict) -> str:
+    d = wgmma_decision(config)
+    return (f"wgmma {config['bm']}x{config['bn']}x{config['swizzle'] // 2} consumers {d['consumers']} mw {d['mw']} "
+            f"st{config['stages']} g{config['group']} unroll {wgmma_unroll(config)}")
+
+
+# -- either template ------------------------------------------------------------------------------
+
+def sample_any(spaces: dict, extents: tuple[int, int], rng: random.Random, local_pad: int = 1) -> tuple[str, dict]:
+    """(family, config): the template drawn first (uniformly among `spaces`, family -> Space), then
+    its tiles jointly."""
+    fam = rng.choice(sorted(spaces)) if len(spaces) > 1 else next(iter(spaces))
+    if fam == WG:
+        return fam, sample_wgmma(spaces[fam], extents, rng)
+    return fam, sample(spaces[fam], extents, rng, local_pad=local_pad)
+
+
+def mutate_any(spaces: dict, family: str, config: dict, rng: random.Random, extents) -> dict | None:
+    if family == WG:
+        return mutate_wgmma(spaces[family], config, rng, extents)
+    return mutate(spaces[family], config, rng, extents)
+
+
+def threads_of(family: str, config: dict) -> int:
+    if family == WG:
+        return 128 * (config["consumers"] + 1)
+    from autosched.templates.gemm_tiles import threads
+    return threads(config["bm"], config["bn"], config["wm"], config["wn"])
+
+
+def unroll_of(family: str, config: dict) -> int:
+    return wgmma_unroll(config) if family == WG else unroll(config)
+
+
+def describe_any(family: str, config: dict) -> str:
+    return wgmma_describe(config) if family == WG else describe(config)

@@ -60,8 +60,28 @@ def modelled_us(config: dict, M: int, N: int, K: int, b_col: int, device) -> flo
     return (max(us, floor) + LAUNCH_US) * noise
 
 
+WGMMA_PEAK_SM_TFLOPS = 7.0   # wgmma FP16 per SM (about 920 TFLOP/s on 132 SMs)
+
+
+def modelled_wgmma_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma, persistent: ceil(tiles / #SMs) rounds of one tile an SM, a tile's time from the
+    wgmma rate times an efficiency (tile intensity against the 128 x 256 tile's, one consumer 0.85,
+    a 2-slot ring 0.8, narrower swizzles 0.8 / 0.9), the memory floor, launch and noise."""
+    c = config
+    tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
+    eff = min(1.0, ai / 85.0) * (0.85 if c["consumers"] == 1 else 1.0) * (0.8 if c["stages"] == 2 else 1.0)
+    eff *= {32: 0.8, 64: 0.9, 128: 1.0}[c["swizzle"]]
+    tile_us = 2.0 * c["bm"] * c["bn"] * K / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6
+    us = -(-tiles // device.sm_count) * tile_us
+    floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
+    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K, "wg")).encode()).hexdigest()[:8], 16)
+    return (max(us, floor) + LAUNCH_US) * (1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5))
+
+
 class SyntheticRunner(Runner):
-    """Answers hgemm_dyn specs from `modelled_us` (any M, N, K): a test double of GpuRunner."""
+    """Answers hgemm_dyn and hgemm_wgmma specs from `modelled_us` / `modelled_wgmma_us` (any M, N, K):
+    a test double of GpuRunner."""
 
     name = "synthetic"
     needs_binary = False
@@ -79,11 +99,16 @@ class SyntheticRunner(Runner):
 
     def measure(self, spec, binary=None) -> Measurement:
         self.calls += 1
-        if spec.family != "hgemm_dyn":
-            return Measurement(Status.NOT_RECORDED, error=f"the synthetic runner models hgemm_dyn only, not "
-                               f"{spec.family}", source="synthetic:model")
+        if spec.family not in ("hgemm_dyn", "hgemm_wgmma"):
+            return Measurement(Status.NOT_RECORDED, error=f"the synthetic runner models hgemm_dyn and hgemm_wgmma "
+                               f"only, not {spec.family}", source="synthetic:model")
         cfg = dict(spec.config)
         args = {a.name: a.value for a in spec.args if a.role == "scalar"}
+        if spec.family == "hgemm_wgmma":
+            from autosched.dynamic.measurer import wgmma_registers
+            us = modelled_wgmma_us(cfg, args["M"], args["N"], args["K"], self._device)
+            return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=wgmma_registers(cfg),
+                               smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
         b_col = int("b_col=1" in spec.workload_key)
         us = modelled_us(cfg, args["M"], args["N"], args["K"], b_col, self._device)
         if us != us:

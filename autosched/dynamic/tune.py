@@ -95,17 +95,25 @@ def select(P: np.ndarray, weights, max_kernels: int, min_gain: float = 0.002) ->
     return chosen
 
 
+def _key(family: str, cfg: dict) -> str:
+    return f"{family}:{config_hash(cfg)}"
+
+
 def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: int = 12, population: int = 64,
                  generations: int = 3, max_kernels: int = 6, seed: int = 0, builder=None, local_pad=(1, 0),
                  tolerance: float = TOLERANCE, on_progress=None) -> DynamicResult:
+    """`template`: one Template or a list (hgemm_dyn and HgemmWgmmaDynTemplate): the template is then
+    a sketch dimension, each micro-kernel carries its family, and selection and the tree mix them."""
     t0 = time.perf_counter()
     device = runner.device_info
-    space = template.space(dw.largest, device)
+    templates = list(template) if isinstance(template, (list, tuple)) else [template]
+    by_family = {t.family: t for t in templates}
+    spaces = {t.family: t.space(dw.largest, device) for t in templates}
     extents = (dw.hi, dw.N)
     rng = random.Random(seed)
     insts, weights = list(dw.instances), np.asarray(dw.weights)
     model = MicroKernelCostModel(dw, device)
-    probe_model = ProbeModel(dw, device, template)
+    probe_model = ProbeModel(dw, device, templates)
     from autosched.tuner import versions
     vers = versions(runner.name)
     calls = 0
@@ -113,8 +121,8 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     measured: dict[str, MicroKernel] = {}
     history = []
 
-    def draw() -> dict:
-        return sketch.sample(space, extents, rng, local_pad=rng.choice(local_pad))
+    def draw() -> tuple[str, dict]:
+        return sketch.sample_any(spaces, extents, rng, local_pad=rng.choice(local_pad))
 
     pop = []
     while len(pop) < population:
@@ -123,35 +131,45 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         good = [mk for mk in measured.values() if mk.ok]
         best = model.throughput(good, insts).max(axis=0) if good else None
         # evolution over the population, ranked by the predicted gain over what is measured
-        def score(cfg) -> float:
-            p = model.throughput([probe_model.guess(cfg)], insts)[0]
+        def score(fc) -> float:
+            p = model.throughput([probe_model.guess(fc[1], fc[0])], insts)[0]
             if best is None:
                 return float(np.dot(weights, p))
             return float(np.dot(weights, np.maximum(p / best - 1.0, 0.0))) + 1e-3 * float(np.dot(weights, p / best))
-        scored = {config_hash(c): (score(c), c) for c in pop}
+        scored = {_key(*fc): (score(fc), fc) for fc in pop}
         for _ in range(generations):
             parents = sorted(scored.values(), key=lambda sc: -sc[0])[: max(4, population // 4)]
             for _ in range(population):
-                child = sketch.mutate(space, rng.choice(parents)[1], rng, extents) if rng.random() < 0.8 else draw()
-                if child is not None and config_hash(child) not in scored:
-                    scored[config_hash(child)] = (score(child), child)
-        ranked = [c for _, c in sorted(scored.values(), key=lambda sc: -sc[0]) if config_hash(c) not in measured]
+                if rng.random() < 0.8:
+                    fam, cfg = rng.choice(parents)[1]
+                    m = sketch.mutate_any(spaces, fam, cfg, rng, extents)
+                    child = (fam, m) if m is not None else None
+                else:
+                    child = draw()
+                if child is not None and _key(*child) not in scored:
+                    scored[_key(*child)] = (score(child), child)
+        ranked = [fc for _, fc in sorted(scored.values(), key=lambda sc: -sc[0]) if _key(*fc) not in measured]
         n_explore = max(1, per_round // 4)
         picks = ranked[: per_round - n_explore]
         rest = ranked[per_round - n_explore:]
         picks += rng.sample(rest, min(n_explore, len(rest)))
-        new = measure_micro_kernels(template, picks, dw, runner, db, builder, vers)
+        new = []
+        for fam, t in by_family.items():
+            cfgs = [c for f, c in picks if f == fam]
+            if cfgs:
+                new += measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers)
         calls += sum(len(mk.probes) for mk in new)
         for mk in new:
-            measured[config_hash(mk.config)] = mk
+            measured[_key(mk.family, mk.config)] = mk
         probe_model.fit(list(measured.values()))
         good = [mk for mk in measured.values() if mk.ok]
         P = model.throughput(good, insts)
         history.append({"round": r, "measured": len(measured), "ok": len(good),
+                        "by_family": {f: sum(mk.family == f for mk in good) for f in by_family},
                         "weighted_tflops_best": float(np.dot(weights, P.max(axis=0))) if good else 0.0})
         if on_progress:
             on_progress(history[-1])
-        pop = [c for _, c in sorted(scored.values(), key=lambda sc: -sc[0])[:population]]
+        pop = [fc for _, fc in sorted(scored.values(), key=lambda sc: -sc[0])[:population]]
 
     good = [mk for mk in measured.values() if mk.ok]
     if not good:
@@ -164,16 +182,17 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     assign = [int(np.argmin(pred_us[:, j])) for j in range(len(insts))]
 
     # performance verification: every instance with its kernel, before anything is output
-    specs = [template.render(dw.at(M), kernels[k].config, device) for M, k in zip(insts, assign)]
+    specs = [by_family[kernels[k].family].render(dw.at(M), kernels[k].config, device) for M, k in zip(insts, assign)]
     items = [(j, s, builder.submit(s) if builder is not None else None) for j, s in enumerate(specs)]
     meas = dict(runner.measure_stream(items))
     calls += len(items)
     verification, obs = [], []
-    build = runner.build_id(template)
+    builds = {f: runner.build_id(t) for f, t in by_family.items()}
     for j, (M, k) in enumerate(zip(insts, assign)):
         m = meas[j]
         if db is not None:
-            db.add(dw.at(M).key, device.key, template.family, kernels[k].config, m, vers, build=build)
+            fam = kernels[k].family
+            db.add(dw.at(M).key, device.key, fam, kernels[k].config, m, vers, build=builds[fam])
         us = m.median_us if m.ok else float("nan")
         err = us / pred_us[k, j] - 1.0 if m.ok else float("nan")
         verification.append({"M": M, "weight": float(weights[j]), "kernel": k, "predicted_us": float(pred_us[k, j]),
@@ -192,6 +211,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     y = list(labels) + assign
     sw = [1.0] * len(ms) + [float(len(ms)) / len(insts) * 0.5] * len(insts)
     tree = fit_tree(x, y, sw, max_leaf_nodes=max(2, 4 * len(kernels)), seed=seed)
-    disp = Dispatcher(tree_nodes(tree), [k.config for k in kernels], dw.lo, dw.hi)
-    return DynamicResult(dw, device.key, runner.name, template.family, build, kernels, len(measured),
+    disp = Dispatcher(tree_nodes(tree), [k.config for k in kernels], dw.lo, dw.hi, [k.family for k in kernels])
+    return DynamicResult(dw, device.key, runner.name, "+".join(by_family), "+".join(builds.values()), kernels,
+                         len(measured),
                          verification, disp, time.perf_counter() - t0, calls, history)

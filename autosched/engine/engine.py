@@ -114,7 +114,8 @@ class Engine:
 
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
-                 verify: int = 4, reverify: bool = False, progress=None, batched_prefill: bool = True):
+                 verify: int = 4, reverify: bool = False, progress=None, batched_prefill: bool = True,
+                 prefill_backend: str = "auto"):
         import torch
         from cuda.core import Device
 
@@ -130,6 +131,7 @@ class Engine:
         # with it, 433 without; an earlier config set measured 407 vs 421): the bench measures both
         self.pdl = pdl and pdl_supported()
         self._graph = None
+        self.prefill_backend = prefill_backend
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -176,7 +178,8 @@ class Engine:
         self.prefiller = None
         if batched_prefill and self.fmt in PREFILL_FORMATS:
             from autosched.database import default_db_path
-            self.prefiller = BatchedPrefill(c, self.fmt, self.info, db.path if db is not None else default_db_path())
+            self.prefiller = BatchedPrefill(c, self.fmt, self.info, db.path if db is not None else default_db_path(),
+                                           backend=self.prefill_backend)
         pre = self.prefiller.all_specs() if self.prefiller else []
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values()), *pre]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}

@@ -16,7 +16,8 @@ leaves the engine where T steps would have: pos = pos0 + T, the greedy next toke
 The matrices are the decode step's own (engine/weights.py: norm weights folded in, gate and up
 interleaved by row, so gu holds (gate j, up j) at columns (2j, 2j+1)).  The GEMMs run on
 ops.HgemmDispatch: the DietCode dispatcher where a dynamic tuning artifact exists for the (N, K),
-else hgemm_dyn's rule-based configs by M (describe() says which, per matmul).
+else the backend's rule-based configs by M; backend "auto" (hgemm_dyn until ops.hgemm.WGMMA_IN_AUTO
+is flipped), "wgmma" (hgemm_wgmma, sm_90) or "mma" (hgemm_dyn).  describe() says which, per matmul.
 
 Weight formats.  fp16: the GEMM reads the step's fp16 matrices as they are.  q4f16_1 and int8:
 each matrix is dequantized, layer by layer, into one fp16 scratch (N, K) (dequant_q4 reads the
@@ -88,9 +89,9 @@ class BatchedPrefill:
     """The kernels of an engine's batched prefill and the GEMM dispatcher of each matmul shape.
     Host-side construction (specs, dispatch plan, describe) needs no GPU; load() and run() do."""
 
-    def __init__(self, cfg, fmt: str, device, db_path=None, results: dict | None = None):
+    def __init__(self, cfg, fmt: str, device, db_path=None, results: dict | None = None, backend: str = "auto"):
         """results: optional name -> DynamicResult to serve instead of the artifacts found beside
-        the database at db_path."""
+        the database at db_path.  backend: the GEMMs' ("auto", "wgmma", "mma": ops.hgemm)."""
         from autosched.ops.hgemm import HgemmDispatch
         if fmt not in PREFILL_FORMATS:
             raise ValueError(f"batched prefill serves {', '.join(PREFILL_FORMATS)}, not {fmt}")
@@ -103,7 +104,9 @@ class BatchedPrefill:
         elif fmt == "int8":
             self.specs["dequant"] = pk.dequant_int8_spec(arch)
         results = results or {}
-        self.gemm = {name: HgemmDispatch(n, k, device, result=results.get(name), db_path=db_path, m_max=cfg.seq_len)
+        self.backend = backend
+        self.gemm = {name: HgemmDispatch(n, k, device, result=results.get(name), db_path=db_path, m_max=cfg.seq_len,
+                                         backend=backend)
                      for name, (n, k) in matmul_shapes(cfg).items()}
         self.k = None
 

@@ -1,34 +1,69 @@
-"""FP16 GEMM Y (M, N) = X (M, K) . W^T, W stored (N, K) as a linear layer holds it, M given at each
-call, on the dynamic-M micro-kernels (kernels/hgemm_dyn.cuh): one compiled kernel serves every M,
-only its grid follows M.
+"""FP16/BF16 GEMM Y (M, N) = X (M, K) . W^T, W stored (N, K) as a linear layer holds it, M given at
+each call: one compiled kernel per config serves every M, only its grid (and, on wgmma, its TMA maps)
+follows M.
 
     g = HgemmDispatch(N, K, device)             # finds this (N, K)'s dynamic tuning artifact, if any
-    g.load(builder)                             # builds and loads each micro-kernel it may pick, once
+    g.load(builder)                             # builds and loads each kernel it may pick, once
     g(stream, x, w, y, M)                       # table lookup over M, then one launch
     y = linear(x, w)                            # the same on torch tensors (needs a GPU)
 
-Which micro-kernel serves M:
-  * `dispatched`: the decision tree of a dynamic tuning run (autosched.dynamic, `autosched
-    tune-dynamic`) for this (N, K), layout nt, fp16, on this device key, whose range holds M; the
-    artifact is the JSON beside the database (dynamic/export.artifact_path).  A run on the synthetic
-    runner is modelled, not measured, and is never served.
-  * `default`: otherwise the rule-based ladder DEFAULT_LADDER (no measurement): hgemm_dyn's own
-    default (128 x 128 blocks of four 64 x 64 warps) from M = 257 up, smaller blocks below, so that a
-    short prompt still gives the GPU more than a few dozen blocks.  hgemm_dyn rather than hgemm_mma:
-    the same kernel family as the dispatched ones, compiled once for every M.
+Backends (`backend=`):
+  * "mma": hgemm_dyn (kernels/hgemm_dyn.cuh: mma.sync + cp.async), fp16 only, any GPU.  Verified on
+    the H100 (tests/gpu/test_prefill_gpu.py).
+  * "wgmma": hgemm_wgmma (kernels/hgemm_wgmma.cuh: TMA + mbarrier ring + wgmma, persistent grid),
+    fp16 and bf16, sm_90 only, N % 8 == 0 (its TMA store).  The operands reach it as TMA tensor maps,
+    which encode the buffers' base addresses: TensorMapCache encodes one per (buffer address, rows,
+    kernel) on first sight and keeps its 128-byte device copy alive; the prefill reuses the same
+    scratch buffers and weights, so after the first prompt of a length every call hits the cache.
+  * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) **and WGMMA_IN_AUTO is True**, else "mma".
+    WGMMA_IN_AUTO is False until the wgmma path has passed its GPU stage
+    (`bash scripts/gpu_check.sh prefill-wgmma`); the session that sees it pass flips that one
+    constant (or sets AUTOSCHED_WGMMA_IN_AUTO=1 in the environment to try it first).
 
-Host cost per call: a bisect over the tree's bounds (dynamic/dispatch.Dispatcher), a dict lookup of
-the launch config per grid, and cuda.core's launch.
+Which kernel serves M:
+  * `dispatched`: the decision tree of a dynamic tuning run (autosched.dynamic, `autosched
+    tune-dynamic`) for this (N, K), layout nt, this dtype, on this device key, whose range holds M;
+    the artifact is the JSON beside the database (dynamic/export.artifact_path).  A run on the
+    synthetic runner is modelled, not measured, and is never served.  An artifact holding wgmma
+    micro-kernels is served by the wgmma backend only (the mma backend falls back to its ladder).
+  * `default`: otherwise a rule-based ladder by M (no measurement).
+      - mma: DEFAULT_LADDER, hgemm_dyn's own default (128 x 128 blocks of four 64 x 64 warps) from
+        M = 257 up, smaller blocks below, so that a short prompt still gives the GPU more than a few
+        dozen blocks.
+      - wgmma: WGMMA_CANDIDATES, each M served by the one the wave model `wgmma_estimate` puts
+        first (wgmma_ladder): small M on BM = 64 tiles of one consumer warpgroup (the rows a tile
+        wastes are at most 63, and N / BN tiles spread the weight stream over many SMs), large M on
+        the 128 x 256 tile of two consumers (the template's default, ~95% of cuBLAS at 4096^3).
+
+Host cost per call: a bisect over M, on wgmma three dict lookups for the maps (a driver encode only on
+a miss), a dict lookup of the launch config per grid, and cuda.core's launch (`host_overhead_us`).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import os
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
+from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
+
+# THE switch: False keeps backend="auto" on the verified hgemm_dyn path.  Flip it to True once
+# `bash scripts/gpu_check.sh prefill-wgmma` passes on an H100 (GPU tests green and the prefill
+# timing better than mma).  The environment variable overrides it for one process.
+WGMMA_IN_AUTO = False
+BACKENDS = ("auto", "wgmma", "mma")
+DYN, WG = "hgemm_dyn", "hgemm_wgmma"
+
+
+def wgmma_in_auto() -> bool:
+    env = os.environ.get("AUTOSCHED_WGMMA_IN_AUTO")
+    return WGMMA_IN_AUTO if env is None else env.strip() not in ("", "0", "false", "no")
+
 
 # (largest M it serves, config): the default micro-kernel by M where no dynamic tuning covers M
 DEFAULT_LADDER = (
@@ -36,7 +71,142 @@ DEFAULT_LADDER = (
     (256, {"bm": 64, "bn": 128, "wm": 32, "wn": 64, "bk": 32, "stages": 3, "pad": 8, "local_pad": 1}),
     (None, {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "bk": 32, "stages": 3, "pad": 8, "local_pad": 1}),
 )
+# The wgmma configs the ladder picks from.  128B swizzle everywhere (K slices of 64: the longest
+# wgmma run per slot, one TMA box per operand); the ring as deep as the 227 KB leave room for (a
+# small tile streams its weights with more slots in flight); raster groups of 8 tile rows.
+#   64 x  64, 1 consumer, 6 slots (107 KB): M <= 64 on N <= ~8K: N / 64 CTAs share the weight stream
+#   64 x 128, 1 consumer, 5 slots (140 KB): the same for wider N
+#   64 x 256, 1 consumer, 4 slots (198 KB): very wide N (22016): 86 CTAs of m64n256 instructions
+#  128 x 128, 2 consumers, 5 slots (198 KB): mid M (a few hundred): twice the tiles of 128 x 256
+#  128 x 256, 2 consumers, 3 slots (214 KB): the template's default, large M
+WGMMA_CANDIDATES = (
+    {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 6, "group": 8},
+    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 5, "group": 8},
+    {"bm": 64, "bn": 256, "consumers": 1, "swizzle": 128, "stages": 4, "group": 8},
+    {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 5, "group": 8},
+    {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8},
+)
+# arithmetic intensity BM*BN/(BM+BN) (flops per operand byte of a tile, /2) of the 128 x 256 tile, which
+# keeps an SM's tensor cores fed from L2; smaller tiles get that share of it
+_REF_INTENSITY = 128 * 256 / (128 + 256)
+_ONE_CONSUMER = 0.9        # one warpgroup: no second consumer's mainloop to hide its epilogue behind
 LAYOUT = "nt"          # Y = X . W^T with W (N, K): B stored (N, K), the `_bt` shapes
+
+
+def wgmma_estimate(config: dict, M, N: int, sm_count: int):
+    """Relative time of the persistent wgmma kernel on M (scalar or array): rounds of one tile per
+    SM (ceil(tiles / #SMs)) x a tile's work BM*BN over its efficiency, min(1, intensity / the 128 x
+    256 tile's) (x 0.9 with one consumer).  A ranking, not a time: it knows waves and tile shape."""
+    c = config
+    tiles = -(-np.asarray(M) // c["bm"]) * -(-N // c["bn"])
+    eff = min(1.0, c["bm"] * c["bn"] / (c["bm"] + c["bn"]) / _REF_INTENSITY)
+    eff *= _ONE_CONSUMER if c["consumers"] == 1 else 1.0
+    return -(-tiles // sm_count) * (c["bm"] * c["bn"] / eff)
+
+
+def wgmma_ladder(configs, N: int, m_max: int, sm_count: int) -> list[tuple[int, int]]:
+    """(largest M, index into configs) runs over 1..m_max: each M on the config wgmma_estimate ranks
+    first (the earlier one on ties)."""
+    ms = np.arange(1, m_max + 1)
+    est = np.stack([wgmma_estimate(c, ms, N, sm_count) for c in configs])
+    best = np.argmin(est, axis=0)
+    out: list[tuple[int, int]] = []
+    for m, i in zip(ms, best):
+        if out and out[-1][1] == int(i):
+            out[-1] = (int(m), int(i))
+        else:
+            out.append((int(m), int(i)))
+    return out
+
+
+def resolve_backend(backend: str, N: int, K: int, dtype: str, device) -> str:
+    """"wgmma" or "mma" for `backend`, or ValueError saying why the one asked for cannot serve."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if dtype not in ("fp16", "bf16"):
+        raise ValueError(f"dtype must be fp16 or bf16, got {dtype!r}")
+    why_wg = wgmma_refuses(N, device)
+    if backend == "wgmma":
+        if why_wg:
+            raise ValueError(f"backend wgmma cannot serve {N}x{K} {dtype}: {why_wg}")
+        return WG
+    if backend == "mma":
+        if dtype != "fp16":
+            raise ValueError(f"backend mma (hgemm_dyn) reads fp16 only, not {dtype}: use backend='wgmma' on sm_90")
+        return DYN
+    if why_wg is None and wgmma_in_auto():
+        return WG
+    if dtype != "fp16":
+        raise ValueError(f"backend auto serves {dtype} on wgmma only, which "
+                         + (f"cannot serve it here ({why_wg})" if why_wg else
+                            "is not in auto until verified on the GPU (WGMMA_IN_AUTO): pass backend='wgmma'"))
+    return DYN
+
+
+def wgmma_refuses(N: int, device) -> str | None:
+    t = HgemmWgmmaTemplate()
+    why = t.device_refuses(device)
+    if why is None and N % 8:
+        why = f"N={N}: its TMA store writes C rows of N values, which must be a multiple of 8 (16 bytes)"
+    return why
+
+
+class TensorMapCache:
+    """Device copies of TMA tensor maps, by key (what the map describes: buffer address, rows, kernel).
+    A map is encoded (a driver call, cuTensorMapEncodeTiled) and uploaded once per key and then
+    kept with its device buffer: a launch may still read it after the call returns.  Past `capacity`
+    maps the device is synchronized and the older half dropped (prompts of ever new lengths)."""
+
+    def __init__(self, encode=None, upload=None, synchronize=None, capacity: int = 4096):
+        self._encode, self._upload, self._sync = encode, upload, synchronize
+        self.capacity = capacity
+        self.maps: OrderedDict = OrderedDict()      # key -> (device pointer as np.uint64, keep-alive)
+        self.encodes = 0
+
+    def get(self, key, params, address: int, stream) -> np.uint64:
+        """The device pointer of the map `key`; on a miss, `params()` gives the ArgSpec params of the
+        map over the buffer at `address`."""
+        hit = self.maps.get(key)
+        if hit is not None:
+            return hit[0]
+        if len(self.maps) >= self.capacity:
+            self._evict()
+        encode = self._encode
+        if encode is None:
+            from autosched.runtime import encode_tensormap as encode
+        blob = encode(params(), int(address))
+        self.encodes += 1
+        handle, keep = (self._upload or _upload)(blob, stream)
+        self.maps[key] = (np.uint64(handle), keep)
+        return self.maps[key][0]
+
+    def _evict(self) -> None:
+        (self._sync or _synchronize)()               # no queued launch still reads what goes
+        for _ in range(len(self.maps) // 2 + 1):
+            _, (_, keep) = self.maps.popitem(last=False)
+            close = getattr(keep[0] if isinstance(keep, tuple) else keep, "close", None)
+            if close is not None:
+                close()
+
+    def __len__(self) -> int:
+        return len(self.maps)
+
+
+def _upload(blob: bytes, stream):
+    """128 bytes to a new device buffer, ordered on `stream` before the launch that reads them."""
+    from cuda.bindings import driver
+    from cuda.core import Device
+
+    from autosched.runtime import check
+    host = np.frombuffer(blob, dtype=np.uint8).copy()
+    buf = Device().allocate(host.nbytes, stream=stream)
+    check(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, int(stream.handle)))
+    return int(buf.handle), (buf, host)
+
+
+def _synchronize() -> None:
+    from cuda.core import Device
+    Device().sync()
 
 
 def artifact_folder(db_path) -> Path:
@@ -45,8 +215,8 @@ def artifact_folder(db_path) -> Path:
     return artifact_path(db_path, "x", "y").parent
 
 
-def find_dynamic_result(db_path, N: int, K: int, device_key: str):
-    """The dynamic tuning result saved beside the database for hgemm Mx{N}x{K}_bt fp16 on
+def find_dynamic_result(db_path, N: int, K: int, device_key: str, dtype: str = "fp16"):
+    """The dynamic tuning result saved beside the database for hgemm Mx{N}x{K}_bt `dtype` on
     `device_key` (measured, not synthetic), the widest range first; None where there is none."""
     from autosched.dynamic.tune import DynamicResult
     folder = artifact_folder(db_path)
@@ -56,7 +226,7 @@ def find_dynamic_result(db_path, N: int, K: int, device_key: str):
             d = json.loads(p.read_text())
             w = d["workload"]
             if (d.get("device_key") != device_key or d.get("runner") == "synthetic" or w.get("op") != "hgemm"
-                    or (w["N"], w["K"], w["layout"], w["dtype"]) != (N, K, LAYOUT, "fp16")):
+                    or (w["N"], w["K"], w["layout"], w["dtype"]) != (N, K, LAYOUT, dtype)):
                 continue
             found.append((w["range"][1] - w["range"][0], p, d))
         except (OSError, ValueError, KeyError, TypeError):
@@ -71,77 +241,126 @@ def find_dynamic_result(db_path, N: int, K: int, device_key: str):
 
 class HgemmDispatch:
     """Y = X . W^T for one (N, K) and any M in 1..m_max: the micro-kernel a dynamic tuning result's
-    dispatcher picks for M where it covers M, else the DEFAULT_LADDER's."""
+    dispatcher picks for M where it covers M, else the backend's ladder's."""
 
-    def __init__(self, N: int, K: int, device, *, result=None, db_path=None, m_max: int = 4096):
+    def __init__(self, N: int, K: int, device, *, result=None, db_path=None, m_max: int = 4096,
+                 dtype: str = "fp16", backend: str = "auto"):
         if K % 8:
             raise ValueError(f"K={K}: rows of X and W are read in 16-byte chunks, so K must be a multiple of 8")
-        self.N, self.K, self.device, self.m_max = N, K, device, m_max
-        self.template = HgemmDynTemplate()
+        self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
+        self.backend = resolve_backend(backend, N, K, dtype, device)
+        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate()}
+        self.template = self.templates[self.backend]
         if result is None and db_path is not None:
-            result = find_dynamic_result(db_path, N, K, device.key)
+            result = find_dynamic_result(db_path, N, K, device.key, dtype)
         if result is not None and (result.workload.N, result.workload.K) != (N, K):
             raise ValueError(f"a dynamic result for {result.workload.shape_str} cannot serve {N}x{K}")
+        self.note = ""
+        if result is not None and self.backend == DYN and any(k.family != DYN for k in result.kernels):
+            self.note = (f"the dynamic artifact holds {WG} micro-kernels, which backend mma does not launch: "
+                         "its ladder serves every M")
+            result = None
         self.result = result
-        space = micro_kernel_space(N, 1, device)
         self.configs: list[dict] = []
+        self.families: list[str] = []
         self.lo, self.hi = (result.workload.lo, result.workload.hi) if result is not None else (1, 0)
         if result is not None:
-            self.configs = [space.validate(k.config) for k in result.kernels]
+            for k in result.kernels:
+                self.configs.append(self._space(k.family).validate(k.config))
+                self.families.append(k.family)
         self._dispatched = len(self.configs)
-        # the ladder rungs some M in 1..m_max outside [lo, hi] falls on
-        self._ladder: list[tuple[int, int]] = []       # (largest M, index into configs)
-        prev = 0
-        for top, cfg in DEFAULT_LADDER:
-            end = m_max if top is None else min(top, m_max)
+        # the ladder rungs some M in 1..m_max outside [lo, hi] falls on: (largest M, index into configs)
+        self._ladder: list[tuple[int, int]] = []
+        if self.backend == DYN:
+            rungs, space = [], self._space(DYN)
+            for top, cfg in DEFAULT_LADDER:
+                rungs.append((m_max if top is None else min(top, m_max), space.nearest(cfg)))
+                if rungs[-1][0] >= m_max:
+                    break
+        else:
+            space = self._space(WG)
+            cands = list({json.dumps(c, sort_keys=True): c for c in (space.nearest(c) for c in WGMMA_CANDIDATES)}
+                         .values())
+            rungs = [(top, cands[i]) for top, i in wgmma_ladder(cands, N, m_max, device.sm_count)]
+        prev, slot = 0, {}
+        for end, cfg in rungs:
             if not (self.lo <= prev + 1 and end <= self.hi):         # some M of the rung is not dispatched
-                self.configs.append(space.nearest(cfg))
-                self._ladder.append((end, len(self.configs) - 1))
+                key = json.dumps(cfg, sort_keys=True)
+                if key not in slot:
+                    self.configs.append(dict(cfg))
+                    self.families.append(self.backend)
+                    slot[key] = len(self.configs) - 1
+                self._ladder.append((end, slot[key]))
             prev = end
-            if end >= m_max:
-                break
+        self._tops = [t for t, _ in self._ladder]
         self._kernels = None
+        self.tensormaps = TensorMapCache()
+
+    def _space(self, family: str):
+        from autosched.workloads import Hgemm
+        if family == DYN:
+            return micro_kernel_space(self.N, 1, self.device)
+        w = Hgemm(self.m_max, self.N, self.K, b_col=1, bf16=int(self.dtype == "bf16"))
+        return self.templates[WG].space(w, self.device)
 
     # -- host side: which kernel, its spec -------------------------------------------------------
     def index(self, M: int) -> int:
         """Index into self.configs of the micro-kernel that serves M."""
         if self._dispatched and self.lo <= M <= self.hi:
             return self.result.dispatcher(M)
-        for top, i in self._ladder:
-            if M <= top:
-                return i
         if self._ladder:
-            return self._ladder[-1][1]
+            return self._ladder[min(bisect.bisect_left(self._tops, M), len(self._ladder) - 1)][1]
         raise ValueError(f"M={M} is outside 1..{self.m_max}")
 
     def config(self, M: int) -> dict:
         return self.configs[self.index(M)]
+
+    def family(self, M: int) -> str:
+        """hgemm_dyn or hgemm_wgmma: the template of the kernel that serves M."""
+        return self.families[self.index(M)]
 
     def source(self, M: int) -> str:
         """'dispatched' or 'default' for the micro-kernel that serves M."""
         return "dispatched" if self.index(M) < self._dispatched else "default"
 
     def grid(self, M: int) -> tuple[int, int, int]:
-        c = self.config(M)
+        i = self.index(M)
+        return self._grid(i, M)
+
+    def _grid(self, i: int, M: int) -> tuple[int, int, int]:
+        c = self.configs[i]
+        if self.families[i] == WG:             # persistent: a CTA per SM at most
+            return (min(-(-M // c["bm"]) * -(-self.N // c["bn"]), self.device.sm_count), 1, 1)
         return (-(-self.N // c["bn"]), -(-M // c["bm"]), 1)
+
+    def workload(self, M: int):
+        from autosched.workloads import Hgemm
+        return Hgemm(M, self.N, self.K, b_col=1, bf16=int(self.dtype == "bf16"))
 
     def specs(self) -> list:
         """Each micro-kernel's KernelSpec (rendered at M = m_max; the binary does not depend on M)."""
-        from autosched.workloads import Hgemm
-        w = Hgemm(self.m_max, self.N, self.K, b_col=1)
-        return [self.template.render(w, c, self.device) for c in self.configs]
+        w = self.workload(self.m_max)
+        return [self.templates[f].render(w, c, self.device) for f, c in zip(self.families, self.configs)]
+
+    def ladder(self) -> list[tuple[int, str]]:
+        """(largest M, the config's short name) of the default rungs, for describe and the logs."""
+        return [(top, _short(self.families[i], self.configs[i])) for top, i in self._ladder]
 
     def describe(self) -> str:
         n, k = self.N, self.K
+        name = {DYN: "hgemm_dyn (mma)", WG: "hgemm_wgmma (wgmma)"}[self.backend]
+        rungs = ", ".join(f"M<={t} {s}" for t, s in self.ladder())
         if self._dispatched:
             a = self.result.artifact
             where = f" ({Path(a).name})" if a else ""
-            text = (f"{n}x{k} fp16 GEMM: DietCode dispatch over M in {self.lo}..{self.hi}, "
-                    f"{self._dispatched} micro-kernels{where}")
+            fams = sorted(set(self.families[:self._dispatched]))
+            text = (f"{n}x{k} {self.dtype} GEMM: DietCode dispatch over M in {self.lo}..{self.hi}, "
+                    f"{self._dispatched} micro-kernels of {'+'.join(fams)}{where}")
             if self._ladder:
-                text += "; M outside it: default hgemm_dyn configs by M"
+                text += f"; M outside it: default {name} configs by M ({rungs})"
             return text
-        return f"{n}x{k} fp16 GEMM: default hgemm_dyn configs by M (no dynamic tuning artifact for {n}x{k} on this GPU)"
+        why = self.note or f"no dynamic tuning artifact for {n}x{k} on this GPU"
+        return f"{n}x{k} {self.dtype} GEMM: default {name} configs by M ({rungs}) ({why})"
 
     # -- device side --------------------------------------------------------------------------
     def load(self, builder) -> None:
@@ -150,48 +369,82 @@ class HgemmDispatch:
         list(builder.build_many(specs))
         self._kernels = [LoadedKernel(s, builder) for s in specs]
 
+    def _map_params(self, i: int, which: int, M: int) -> dict:
+        return self.templates[WG].tensormaps(self.workload(M), self.configs[i])[which].params()
+
     def __call__(self, stream, x, w, y, M: int) -> None:
-        """y (M, N) = x (M, K) . w (N, K)^T: device pointers (or tensors), fp16, row-major."""
+        """y (M, N) = x (M, K) . w (N, K)^T: device pointers (or tensors), row-major."""
         from autosched.runtime import ptr
         if self._kernels is None:
             raise RuntimeError("HgemmDispatch.load(builder) first")
         i = self.index(M)
         c = self.configs[i]
+        if self.families[i] == WG:
+            xa, wa, ya = int(ptr(x)), int(ptr(w)), int(ptr(y))
+            tm = self.tensormaps
+            # keys: what each map encodes beyond the kernel i (its boxes): the address and the rows
+            a = tm.get((0, xa, M, i), lambda: self._map_params(i, 0, M), xa, stream)
+            b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa, stream)
+            cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya, stream)
+            grid = (min(-(-M // c["bm"]) * -(-self.N // c["bn"]), self.device.sm_count), 1, 1)
+            self._kernels[i].launch(stream, grid, a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
+            return
         self._kernels[i].launch(stream, (-(-self.N // c["bn"]), -(-M // c["bm"]), 1), ptr(x), ptr(w), ptr(y),
                                 np.int32(M), np.int32(self.N), np.int32(self.K))
+
+
+def _short(family: str, c: dict) -> str:
+    if family == WG:
+        return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}"
+    return f"mma {c['bm']}x{c['bn']} warp {c['wm']}x{c['wn']} bk{c['bk']}"
+
+
+def host_overhead_us(g: HgemmDispatch, stream, x, w, y, Ms, reps: int = 200) -> float:
+    """Mean host time of one g(...) call over `Ms` (cycled), after one warm call each (the maps
+    encoded): what a launch costs the CPU beyond cuda.core's launch itself."""
+    import time
+    for M in Ms:
+        g(stream, x, w, y, M)
+    t0 = time.perf_counter()
+    for r in range(reps):
+        g(stream, x, w, y, Ms[r % len(Ms)])
+    return (time.perf_counter() - t0) / reps * 1e6
 
 
 _CACHE: dict = {}
 
 
-def linear(x, w, out=None, *, db_path=None):
-    """y (M, N) fp16 = x (M, K) . w (N, K)^T on torch CUDA tensors, on torch's current stream; the
-    dispatcher of (N, K) is made and its kernels loaded on first use, then kept."""
+def linear(x, w, out=None, *, db_path=None, backend: str = "auto"):
+    """y (M, N) = x (M, K) . w (N, K)^T on torch CUDA tensors (fp16; bf16 on backend wgmma), on
+    torch's current stream; the dispatcher of (N, K, dtype, backend) is made and its kernels loaded
+    on first use, then kept."""
     import torch
     from cuda.core import Device, Stream
 
     from autosched.device import query
-    if x.dtype != torch.float16 or w.dtype != torch.float16 or not (x.is_cuda and w.is_cuda):
-        raise ValueError("linear takes CUDA float16 tensors")
+    dtypes = {torch.float16: "fp16", torch.bfloat16: "bf16"}
+    if x.dtype not in dtypes or w.dtype != x.dtype or not (x.is_cuda and w.is_cuda):
+        raise ValueError("linear takes CUDA float16 (or bfloat16) tensors of one dtype")
     if x.dim() != 2 or w.dim() != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"x (M, K) and w (N, K) expected, got {tuple(x.shape)} and {tuple(w.shape)}")
     x, w = x.contiguous(), w.contiguous()
     M, K = x.shape
     N = w.shape[0]
     dev = x.device.index or 0
-    key = (dev, N, K, str(db_path))
+    key = (dev, N, K, dtypes[x.dtype], backend, str(db_path))
     g = _CACHE.get(key)
     if g is None:
         from autosched.build import Builder
         from autosched.database import default_db_path
         Device(dev).set_current()
-        g = HgemmDispatch(N, K, query(dev), db_path=db_path or default_db_path(), m_max=max(4096, M))
+        g = HgemmDispatch(N, K, query(dev), db_path=db_path or default_db_path(), m_max=max(4096, M),
+                          dtype=dtypes[x.dtype], backend=backend)
         with Builder(workers=1) as b:
             g.load(b)
         _CACHE[key] = g
     if M > g.m_max:
         raise ValueError(f"M={M} is over the {g.m_max} this dispatcher was made for")
     if out is None:
-        out = torch.empty((M, N), dtype=torch.float16, device=x.device)
+        out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     g(Stream.from_handle(torch.cuda.current_stream(x.device).cuda_stream), x, w, out, M)
     return out

@@ -53,6 +53,7 @@ class HgemmWgmmaTemplate(Template):
     family = "hgemm_wgmma"
     workload_name = "hgemm"
     header = "hgemm_wgmma.cuh"
+    dynamic_m = False         # True: no rule reads M (HgemmWgmmaDynTemplate)
 
     def refuses(self, workload) -> str | None:
         """The kernel reads the row layouts through TMA, whose row strides must be multiples of 16
@@ -94,16 +95,19 @@ class HgemmWgmmaTemplate(Template):
         C = Constraint
         dev_why = self.device_refuses(device)
         tiles_m = lambda bm: -(-M // bm)  # noqa: E731
+        m_rules = [
+            # a tile twice the size that covers the matrix only adds zero-filled work
+            C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
+            C("raster group 1, or fewer than twice the tile rows of M", ("bm", "group"),
+              lambda bm, g: g == 1 or g // 2 < tiles_m(bm)),
+        ]
         rules = [
             C("BM = 64 x consumers x 1 or 2 (m64 blocks a consumer warpgroup owns)", ("bm", "consumers"),
               lambda bm, c: m_blocks(bm, c) in (1, 2)),
             C(f"accumulators MW x BN / 2 <= {MAX_ACC} a consumer thread", ("bm", "bn", "consumers"),
               lambda bm, bn, c: m_blocks(bm, c) * bn // 2 <= MAX_ACC),
-            # a tile twice the size that covers the matrix only adds zero-filled work
-            C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
             C("BN no larger than the smallest tile width that covers N", ("bn",), lambda bn: bn == 64 or bn // 2 < N),
-            C("raster group 1, or fewer than twice the tile rows of M", ("bm", "group"),
-              lambda bm, g: g == 1 or g // 2 < tiles_m(bm)),
+            *([] if self.dynamic_m else m_rules),
             C(f"shared memory <= {min(device.smem_per_block_optin, SMEM_CAP_SM90)} B a block (ring + output "
               "staging + barriers + alignment)", ("bm", "bn", "swizzle", "stages"),
               lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= min(device.smem_per_block_optin, SMEM_CAP_SM90)),
@@ -171,3 +175,12 @@ class HgemmWgmmaTemplate(Template):
             args=(*self.tensormaps(workload, cfg), ArgSpec("M", "scalar", value=M, ctype="int"),
                   ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
             arch="sm_90a")
+
+
+class HgemmWgmmaDynTemplate(HgemmWgmmaTemplate):
+    """hgemm_wgmma as a dynamic-M micro-kernel (autosched.dynamic, ops.HgemmDispatch): the same kernel
+    and family, whose space reads no M (as hgemm_dyn's): M, N and K are run-time arguments, so one
+    binary serves every M and a config is valid whatever M it is launched for; the rules that prune
+    by M (a tile taller than M needs, a raster group over its tile rows) are the cost model's business
+    here, not the space's."""
+    dynamic_m = True

@@ -78,7 +78,7 @@ def test_describe_says_how_each_matmul_is_served(h100, tmp_path):
     text = p.describe()
     assert text[0] == "prefill (batched, q4f16_1 dequantized per layer into an fp16 scratch; stepwise up to 4 tokens):"
     assert [t.split()[0] for t in text[1:]] == ["qkv", "o", "gate_up", "down", "cls"]
-    assert "qkv 864x288 fp16 GEMM: default hgemm_dyn configs by M" in text[1]
+    assert "qkv 864x288 fp16 GEMM: default hgemm_dyn (mma) configs by M" in text[1]
     # a 256-token context needs only the ladder's first two rungs
     assert all(len(g.configs) == 2 for g in p.gemm.values())
     assert set(STEPWISE_UP_TO) == set(PREFILL_FORMATS)

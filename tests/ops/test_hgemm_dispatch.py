@@ -36,7 +36,9 @@ def test_the_ladder_serves_every_m_without_an_artifact(h100):
         assert g.config(M) == {**DEFAULT_LADDER[rung][1]}
     assert g.grid(100) == (32, 2, 1) and g.grid(4096) == (32, 32, 1)
     assert len(HgemmDispatch(4096, 4096, h100, m_max=64).configs) == 1      # a short context: one rung
-    assert "default hgemm_dyn configs by M (no dynamic tuning artifact for 4096x4096" in g.describe()
+    text = g.describe()
+    assert "default hgemm_dyn (mma) configs by M (M<=64 mma 64x64" in text, text
+    assert "(no dynamic tuning artifact for 4096x4096" in text
     small = HgemmDispatch(96, 288, h100)                        # a narrow N: the nearest valid tiles
     assert all(c["bn"] <= 96 for c in small.configs)
     with pytest.raises(ValueError, match="multiple of 8"):
@@ -66,7 +68,7 @@ def test_m_outside_the_artifacts_range_falls_back_to_the_ladder(h100):
     assert g.source(8) == "default" and g.index(8) == n                 # rung 0 (M <= 64)
     assert g.source(16) == g.source(2048) == g.source(100) == "dispatched"
     assert g.source(3000) == "default" and g.config(3000) == g.configs[-1]
-    assert "; M outside it: default hgemm_dyn configs by M" in g.describe()
+    assert "; M outside it: default hgemm_dyn (mma) configs by M" in g.describe()
 
 
 def test_the_artifact_beside_the_database_is_found(h100, full, tmp_path):
