@@ -66,15 +66,16 @@ def test_gemm_benchmark_hands_cublas_the_logical_operands():
     from types import SimpleNamespace
 
     from autosched.benchmarks.gemm import SHAPES, _operands
-    from autosched.workloads import Hgemm, Sgemm
+    from autosched.workloads import Sgemm
 
     class View(SimpleNamespace):
         def t(self):
             return View(name=self.name + ".T")
     ops = {"A": View(name="A"), "B": View(name="B")}
     assert [v.name for v in _operands(Sgemm(4, 8, 8, trans_a=1), ops)] == ["A.T", "B"]
-    assert [v.name for v in _operands(Hgemm(4, 8, 8, b_col=1), ops)] == ["A", "B.T"]
-    assert [v.name for v in _operands(Hgemm(4, 8, 8), ops)] == ["A", "B"]
+    assert [v.name for v in _operands(Sgemm(4, 8, 8), ops)] == ["A", "B"]
+    # hgemm's views (every layout, BF16) are autosched.benchmarks.hgemm's, which need torch:
+    # tests/benchmarks/test_hgemm_bench.py checks them against numpy where torch is installed
     for op, shapes in SHAPES.items():        # every default shape parses
         from autosched.workloads import WORKLOADS
         assert all(WORKLOADS[op].from_shape(s) for s in shapes)
