@@ -61,8 +61,8 @@ def test_rerank_times_the_pick_and_the_fastest_records_and_keeps_the_fastest_her
 
 
 def test_gemm_benchmark_hands_cublas_the_logical_operands():
-    """A stored (K, M) for sgemm's trans_a and B stored (N, K) for hgemm's b_col are passed to
-    torch.matmul as transposed views, so cuBLAS computes the same product as our kernel."""
+    """A stored (K, M) for sgemm's trans_a is passed to torch.matmul as a transposed view, so
+    cuBLAS computes the same product as our kernel."""
     from types import SimpleNamespace
 
     from autosched.benchmarks.gemm import SHAPES, _operands
