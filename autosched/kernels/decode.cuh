@@ -198,7 +198,8 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // for its predecessor; smem holds the dynamic floats above, red THREADS * 8 floats, and `ticket` is
 // a shared word.  Every early return is uniform over the block.
 namespace autosched_decode {
-template <typename T, int THREADS, typename Wait>
+// KPRE: 16-byte vectors of a thread's first K row loaded before wait() and held in registers.
+template <typename T, int THREADS, typename Wait, int KPRE = 16>
 __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* count, const T* qkv, T* k_cache,
                                                T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs,
                                                int n_heads, int kv_dim, int head_size, int kv_mul, int h, int split,
@@ -233,7 +234,6 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
   // table computed in float32 as HF does (no sincosf here: its large-argument path needs a stack)
   const bool rope_lane = threadIdx.x < head_size / 2;
   const float2 csj = rope_lane ? rope_cs[(long long)pos * (head_size / 2) + threadIdx.x] : make_float2(0.f, 0.f);
-  constexpr int KPRE = 16;                 // 16-byte vectors of the first K row held in registers
   const int tk = t0 + threadIdx.x;
   uint4 kpre[KPRE];
   if (tk < t1 && tk != pos) {
