@@ -10,15 +10,15 @@ from autosched.runtime import allow_dynamic_smem, launch_config, load_kernel
 class LoadedKernel:
     """A built KernelSpec, ready to launch."""
 
-    def __init__(self, spec, builder, pdl: bool = False):
+    def __init__(self, spec, builder, pdl: bool = False, cooperative: bool = False):
         from cuda.core import Device
         binary = builder.build(spec)
         self.kernel = load_kernel(spec, binary)
         self.spec = spec
         self.binary = binary
         allow_dynamic_smem(self.kernel, spec.smem_bytes, Device().device_id)
-        self.config = launch_config(spec, pdl)
-        self.pdl = pdl
+        self.config = launch_config(spec, pdl, cooperative)
+        self.pdl, self.cooperative = pdl, cooperative
         self._grids: dict = {}
 
     def __call__(self, stream, *args):
@@ -31,5 +31,6 @@ class LoadedKernel:
         from cuda.core import launch
         config = self._grids.get(grid)
         if config is None:
-            config = self._grids[grid] = launch_config(dataclasses.replace(self.spec, grid=grid), self.pdl)
+            config = self._grids[grid] = launch_config(dataclasses.replace(self.spec, grid=grid), self.pdl,
+                                                            self.cooperative)
         launch(stream, config, self.kernel, *args)

@@ -54,11 +54,15 @@ def load_kernel(spec, binary):
     return mod.get_kernel(spec.name_expression)
 
 
-def launch_config(spec, pdl: bool):
+def launch_config(spec, pdl: bool, cooperative: bool = False):
     """The spec's launch shape; with `pdl`, launched with programmatic stream serialization (the
-    kernel may start while its predecessor runs: see kernels/pdl.cuh)."""
+    kernel may start while its predecessor runs: see kernels/pdl.cuh); `cooperative`, launched
+    cooperatively (cuda.core's is_cooperative: the driver refuses a grid whose blocks cannot all be
+    resident at once, which a grid-wide barrier needs)."""
     from cuda.core import LaunchConfig
     kw = {"programmatic_stream_serialization": True} if pdl else {}
+    if cooperative:
+        kw["is_cooperative"] = True
     return LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes, **kw)
 
 

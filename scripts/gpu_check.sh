@@ -14,6 +14,8 @@
 #   bash scripts/gpu_check.sh prefill-wgmma  # ops/prefill on the wgmma backend: GPU tests, then 7B GEMMs and
 #                                            # 2048-token prefill wgmma vs mma vs torch (at most ~170 s); when it
 #                                            # passes, flip ops/hgemm.py WGMMA_IN_AUTO to True
+#   bash scripts/gpu_check.sh persistent   # the persistent decode step (fp16): GPU tests vs the per-kernel
+#                                         # step, then llama3.2-1b tokens/s both ways (at most ~150 s)
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -122,6 +124,16 @@ prefill-wgmma)
   echo "rc=${PIPESTATUS[0]}"
   stage "7B GEMMs and prefill: wgmma vs mma vs torch"
   timeout 100 "$PY" scripts/prefill_wgmma_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-wgmma.log" | tail -22
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+persistent)
+  stage "persistent step tests"
+  timeout 80 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_persistent_gpu.py 2>&1 \
+    | tee "$OUT/pytest-persistent.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  stage "llama3.2-1b fp16: per-kernel vs persistent step"
+  timeout 70 "$PY" scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --out "$OUT" 2>&1 \
+    | tee "$OUT/timing-persistent.log" | tail -10
   echo "rc=${PIPESTATUS[0]}"
   ;;
 esac

@@ -25,6 +25,10 @@ slice 64 positions.
     logits = eng.prefill(prompt)              # the prompt through each layer at once (engine/prefill.py)
     tokens = eng.generate(prompt, 64)         # greedy
 
+Engine(..., persistent=True) (fp16 only, opt-in) runs the whole step as one cooperative kernel
+instead (kernels/persistent_step.cuh: the same phases, a grid-wide barrier between them, one
+launch a step, still reading token and pos from memory and captured in the graph the same way).
+
 A q4f16_1 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
 (engine/verify.py) and then inside the engine's own step (Engine._verify_in_step); the step's
@@ -115,12 +119,19 @@ class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = 4, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto"):
+                 prefill_backend: str = "auto", persistent: bool = False):
         import torch
         from cuda.core import Device
 
         from autosched.device import query
         self.cfg, self.fmt = cfg, check_format(fmt)
+        if persistent:
+            from autosched.templates.persistent import refusal
+            problem = refusal(cfg, self.fmt)
+            if problem:
+                raise ValueError(problem)
+        self.persistent = persistent
+        self.step_kernel = None          # the persistent step (set up in _setup_persistent)
         self.dev = torch.device("cuda", device_id)
         self.info = query(device_id)
         Device(device_id).set_current()
@@ -139,6 +150,8 @@ class Engine:
         try:
             self._build(weights, builder, db, progress, splits, verify, reverify, batched_prefill)
             self._alloc()
+            if persistent:
+                self._setup_persistent(builder)
             self.step_verification = self._verify_in_step(weights, builder, progress, db) if graphs else {}
         finally:
             if own_builder:
@@ -181,6 +194,9 @@ class Engine:
             self.prefiller = BatchedPrefill(c, self.fmt, self.info, db.path if db is not None else default_db_path(),
                                            backend=self.prefill_backend)
         pre = self.prefiller.all_specs() if self.prefiller else []
+        if self.persistent:
+            from autosched.templates.persistent import persistent_step_spec
+            pre = [*pre, persistent_step_spec(c, arch)]
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values()), *pre]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
         for m in self.mm.values():
@@ -370,8 +386,56 @@ class Engine:
         self.v_cache = torch.zeros_like(self.k_cache)
         self.pos = 0
 
+    def _setup_persistent(self, builder) -> None:
+        """The persistent step's kernel, its grid (every block co-resident: the driver's occupancy
+        answer times the SMs; templates/persistent.py's model of it kept beside it for describe and
+        the GPU test), its own scratch (split-KV partials and tickets, per-block argmax winners, the
+        barrier's two words) and the table of every layer's weight pointers."""
+        import torch
+
+        from autosched.templates import persistent as pt
+        c, dev = self.cfg, self.dev
+        spec = pt.persistent_step_spec(c, self.info.arch)
+        k = LoadedKernel(spec, builder, pdl=False, cooperative=True)
+        res = k.binary.resources
+        if res.spills:
+            raise RuntimeError(f"persistent step spills ({res.spill_stores} B stores, {res.spill_loads} B loads)")
+        modeled = pt.blocks_per_sm(res.registers, pt.THREADS, spec.smem_bytes, res.smem_static)
+        per_sm = k.kernel.occupancy.max_active_blocks_per_multiprocessor(pt.THREADS, spec.smem_bytes)
+        grid = pt.grid_blocks(per_sm, self.info.sm_count)
+        nsplit = pt.persistent_splits(c, grid)
+        z = lambda n, dt: torch.zeros(n, dtype=dt, device=dev)  # noqa: E731
+        self.p = {"part": z(c.n_heads * nsplit * (c.head_size + 2), torch.float32), "count": z(c.n_heads, torch.int32),
+                  "best_v": z(grid, torch.float32), "best_i": z(grid, torch.int32), "best_count": z(1, torch.int32),
+                  "bar": z(2, torch.int32)}
+        table = [[self.mm[name].layers[layer]["w"].data_ptr() for name in ("qkv", "o", "gate_up", "down")]
+                 for layer in range(c.n_layers)]
+        self.p["wt"] = torch.tensor(table, dtype=torch.int64, device=dev)
+        self.step_kernel = k
+        self.persistent_info = {"grid": grid, "blocks_per_sm": per_sm, "blocks_per_sm_model": modeled,
+                                "nsplit": nsplit, "registers": res.registers, "smem": spec.smem_bytes + res.smem_static}
+
+    def kernels_per_step(self) -> int:
+        """Launches one step makes: the persistent kernel, or embed + 5 a layer + cls + argmax."""
+        return 1 if self.step_kernel is not None else 5 * self.cfg.n_layers + 3
+
+    def _launch_persistent(self, stream) -> None:
+        c, p = self.cfg, self.p
+        i32 = np.int32
+        self.step_kernel.launch(
+            stream, (self.persistent_info["grid"], 1, 1),
+            ptr(self.x), ptr(self.x16), ptr(self.ss), ptr(self.qkv), ptr(self.att), ptr(self.hb), ptr(self.logits),
+            ptr(self.logits_f), ptr(p["part"]), ptr(p["count"]), ptr(p["best_v"]), ptr(p["best_i"]),
+            ptr(p["best_count"]), ptr(p["bar"]), ptr(self.token), ptr(self.pos_d), ptr(self.embedding),
+            ptr(self.rope_cs), ptr(p["wt"]), ptr(self.mm["cls"].layers[0]["w"]), ptr(self.k_cache), ptr(self.v_cache),
+            i32(c.dim), i32(c.hidden_dim), i32(c.n_layers), i32(c.n_heads), i32(c.kv_dim), i32(c.head_size),
+            i32(c.seq_len), i32(c.vocab_size), i32(self.persistent_info["nsplit"]), np.float32(c.norm_eps))
+
     # -- one step ---------------------------------------------------------------------------
     def _launch_step(self, stream) -> None:
+        if self.step_kernel is not None:
+            self._launch_persistent(stream)
+            return
         c, k, mm = self.cfg, self.k, self.mm
         i32, f32, none = np.int32, np.float32, np.uint64(0)
         x, ss = ptr(self.x), ptr(self.ss)
@@ -526,6 +590,14 @@ class Engine:
         """A line per matmul (its config and where it came from), and one naming the untuned ones
         with the command that tunes them (`model`: the model as the user named it)."""
         lines = [m.describe() for m in self.mm.values()]
+        if self.step_kernel is not None:
+            pi = self.persistent_info
+            lines.append(f"decode step: persistent, one cooperative kernel a step ({pi['grid']} blocks = "
+                         f"{pi['blocks_per_sm']} an SM x {self.info.sm_count} SMs, {pi['registers']} registers, "
+                         f"{pi['nsplit']} attention slices a head)")
+        else:
+            lines.append(f"decode step: {self.kernels_per_step()} kernels ({'CUDA graph' if self.graphs_enabled else 'no graph'}"
+                         f", PDL {'on' if self.pdl else 'off'})")
         lines += (self.prefiller.describe() if self.prefiller
                   else [f"prefill: stepwise (no batched prefill for {self.fmt})"])
         note = untuned_note(self.untuned(), model, self.fmt)

@@ -120,6 +120,40 @@ __device__ __forceinline__ void load_x(const X* p, float* f) {
   }
 }
 
+// One warp's dot product of a weight row (K elements of W, 16-byte aligned) with x: 16-byte weight
+// loads, UNROLL in flight per lane, float accumulation; every lane gets the sum.  x is read with
+// plain loads (a predecessor, or an earlier phase of the persistent step, wrote it).
+template <typename W, typename X, int UNROLL>
+__device__ __forceinline__ float row_dot(const W* __restrict__ w_row, const X* x, int K, int lane) {
+  using V = Vec16<W>;
+  constexpr int E = V::E;
+  float acc = 0.f;
+  const uint4* wr = reinterpret_cast<const uint4*>(w_row);
+  const int nvec = K / E;
+  int v = lane;
+  for (; v + (UNROLL - 1) * 32 < nvec; v += UNROLL * 32) {
+    uint4 r[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) r[u] = __ldg(wr + v + u * 32);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      float f[E], xf[E];
+      V::unpack(r[u], f);
+      load_x<X, E>(x + (v + u * 32) * E, xf);
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
+    }
+  }
+  for (; v < nvec; v += 32) {
+    float f[E], xf[E];
+    V::unpack(__ldg(wr + v), f);
+    load_x<X, E>(x + v * E, xf);
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
+  }
+  return warp_sum(acc);
+}
+
 }  // namespace autosched_decode
 
 // x (dim) = table[token]; xa, its copy in the activation type, is the first matmul's V; ss[0] = the
@@ -158,23 +192,25 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // slice of the context each and write a partial (max, sum, unnormalized output) to part; the last
 // of them to finish (a ticket in count[h], which it resets for the next step) merges them, so there
 // is no second launch.
-template <typename T, int THREADS>
-__global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
-rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
-               int head_size, int kv_mul) {
-  using namespace autosched_decode;
+//
+// attention_item is one block's work, (head h, slice split of nsplit): the kernel below runs one
+// a block, the persistent step (persistent_step.cuh) walks them.  `wait()` is where the kernel waits
+// for its predecessor; smem holds the dynamic floats above, red THREADS * 8 floats, and `ticket` is
+// a shared word.  Every early return is uniform over the block.
+namespace autosched_decode {
+// KPRE: 16-byte vectors of a thread's first K row loaded before wait() and held in registers.
+template <typename T, int THREADS, typename Wait, int KPRE = 16>
+__device__ __forceinline__ void attention_item(T* out, float* part, unsigned* count, const T* qkv, T* k_cache,
+                                               T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs,
+                                               int n_heads, int kv_dim, int head_size, int kv_mul, int h, int split,
+                                               int nsplit, float* smem, float* red, unsigned& ticket, Wait wait) {
   static_assert(THREADS % 32 == 0 && THREADS <= 256, "whole warps; red holds THREADS * 8 floats");
   constexpr int E = 16 / sizeof(T);          // elements per 16-byte load
-  extern __shared__ float smem[];
-  __shared__ float red[THREADS * 8];
-  __shared__ unsigned ticket;
   float* qs = smem;
   float* ks = qs + head_size;
   float* vs = ks + head_size;
   float* scores = vs + head_size;
 
-  const int h = blockIdx.x, split = blockIdx.y;
-  grid_dependents_launch();
   // Before the dependency wait, everything that does not come from this step's qkv, so that its
   // round trips overlap the qkv matmul's tail: pos (argmax_step of the last step wrote it, and
   // embed_norm lets no kernel of this step start before that finished), the cos/sin of pos, and
@@ -182,7 +218,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   // steps).  At a short context that is all the cache a block reads.
   const int pos = pos_p[0];
   // slices of at least 64 positions: a short context takes one block a head and no merge
-  const int splits = min((int)gridDim.y, (pos + 64) / 64);
+  const int splits = min(nsplit, (pos + 64) / 64);
   if (split >= splits) return;
   const int kvh = h / kv_mul;
   const int q_dim = n_heads * head_size;
@@ -198,7 +234,6 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   // table computed in float32 as HF does (no sincosf here: its large-argument path needs a stack)
   const bool rope_lane = threadIdx.x < head_size / 2;
   const float2 csj = rope_lane ? rope_cs[(long long)pos * (head_size / 2) + threadIdx.x] : make_float2(0.f, 0.f);
-  constexpr int KPRE = 16;                 // 16-byte vectors of the first K row held in registers
   const int tk = t0 + threadIdx.x;
   uint4 kpre[KPRE];
   if (tk < t1 && tk != pos) {
@@ -216,7 +251,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
                   ? __ldg(reinterpret_cast<const uint4*>(vrow + (long long)tu * kv_dim) + c)
                   : make_uint4(0u, 0u, 0u, 0u);
   }
-  grid_dependency_wait();
+  wait();
 
   if (rope_lane) {
     const int j = threadIdx.x;
@@ -347,7 +382,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
     if (threadIdx.x < head_size) out[h * head_size + threadIdx.x] = from_f<T>(o / sum);
     return;
   }
-  float* p = part + ((long long)h * gridDim.y + split) * (head_size + 2);
+  float* p = part + ((long long)h * nsplit + split) * (head_size + 2);
   if (threadIdx.x < head_size) p[2 + threadIdx.x] = o;
   if (threadIdx.x == 0) {
     p[0] = m;        // -inf for an empty slice, whose sum and output are 0
@@ -360,7 +395,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   if (ticket != splits - 1) return;
   __threadfence();
   // the last block of head h: merge the partials (read through L2: other SMs wrote them)
-  const float* ph = part + (long long)h * gridDim.y * (head_size + 2);
+  const float* ph = part + (long long)h * nsplit * (head_size + 2);
   float mm = neg_inf();
   for (int s = 0; s < splits; ++s) mm = fmaxf(mm, __ldcg(ph + s * (head_size + 2)));
   if (threadIdx.x < head_size) {
@@ -377,6 +412,21 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   }
   if (threadIdx.x == 0) count[h] = 0;      // ready for the next step
 }
+}  // namespace autosched_decode
+
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
+rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
+               int head_size, int kv_mul) {
+  using namespace autosched_decode;
+  extern __shared__ float smem[];
+  __shared__ float red[THREADS * 8];
+  __shared__ unsigned ticket;
+  grid_dependents_launch();
+  attention_item<T, THREADS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size,
+                             kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem, red, ticket,
+                             [] { grid_dependency_wait(); });
+}
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and
 // a decode step's epilogue EPI on the row sums (epilogue.cuh; STORE writes them).
@@ -387,8 +437,6 @@ __global__ void __launch_bounds__(WARPS * 32)
 gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, const X* x, int N, int K,
            float* res, const double* ss_in, double* ss_out, int dim, float eps) {
   using namespace autosched_decode;
-  using V = Vec16<W>;
-  constexpr int E = V::E;
   constexpr bool STAGE = EPI == autosched_epi::RESIDUAL || EPI == autosched_epi::NORM_SWIGLU;
   static_assert(EPI != autosched_epi::NORM_SWIGLU || WARPS % 2 == 0, "gate/up row pairs in one block");
   const int row = blockIdx.x * WARPS + threadIdx.x / 32;
@@ -400,30 +448,7 @@ gemv_dense(O* out, const W* __restrict__ w, const __half* __restrict__ scale, co
   grid_dependency_wait();
   float acc = 0.f;
   if (row < N) {
-    const uint4* wr = reinterpret_cast<const uint4*>(w + (long long)row * K);
-    const int nvec = K / E;
-    int v = lane;
-    for (; v + (UNROLL - 1) * 32 < nvec; v += UNROLL * 32) {
-      uint4 r[UNROLL];
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) r[u] = __ldg(wr + v + u * 32);
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
-        float f[E], xf[E];
-        V::unpack(r[u], f);
-        load_x<X, E>(x + (v + u * 32) * E, xf);
-#pragma unroll
-        for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
-      }
-    }
-    for (; v < nvec; v += 32) {
-      float f[E], xf[E];
-      V::unpack(__ldg(wr + v), f);
-      load_x<X, E>(x + v * E, xf);
-#pragma unroll
-      for (int e = 0; e < E; ++e) acc += f[e] * xf[e];
-    }
-    acc = warp_sum(acc);
+    acc = row_dot<W, X, UNROLL>(w + (long long)row * K, x, K, lane);
     if (scale != nullptr) acc *= __half2float(scale[row]);
   }
   // read at the end: held through the loop, it made ptxas spill at the 32 registers it aims for here

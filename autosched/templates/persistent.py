@@ -1,0 +1,122 @@
+"""The persistent decode step (kernels/persistent_step.cuh): its KernelSpec, how big its grid may be,
+and a Python model of how it partitions a step's work over that grid (CPU tests check the model
+covers every row and head exactly once; the kernel computes the same spans).
+
+    spec = persistent_step_spec(cfg, "sm_90")           # grid (1,1,1): the engine sets it at load
+    g = grid_blocks(blocks_per_sm(regs, THREADS, smem, static), sm_count)
+    nsplit = persistent_splits(cfg, g)
+
+Only fp16 weights so far (the q4f16_1 GEMV has its own tuned kernels; int8 and fp32 are not served
+this way): `refusal(cfg, fmt)` says why a model or format cannot take it.
+"""
+
+from __future__ import annotations
+
+from autosched.templates.base import KernelSpec, kernel_source
+
+HEADER = "persistent_step.cuh"
+THREADS = 256          # attention_item's merge buffer takes at most 256
+MIN_BLOCKS = 2         # __launch_bounds__: <= 128 registers, so two blocks share an SM
+CHUNK = 256            # rows a block finishes at a time (floats of shared memory)
+UNROLL = 4             # 16-byte weight loads in flight per lane
+KPRE = 4               # vectors of a K row attention loads ahead (16, as rope_attention, or 8 spilled here)
+FORMATS = ("fp16",)
+SMEM_BUDGET = 48 * 1024     # dynamic shared memory the attention slices are sized to stay under
+
+# H100 / sm_90 SM limits used by the occupancy model (the driver's answer wins on a GPU)
+SM_REGISTERS = 65536
+SM_THREADS = 2048
+SM_BLOCKS = 32
+SM_SMEM = 228 * 1024
+BLOCK_SMEM_RESERVED = 1024       # the driver keeps 1 KB of shared memory per block
+REG_ALLOC_UNIT = 256             # registers are given to a warp in units of 256
+
+
+def refusal(cfg, fmt: str) -> str | None:
+    """Why the persistent step cannot serve `cfg` in `fmt` (None: it can)."""
+    if fmt not in FORMATS:
+        return (f"the persistent decode step serves {', '.join(FORMATS)} weights only; a {fmt} engine uses the "
+                "per-kernel step (persistent=False)")
+    hs = cfg.head_size
+    q_dim = cfg.n_heads * hs
+    if hs > THREADS or hs % 8:
+        return f"head size {hs}: the persistent step needs a multiple of 8 up to {THREADS}"
+    if cfg.n_heads % cfg.n_kv_heads:
+        return f"{cfg.n_heads} heads do not group over {cfg.n_kv_heads} kv heads"
+    for name, k in (("dim", cfg.dim), ("n_heads * head_size", q_dim), ("hidden_dim", cfg.hidden_dim)):
+        if k % 8:
+            return f"{name} = {k}: matmul rows are read in 16-byte loads (a multiple of 8 fp16 needed)"
+    return None
+
+
+def attention_floats(cfg, nsplit: int) -> int:
+    """attention_item's dynamic floats: q, k, v of a head and the scores of a slice."""
+    return 3 * cfg.head_size + max(-(-cfg.seq_len // nsplit), min(cfg.seq_len, 64))
+
+
+def smem_bytes(cfg, nsplit: int) -> int:
+    return 4 * max(attention_floats(cfg, nsplit), CHUNK)
+
+
+def min_splits(cfg) -> int:
+    """Fewest slices a head whose shared memory stays within SMEM_BUDGET: the launch's dynamic
+    shared memory (and so the occupancy) is sized for it; more slices only use less."""
+    s = 1
+    while smem_bytes(cfg, s) > SMEM_BUDGET:
+        s += 1
+    return s
+
+
+def persistent_splits(cfg, grid: int) -> int:
+    """Slices a head: as many as give every block of the grid an item (none shorter than 32
+    positions), never fewer than min_splits."""
+    return max(min_splits(cfg), min(grid // cfg.n_heads, cfg.seq_len // 32), 1)
+
+
+def blocks_per_sm(registers: int, threads: int, smem: int, static_smem: int = 0) -> int:
+    """Co-resident blocks an SM holds (the CUDA occupancy rules for sm_90, from the compile report);
+    0 when one block does not fit."""
+    warps = -(-threads // 32)
+    regs_per_warp = -(-max(registers, 1) * 32 // REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    by_regs = SM_REGISTERS // (regs_per_warp * warps)
+    by_threads = SM_THREADS // (warps * 32)
+    per_block = smem + static_smem + BLOCK_SMEM_RESERVED
+    by_smem = SM_SMEM // per_block
+    return max(0, min(by_regs, by_threads, by_smem, SM_BLOCKS))
+
+
+def grid_blocks(per_sm: int, sm_count: int) -> int:
+    """The cooperative grid: every block co-resident (grid_sync waits for all of them)."""
+    if per_sm < 1:
+        raise ValueError("the persistent step does not fit one block an SM (registers or shared memory)")
+    return per_sm * sm_count
+
+
+def span(units: int, block: int, grid: int) -> tuple[int, int]:
+    """Block `block`'s units [lo, hi) (span_lo in the kernel)."""
+    return units * block // grid, units * (block + 1) // grid
+
+
+def partition(cfg, grid: int, nsplit: int) -> dict[str, list]:
+    """phase -> per block the list of what it computes: rows of each matmul (gate_up in pairs) and
+    attention items (head, slice), as the kernel assigns them."""
+    q_dim = cfg.n_heads * cfg.head_size
+    rows = {"qkv": (q_dim + 2 * cfg.kv_dim, 1), "o": (cfg.dim, 1), "gate_up": (cfg.hidden_dim, 2),
+            "down": (cfg.dim, 1), "cls": (cfg.vocab_size, 1)}
+    out = {}
+    for name, (units, unit) in rows.items():
+        out[name] = [list(range(unit * span(units, b, grid)[0], unit * span(units, b, grid)[1])) for b in range(grid)]
+    items = cfg.n_heads * nsplit
+    out["attention"] = [[(i % cfg.n_heads, i // cfg.n_heads) for i in range(b, items, grid)] for b in range(grid)]
+    return out
+
+
+def persistent_step_spec(cfg, arch: str) -> KernelSpec:
+    """The kernel, its grid left at 1 block: the engine sizes it from the occupancy at load."""
+    problem = refusal(cfg, "fp16")
+    if problem:
+        raise ValueError(problem)
+    expr = f"persistent_step<{THREADS}, {MIN_BLOCKS}, {CHUNK}, {UNROLL}, {KPRE}>"
+    return KernelSpec(family="decode", workload_key="decode:persistent_step", config=(("kernel", expr),),
+                      source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(THREADS, 1, 1),
+                      smem_bytes=smem_bytes(cfg, min_splits(cfg)), args=(), arch=arch)
