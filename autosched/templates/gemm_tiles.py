@@ -1,5 +1,5 @@
-"""What the block-and-warp-tiled GEMM templates (sgemm, hgemm_mma, hgemm_wmma) share: a block owns BM x BN of C
-and is cut into warps of WM x WN."""
+"""What the block-and-warp-tiled GEMM templates (sgemm, hgemm_mma, hgemm_wmma, hgemm_dyn) share: a block owns
+BM x BN of C and is cut into warps of WM x WN (hgemm_wgmma shares the tile use)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,18 @@ def block_tile_rules(M: int, N: int, device, smallest: int, max_acc: int, min_th
           lambda bm, bn, wm, wn: min_threads <= threads(bm, bn, wm, wn) <= device.max_threads_per_block),
         C(f"accumulators WM*WN/32 <= {max_acc} a thread", ("wm", "wn"), lambda wm, wn: wm * wn // 32 <= max_acc),
     ]
+
+
+def warp_register_rule(registers_needed, overhead: int, max_regs: int, device) -> Constraint:
+    """A thread's registers, `registers_needed(wm, wn)` (accumulators, one k step's fragments and
+    `overhead`), within the per-thread cap and the block's share of the register file."""
+    return Constraint(
+        f"registers: accumulators + fragments + {overhead} <= min({max_regs}, {device.regs_per_block} / threads)",
+        ("bm", "bn", "wm", "wn"),
+        lambda bm, bn, wm, wn: registers_needed(wm, wn)
+        <= min(max_regs, device.regs_per_block // threads(bm, bn, wm, wn)))
+
+
+def tile_use(M: int, N: int, bm: int, bn: int) -> dict[str, float]:
+    """The share of the block tiles covering M x N that lies inside the matrix, in M and in N."""
+    return {"m_used": M / (-(-M // bm) * bm), "n_used": N / (-(-N // bn) * bn)}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
-from autosched.templates.gemm_tiles import threads
+from autosched.templates.gemm_tiles import threads, tile_use, warp_register_rule
 from autosched.templates.hgemm_mma import MAX_ACC, MAX_REGS, REG_OVERHEAD, registers_needed, smem_bytes
 from autosched.workloads.base import WorkloadError
 
@@ -75,7 +75,7 @@ class HgemmDynTemplate(Template):
         blocks = -(-M // c["bm"]) * -(-N // c["bn"])
         return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
                 "blocks_per_sm": per_sm, "unroll": unroll(c),
-                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"])}
+                **tile_use(M, N, c["bm"], c["bn"])}
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)
@@ -121,10 +121,7 @@ def micro_kernel_space(N: int, b_col: int, device) -> Space:
         C(f"threads (BM/WM)*(BN/WN)*32 between 64 and {device.max_threads_per_block}", ("bm", "bn", "wm", "wn"),
           lambda bm, bn, wm, wn: 64 <= threads(bm, bn, wm, wn) <= device.max_threads_per_block),
         C(f"accumulators WM*WN/32 <= {MAX_ACC} a thread", ("wm", "wn"), lambda wm, wn: wm * wn // 32 <= MAX_ACC),
-        C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min({MAX_REGS}, "
-          f"{device.regs_per_block} / threads)", ("bm", "bn", "wm", "wn"),
-          lambda bm, bn, wm, wn: registers_needed(wm, wn)
-          <= min(MAX_REGS, device.regs_per_block // threads(bm, bn, wm, wn))),
+        warp_register_rule(registers_needed, REG_OVERHEAD, MAX_REGS, device),
         C(f"vector width: shared rows of whole {VECTOR_BYTES}-byte chunks", ("bn", "bk"),
           lambda bn, bk: (2 * bk) % VECTOR_BYTES == 0 and (2 * bn) % VECTOR_BYTES == 0),
         C(f"shared memory <= {device.smem_per_block_optin} B a block", ("bm", "bn", "bk", "stages", "pad"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
-from autosched.templates.gemm_tiles import block_tile_rules, threads
+from autosched.templates.gemm_tiles import block_tile_rules, threads, tile_use, warp_register_rule
 from autosched.workloads.base import WorkloadError
 
 MAX_ACC = 128          # accumulator floats a thread holds: WM*WN/32
@@ -70,10 +70,7 @@ class HgemmMmaTemplate(Template):
             *block_tile_rules(M, N, device, smallest=32, max_acc=MAX_ACC, min_threads=64),
             # compiled for the H100 (2026-11-23): 1024-thread blocks (64 registers a thread) of 16 x 64
             # warps and a 512-thread block of 128 x 16 warps spilled; this rule refuses both
-            C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min({MAX_REGS}, "
-              f"{device.regs_per_block} / threads)", ("bm", "bn", "wm", "wn"),
-              lambda bm, bn, wm, wn: registers_needed(wm, wn)
-              <= min(MAX_REGS, device.regs_per_block // threads(bm, bn, wm, wn))),
+            warp_register_rule(registers_needed, REG_OVERHEAD, MAX_REGS, device),
             C(f"shared memory <= {device.smem_per_block_optin} B a block (opted in at launch over "
               f"{device.smem_per_block})", ("bm", "bn", "bk", "stages", "pad"),
               lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad, b_col, a_col)
@@ -93,7 +90,7 @@ class HgemmMmaTemplate(Template):
         mt, nt = c["wm"] // 16, c["wn"] // 8
         return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
                 "blocks_per_sm": per_sm, "smem_bytes": smem,
-                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"]),
+                **tile_use(M, N, c["bm"], c["bn"]),
                 "mma_per_ldmatrix": mt * nt / (mt + nt / 2)}
 
     def default_config(self, workload, device) -> dict:

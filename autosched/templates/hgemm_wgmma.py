@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.gemm_tiles import tile_use
 from autosched.workloads.base import WorkloadError
 
 MAX_ACC = 128           # accumulator floats a consumer thread holds: MW * BN / 2 (of 232 registers)
@@ -122,7 +123,7 @@ class HgemmWgmmaTemplate(Template):
         tiles = -(-M // c["bm"]) * -(-N // c["bn"])
         return {"tiles": tiles, "waves": tiles / device.sm_count,
                 "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
-                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"])}
+                **tile_use(M, N, c["bm"], c["bn"])}
 
     def default_config(self, workload, device) -> dict:
         """128 x 256 tiles of two consumers (m64n256 each), 128B swizzle (K slices of 64), a 3-deep

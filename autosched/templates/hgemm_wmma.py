@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
-from autosched.templates.gemm_tiles import block_tile_rules, threads
+from autosched.templates.gemm_tiles import block_tile_rules, threads, tile_use, warp_register_rule
 from autosched.workloads.base import WorkloadError
 
 MAX_ACC = 128          # accumulator floats a thread holds: WM*WN/32 (8 a 16 x 16 fragment)
@@ -71,10 +71,7 @@ class HgemmWmmaTemplate(Template):
         C = Constraint
         rules = [
             *block_tile_rules(M, N, device, smallest=32, max_acc=MAX_ACC, min_threads=32),
-            C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min({MAX_REGS}, "
-              f"{device.regs_per_block} / threads)", ("bm", "bn", "wm", "wn"),
-              lambda bm, bn, wm, wn: registers_needed(wm, wn)
-              <= min(MAX_REGS, device.regs_per_block // threads(bm, bn, wm, wn))),
+            warp_register_rule(registers_needed, REG_OVERHEAD, MAX_REGS, device),
             C(f"shared memory <= {device.smem_per_block_optin} B a block (opted in at launch over "
               f"{device.smem_per_block})", ("bm", "bn", "wm", "wn", "bk", "stages", "pad"),
               lambda bm, bn, wm, wn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad, a_col, b_col, blocked, wm, wn)
@@ -94,7 +91,7 @@ class HgemmWmmaTemplate(Template):
         mt, nt = c["wm"] // 16, c["wn"] // 16
         return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
                 "blocks_per_sm": per_sm, "smem_bytes": smem,
-                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"]),
+                **tile_use(M, N, c["bm"], c["bn"]),
                 "mma_per_load": mt * nt / (mt + nt)}
 
     def default_config(self, workload, device) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
-from autosched.templates.gemm_tiles import block_tile_rules, threads
+from autosched.templates.gemm_tiles import block_tile_rules, threads, tile_use
 
 MAX_ACC = 128          # accumulators per thread (WM*WN/32): beyond it registers spill
 MAX_STAGED = 64        # floats of a K slice a thread loads (held in registers on their way to shared)
@@ -140,7 +140,7 @@ class SgemmTemplate(Template):
         frag = c["tm"] * wmiter + c["tn"] * c["wniter"]
         return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
                 "blocks_per_sm": per_sm, "smem_bytes": smem, "regs_est": regs,
-                "m_used": M / (-(-M // c["bm"]) * c["bm"]), "n_used": N / (-(-N // c["bn"]) * c["bn"]),
+                **tile_use(M, N, c["bm"], c["bn"]),
                 "k_per_split": -(-K // c["splitk"]), "fma_per_load": c["tm"] * c["tn"] * wmiter * c["wniter"] / frag}
 
     def default_config(self, workload, device) -> dict:
