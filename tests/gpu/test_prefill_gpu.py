@@ -64,20 +64,27 @@ def _greedy_agrees(eng, prompt, want_tokens, step_logits_after) -> None:
     assert len(got) == len(want_tokens)
 
 
-@pytest.mark.parametrize("T", PROMPTS)
-def test_batched_prefill_matches_the_stepwise_path(model, T):
-    cfg, _, fmt, eng = model
+def stepwise_reference(cfg, eng, T):
+    """A random prompt of T tokens through the token-by-token path: (prompt, its logits at every
+    position, the K and V caches it wrote, the greedy continuation and the logits each of its
+    tokens was chosen from); the caches are then poisoned, so a batched prefill run next must
+    write every position it reads."""
     prompt = [int(t) for t in np.random.default_rng(T).integers(0, cfg.vocab_size, T)]
     step = eng.prefill(prompt, mode="stepwise", all_logits=True).cpu().numpy()
     kc, vc = eng.k_cache[:, :T].clone(), eng.v_cache[:, :T].clone()
-    # the greedy continuation after the stepwise prefill, and the logits each token was chosen from
     want, after = [], [step[-1]]
     for _ in range(DECODE):
         want.append(eng.next_token())
         after.append(eng.step(want[-1]).cpu().numpy())
-
-    eng.k_cache.fill_(float("nan"))           # the batched path must write every position it reads
+    eng.k_cache.fill_(float("nan"))
     eng.v_cache.fill_(float("nan"))
+    return prompt, step, kc, vc, want, after
+
+
+@pytest.mark.parametrize("T", PROMPTS)
+def test_batched_prefill_matches_the_stepwise_path(model, T):
+    cfg, _, fmt, eng = model
+    prompt, step, kc, vc, want, after = stepwise_reference(cfg, eng, T)
     bat = eng.prefill(prompt, mode="batched", all_logits=True).cpu().numpy()
     assert bat.shape == (T, cfg.vocab_size) and np.isfinite(bat).all()
     assert _rel(bat, step) < TOL

@@ -6,7 +6,7 @@ What must pass before ops.hgemm.WGMMA_IN_AUTO is flipped."""
 import numpy as np
 import pytest
 
-from test_prefill_gpu import DECODE, MODELS, TOL, _greedy_agrees, _rel   # noqa: F401  (rootdir on sys.path)
+from test_prefill_gpu import MODELS, TOL, _greedy_agrees, _rel, stepwise_reference   # noqa: F401  (rootdir on sys.path)
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -104,15 +104,7 @@ def test_wgmma_prefill_matches_the_stepwise_path(model, T):
     cfg, fmt, eng = model
     assert all(g.backend == "hgemm_wgmma" for g in eng.prefiller.gemm.values())
     assert "hgemm_wgmma (wgmma)" in "\n".join(eng.describe())
-    prompt = [int(t) for t in np.random.default_rng(T).integers(0, cfg.vocab_size, T)]
-    step = eng.prefill(prompt, mode="stepwise", all_logits=True).cpu().numpy()
-    kc, vc = eng.k_cache[:, :T].clone(), eng.v_cache[:, :T].clone()
-    want, after = [], [step[-1]]
-    for _ in range(DECODE):
-        want.append(eng.next_token())
-        after.append(eng.step(want[-1]).cpu().numpy())
-    eng.k_cache.fill_(float("nan"))
-    eng.v_cache.fill_(float("nan"))
+    prompt, step, kc, vc, want, after = stepwise_reference(cfg, eng, T)
     for _ in range(2):                        # the second run reuses the cached maps (same scratch, same weights)
         bat = eng.prefill(prompt, mode="batched", all_logits=True).cpu().numpy()
         assert bat.shape == (T, cfg.vocab_size) and np.isfinite(bat).all()
