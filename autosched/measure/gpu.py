@@ -130,16 +130,17 @@ class GpuRunner(Runner):
         self.screen = screen
         self._best_us: dict[str, float] = {}      # workload key -> best median timed in full
         from autosched.device import gpu_count
-        ids = list(device_ids) if device_ids is not None else list(range(gpu_count()))
-        if not ids:
+        n_gpus = gpu_count()
+        ids = list(device_ids) if device_ids is not None else list(range(n_gpus))
+        if not ids or n_gpus == 0:
             raise NoGpu("no CUDA GPU found on this machine")
         self.protocol = protocol
         self.timeout_s = timeout_s
         self.prepare_timeout_s = prepare_timeout_s
-        bad = [i for i in ids if not 0 <= i < gpu_count()]
+        bad = [i for i in ids if not 0 <= i < n_gpus]
         if bad:
             raise ValueError(f"no GPU {', '.join(map(str, bad))} here: this machine has GPUs "
-                             f"0..{gpu_count() - 1}")
+                             f"0..{n_gpus - 1}")
         self.slots = [_Slot(i, protocol, start_timeout_s) for i in ids]
         kinds: dict[str, list[int]] = {}
         for s in self.slots:
