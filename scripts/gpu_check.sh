@@ -14,6 +14,11 @@
 #   bash scripts/gpu_check.sh prefill-wgmma  # ops/prefill on the wgmma backend: GPU tests, then 7B GEMMs and
 #                                            # 2048-token prefill wgmma vs mma vs torch (at most ~170 s); when it
 #                                            # passes, flip ops/hgemm.py WGMMA_IN_AUTO to True
+#   bash scripts/gpu_check.sh verify     # after a kernel refactor: the engine/epilogue/ops/prefill, persistent and
+#                                        # prefill-wgmma GPU tests, three pytest processes side by side (at most 240 s)
+#   bash scripts/gpu_check.sh timings    # the timings of `persistent` and `prefill-wgmma` without their tests (~210 s)
+#   bash scripts/gpu_check.sh dynamic    # issue 16's DietCode bench, quick and bounded (at most 480 s; rows kept
+#                                        # in dynamic-partial.json as each workload finishes)
 #   bash scripts/gpu_check.sh persistent   # the persistent decode step (fp16): GPU tests vs the per-kernel
 #                                         # step, then llama3.2-1b tokens/s both ways (at most ~150 s)
 # Stages run in the order given.
@@ -67,6 +72,32 @@ hgemm-wgmma)
   done
   stage "timing hgemm_wgmma vs cuBLAS"
   timeout 40 python3 scripts/wgmma_timing.py 4096x4096x4096_bt 4096x4096x4096 2>&1 | tee "$OUT/wgmma-timing.log" | tail -14
+  ;;
+verify)
+  # correctness only, so the three may share the GPU; each its own log
+  stage "verify: engine+epilogue+ops+prefill | persistent | prefill-wgmma tests, side by side"
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_engine_gpu.py tests/gpu/test_epilogue_gpu.py \
+    tests/gpu/test_ops_gpu.py tests/gpu/test_prefill_gpu.py >"$OUT/pytest-engine.log" 2>&1 &
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_persistent_gpu.py >"$OUT/pytest-persistent.log" 2>&1 &
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_prefill_wgmma_gpu.py >"$OUT/pytest-prefill-wgmma.log" 2>&1 &
+  wait
+  for f in engine persistent prefill-wgmma; do echo "-- $f"; tail -6 "$OUT/pytest-$f.log"; done
+  ;;
+timings)
+  # the timing halves of `persistent` and `prefill-wgmma`, after `verify` ran their tests
+  stage "llama3.2-1b fp16: per-kernel vs persistent step"
+  timeout 90 "$PY" scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --out "$OUT" 2>&1 \
+    | tee "$OUT/timing-persistent.log" | tail -10
+  echo "rc=${PIPESTATUS[0]}"
+  stage "7B GEMMs and prefill: wgmma vs mma vs torch"
+  timeout 120 "$PY" scripts/prefill_wgmma_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-wgmma.log" | tail -22
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+dynamic)
+  stage "DietCode bench (quick: one Llama and one BERT workload; 2 rounds of 8 micro-kernels)"
+  timeout 480 "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
+    --db "$OUT/dynamic.db" 2>&1 | tee "$OUT/bench-dynamic.log" | tail -20
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 bench-gemv)
   stage "bench gemv"

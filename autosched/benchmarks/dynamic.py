@@ -20,10 +20,12 @@ synthetic runner and a modelled cuBLAS.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from autosched.dynamic.workload import BERT_BASE, LLAMA2_7B, DynamicWorkload
@@ -81,7 +83,8 @@ def geomean(xs) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def run(h: Harness, dws, log=print, sampled: int = SAMPLED) -> tuple[list, dict]:
+def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tuple[list, dict]:
+    """on_row(rows) after each workload: a run cut short keeps what it finished."""
     rows = []
     for dw in dws:
         t0 = time.perf_counter()
@@ -110,6 +113,8 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED) -> tuple[list, dict]
                "untuned": per, "dispatcher_overhead_ns": dispatcher_overhead_ns(res.dispatcher, dw.ms()),
                "runner": res.runner}
         rows.append(row)
+        if on_row:
+            on_row(rows)
         log(f"{dw.shape_str} ({dw.range_str}): dynamic {dyn_s:.1f} s vs {len(per)} per-instance {per_total:.1f} s; "
             f"untuned geomean vs per-instance {geomean(p['vs_per_instance'] for p in per) or float('nan'):.3f}")
     summary = {
@@ -170,16 +175,22 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12):
     return Harness(runner.device_info, dyn, inst, dispatched, cublas), (db, builder, runner)
 
 
-def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None):
+def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,
+                  rounds: int = 4, per_round: int = 12, sampled: int = SAMPLED):
     from autosched.benchmarks.common import write_results
     log = console.print if console else print
-    h, closers = gpu_harness(db_path)
+    h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round)
     try:
-        rows, summary = run(h, workloads(quick), log)
+        partial = Path(out_dir) / "dynamic-partial.json"
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        rows, summary = run(h, workloads(quick), log, sampled=sampled,
+                            on_row=lambda rs: partial.write_text(json.dumps(rs, indent=1, default=str)))
+        summary["settings"] = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled}
     finally:
         for c in reversed(closers):
             c.close()
     path = write_results("dynamic", h.device, rows, summary, out_dir)
+    partial.unlink(missing_ok=True)
     log(f"wrote {path}: {summary}")
     return path
 
@@ -190,5 +201,12 @@ if __name__ == "__main__":
     p.add_argument("--quick", action="store_true", help="one Llama and one BERT workload")
     p.add_argument("--out", default="bench/results")
     p.add_argument("--db", default=None)
+    p.add_argument("--rounds", type=int, default=4, help="search rounds of the dynamic run (default 4)")
+    p.add_argument("--per-round", type=int, default=12, help="micro-kernels probed a round (default 12)")
+    p.add_argument("--sampled", type=int, default=SAMPLED,
+                   help=f"untuned Ms per workload, each also tuned on its own (default {SAMPLED})")
     a = p.parse_args()
-    run_benchmark(a.quick, a.out, a.db)
+    for name in ("rounds", "per_round", "sampled"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
+    run_benchmark(a.quick, a.out, a.db, rounds=a.rounds, per_round=a.per_round, sampled=a.sampled)
