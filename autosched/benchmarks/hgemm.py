@@ -42,6 +42,8 @@ def default_shapes() -> list[str]:
 # wmma needs only to clear 30% (its default measured 32.6% at 4096^3); mma is kept for pre-Hopper GPUs
 SPLIT = {"hgemm_wgmma": 0.6, "hgemm_mma": 0.2, "hgemm_wmma": 0.2}
 TARGET_S = 500          # what the default plan may take, all in (the gpu_check stage allows 560)
+TUNE_DEADLINE = 0.75    # of TARGET_S: past it the default plan tunes no further (the timing phase must still
+                        # fit: a run killed before it writes no results at all)
 BAR_WEIGHT = 1.5        # time per shape of a shape a bar names, relative to the others
 RERANK = 3              # configs per template re-timed in the bench process (the database's fastest)
 
@@ -357,7 +359,10 @@ def _launchable(spec, binary, inputs, out, on_device):
 
 def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model", out_dir="bench/results",
                   db_path=None, console=None, time_per_shape_s: float | None = None, rerank: int = RERANK,
-                  split: dict | None = None, op: str = "hgemm"):
+                  split: dict | None = None, op: str = "hgemm", tune_deadline_s: float | None = None):
+    """tune_deadline_s: seconds from the start after which no tuning starts or goes on (default: with the
+    default plan, TUNE_DEADLINE x TARGET_S; with --time-per-shape, none); shapes left are timed with what
+    the database holds and their default."""
     import time
 
     import torch
@@ -385,10 +390,18 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
             log(f"hgemm bench: {len(workloads)} shapes, estimated {est:.0f} s in all; per template "
                 + ", ".join(f"{f}: {sum(b[f].time_s for b in budgets.values() if f in b):.0f} s"
                             for f in SPLIT))
+            if tune_deadline_s is None and time_per_shape_s is None:
+                tune_deadline_s = TUNE_DEADLINE * TARGET_S
+            cut = []
             for w in workloads:
                 for fam_name, b in budgets[w.key].items():
                     t = template_named(fam_name)
                     build = runner.build_id(t)
+                    left = math.inf if tune_deadline_s is None else tune_deadline_s - (time.perf_counter() - t_start)
+                    if left <= 0:
+                        cut.append(f"{w.shape_str} {fam_name}")
+                        tuned[(w.key, fam_name)] = None
+                        continue
                     # the default and the seeds first: the model learns from them, the re-rank sees them
                     held = db.measured(w.key, device.key, t.family, build=build)
                     todo = [c for c in first_configs(t, w, device) if config_hash(c) not in held]
@@ -396,7 +409,7 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
                         db.add(w.key, device.key, t.family, c, m, versions(runner.name), build=build)
                     try:
                         res = tune(w, t, runner, db, strategy=strategy, trials=b.trials, builder=builder, seed=1,
-                                   time_budget_s=b.time_s, batch=b.batch)
+                                   time_budget_s=min(b.time_s, left), batch=b.batch)
                     except Exception as e:
                         log(f"tune {w.shape_str} {fam_name} failed: {err_text(e)[-300:]}")
                         tuned[(w.key, fam_name)] = None
@@ -407,6 +420,9 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
                     best = f"{res.best.median_us:.2f} us" if res.best else "no config passed"
                     log(f"tuned {w.shape_str} {fam_name}: {best} after {res.total_trials} trials "
                         f"({res.measured_now} now, {res.elapsed_s:.1f} s of {b.time_s:.1f}) {res.statuses}")
+            if cut:
+                log(f"[yellow]tuning deadline ({tune_deadline_s:.0f} s) passed: {len(cut)} template-shapes not tuned "
+                    f"(timed with their default only): {', '.join(cut)}")
         log(f"tuning done at {time.perf_counter() - t_start:.0f} s")
 
         dev = Device(0)
@@ -445,6 +461,8 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
                         _checked(lambda: run(stream), w, out, ref, bound, f"config for {w.key}")
                         return timer.summary(lambda: run(stream))["median_us"]
                     best = res.best_config if res is not None else None
+                    if f"{w.shape_str} {fam_name}" in cut:      # past the deadline: its default stands in
+                        best, tr["not_tuned"] = t.default_config(w, device), "tuning deadline passed"
                     if best is not None and rerank > 1:
                         try:
                             best, tr["rerank"] = rerank_configs(w, t, device, db, best, builder, rerank, time_config)
@@ -489,7 +507,8 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
                 path = write_results(op, device, rows, summarize_rows(rows), out_dir,
                                      {"tuning": {"strategy": strategy, "rerank": rerank, "split": split or SPLIT,
                                                  "time_per_shape_s": time_per_shape_s,
-                                                 "estimated_run_s": round(est, 1)},
+                                                 "estimated_run_s": round(est, 1),
+                                                 "tune_deadline_s": tune_deadline_s, "not_tuned": cut},
                                       "shapes_planned": [x.shape_str for x in workloads],
                                       "elapsed_s": round(time.perf_counter() - t_start, 1)}, path=path)
                 torch.cuda.empty_cache()      # the pool buffers of this shape go when the next rebinds them
