@@ -185,7 +185,8 @@ def cmd_tune_dynamic(args) -> int:
                               **{n: getattr(args, n, None) for n in family_options()})
     res = api.tune_dynamic(dw, runner=args.runner, db=args.db, rounds=args.rounds, per_round=args.per_round,
                            max_kernels=args.kernels, seed=args.seed, jobs=args.jobs, build=args.build,
-                           templates=args.templates.split(",") if args.templates else None,
+                           templates=(args.templates.split(",") if args.templates
+                                      else ["hgemm_dyn"] if args.export else None),
                            on_start=lambda note: console.print(note),
                            on_progress=lambda h: console.print(
                                f"round {h['round'] + 1}: {h['measured']} micro-kernels probed, weighted best "
@@ -590,8 +591,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--build", action="store_true", help="compile each micro-kernel with NVRTC for its register "
                    "count even with the synthetic runner")
     s.add_argument("--templates", default=None, metavar="hgemm_dyn,hgemm_wgmma",
-                   help="micro-kernel templates sampled (default hgemm_dyn; with hgemm_wgmma on sm_90 once "
-                   "ops.hgemm.WGMMA_IN_AUTO is on); a result with wgmma kernels has no .cu export")
+                   help="micro-kernel templates sampled (default: hgemm_dyn, with hgemm_wgmma on an sm_90 GPU; "
+                   "with --export hgemm_dyn only, since a result with wgmma kernels has no .cu export)")
     s.set_defaults(fn=cmd_tune_dynamic)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")

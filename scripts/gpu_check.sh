@@ -19,6 +19,8 @@
 #   bash scripts/gpu_check.sh timings    # the timings of `persistent` and `prefill-wgmma` without their tests (~210 s)
 #   bash scripts/gpu_check.sh dynamic    # issue 16's DietCode bench, quick and bounded (at most 480 s; rows kept
 #                                        # in dynamic-partial.json as each workload finishes)
+#   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
+#                                        # finished shapes kept in model-transfer-partial.json)
 #   bash scripts/gpu_check.sh persistent   # the persistent decode step (fp16): GPU tests vs the per-kernel
 #                                         # step, then llama3.2-1b tokens/s both ways (at most ~150 s)
 # Stages run in the order given.
@@ -95,8 +97,13 @@ timings)
   ;;
 dynamic)
   stage "DietCode bench (quick: one Llama and one BERT workload; 2 rounds of 8 micro-kernels)"
-  timeout 480 "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
+  timeout ${DYNAMIC_S:-480} "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
     --db "$OUT/dynamic.db" 2>&1 | tee "$OUT/bench-dynamic.log" | tail -20
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+transfer)
+  stage "transfer: 8 unseen GEMV shapes, zero-trial / 32 / 512 trials (issue 17)"
+  timeout ${TRANSFER_S:-540} "$PY" -m autosched.benchmarks.transfer --gpu --out "$OUT" 2>&1 | tee "$OUT/bench-transfer.log" | tail -14
   echo "rc=${PIPESTATUS[0]}"
   ;;
 bench-gemv)

@@ -64,6 +64,7 @@ class Harness:
     tune_instance: Callable
     time_dispatched: Callable
     cublas_us: Callable
+    templates: tuple = ()       # the micro-kernel templates of the dynamic run (for the record)
 
 
 def dispatcher_overhead_ns(dispatcher, ms, repeat: int = 20000) -> float:
@@ -128,7 +129,7 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
     return rows, summary
 
 
-def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12):
+def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool = True):
     """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
     the tuner's protocol), the dispatched kernel timed through the same runner, cuBLAS through torch
     in this process under the protocol's Timer."""
@@ -139,19 +140,25 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12):
     from autosched.registry import templates_for
     from autosched.templates.hgemm_dyn import HgemmDynTemplate
     from autosched.tuner import tune
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
     db, builder, runner = Database(db_path), Builder(), GpuRunner()
-    dyn_t = HgemmDynTemplate()
+    # the micro-kernel templates: hgemm_dyn everywhere, and wgmma's where the GPU has it (sm_90), as the
+    # per-instance tuning searches every registry template, wgmma included
+    cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else [])
+    cands = [t for t in cands if getattr(t, "device_refuses", lambda d: None)(runner.device_info) is None]
+    dyn_t = {t.family: t for t in cands}
 
     def dyn(dw):
-        return tune_dynamic(dw, dyn_t, runner, db, rounds=rounds, per_round=per_round, builder=builder)
+        return tune_dynamic(dw, cands if len(cands) > 1 else cands[0], runner, db, rounds=rounds,
+                            per_round=per_round, builder=builder)
 
     def inst(w, budget):
         r = tune(w, None, runner, db, strategy="evolutionary-model", trials=budget, builder=builder, seed=1)
         return r.best_template, r.best_knobs, (r.best.median_us if r.best else float("nan"))
 
     def dispatched(dw, res, M):
-        m = runner.measure(res.dispatcher.spec(dw.at(M), dyn_t, runner.device_info), builder.submit(
-            res.dispatcher.spec(dw.at(M), dyn_t, runner.device_info)))
+        spec = res.dispatcher.spec(dw.at(M), dyn_t, runner.device_info)
+        m = runner.measure(spec, builder.build(spec))
         return m.median_us if m.ok else float("nan")
 
     def cublas(w):
@@ -172,20 +179,21 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12):
         finally:
             timer.close()
 
-    return Harness(runner.device_info, dyn, inst, dispatched, cublas), (db, builder, runner)
+    return Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t)), (db, builder, runner)
 
 
 def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,
-                  rounds: int = 4, per_round: int = 12, sampled: int = SAMPLED):
+                  rounds: int = 4, per_round: int = 12, sampled: int = SAMPLED, wgmma: bool = True):
     from autosched.benchmarks.common import write_results
     log = console.print if console else print
-    h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round)
+    h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round, wgmma=wgmma)
     try:
         partial = Path(out_dir) / "dynamic-partial.json"
         partial.parent.mkdir(parents=True, exist_ok=True)
         rows, summary = run(h, workloads(quick), log, sampled=sampled,
                             on_row=lambda rs: partial.write_text(json.dumps(rs, indent=1, default=str)))
-        summary["settings"] = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled}
+        summary["settings"] = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
+                               "micro_kernel_templates": sorted(h.templates)}
     finally:
         for c in reversed(closers):
             c.close()
@@ -203,10 +211,13 @@ if __name__ == "__main__":
     p.add_argument("--db", default=None)
     p.add_argument("--rounds", type=int, default=4, help="search rounds of the dynamic run (default 4)")
     p.add_argument("--per-round", type=int, default=12, help="micro-kernels probed a round (default 12)")
+    p.add_argument("--no-wgmma", action="store_true",
+                   help="micro-kernels of hgemm_dyn (mma.sync) only, also on an sm_90 GPU")
     p.add_argument("--sampled", type=int, default=SAMPLED,
                    help=f"untuned Ms per workload, each also tuned on its own (default {SAMPLED})")
     a = p.parse_args()
     for name in ("rounds", "per_round", "sampled"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
-    run_benchmark(a.quick, a.out, a.db, rounds=a.rounds, per_round=a.per_round, sampled=a.sampled)
+    run_benchmark(a.quick, a.out, a.db, rounds=a.rounds, per_round=a.per_round, sampled=a.sampled,
+                  wgmma=not a.no_wgmma)

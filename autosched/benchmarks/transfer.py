@@ -190,11 +190,15 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
             rows.append(row)
             if on_row:
                 on_row(row)
+            # a run cut short keeps the shapes it finished
+            _write({"partial": True, "rows": rows}, out_dir, "model-transfer-partial.json")
     doc = _doc("model-transfer", device, rows, trials, {
         "runner": "gpu", "machine": device.name,
         "method": "8 GEMV shapes of public model families that no shipped recording holds; the model learned "
                   "from every shipped recording of this device key; searches from a fresh database"})
-    return _write(doc, out_dir, f"model-transfer-{device.name.replace(' ', '_')}-{doc['date']}.json")
+    path = _write(doc, out_dir, f"model-transfer-{device.name.replace(' ', '_')}-{doc['date']}.json")
+    (Path(out_dir) / "model-transfer-partial.json").unlink(missing_ok=True)
+    return path
 
 
 def _write(doc: dict, out_dir, name: str) -> Path:

@@ -73,12 +73,15 @@ def test_prefill_kernels_compile_without_spills(h100, cfg, tmp_path):
             assert binary.resources.spills == 0, (spec.name_expression, binary.resources)
 
 
-def test_describe_says_how_each_matmul_is_served(h100, tmp_path):
+def test_describe_says_how_each_matmul_is_served(h100, tmp_path, monkeypatch):
     p = BatchedPrefill(STORIES15M, "q4f16_1", h100, db_path=tmp_path / "none.db")
     text = p.describe()
     assert text[0] == "prefill (batched, q4f16_1 dequantized per layer into an fp16 scratch; stepwise up to 4 tokens):"
     assert [t.split()[0] for t in text[1:]] == ["qkv", "o", "gate_up", "down", "cls"]
-    assert "qkv 864x288 fp16 GEMM: default hgemm_dyn (mma) configs by M" in text[1]
-    # a 256-token context needs only the ladder's first two rungs
+    assert "qkv 864x288 fp16 GEMM: default hgemm_wgmma (wgmma) configs by M (M<=256 wgmma 64x64" in text[1]
+    # wgmma off (the environment's switch): hgemm_dyn, whose ladder's first two rungs cover a 256-token context
+    monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "0")
+    p = BatchedPrefill(STORIES15M, "q4f16_1", h100, db_path=tmp_path / "none.db")
+    assert "qkv 864x288 fp16 GEMM: default hgemm_dyn (mma) configs by M" in p.describe()[1]
     assert all(len(g.configs) == 2 for g in p.gemm.values())
     assert set(STEPWISE_UP_TO) == set(PREFILL_FORMATS)

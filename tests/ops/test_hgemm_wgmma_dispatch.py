@@ -20,9 +20,11 @@ def a100(h100):
     return dataclasses.replace(h100, name="NVIDIA A100-SXM4-80GB", cc=(8, 0), sm_count=108)
 
 
-def test_the_switch_keeps_auto_on_mma_until_verified(h100, monkeypatch):
+def test_the_switch_puts_auto_on_wgmma_and_the_environment_overrides_it(h100, monkeypatch):
     monkeypatch.delenv("AUTOSCHED_WGMMA_IN_AUTO", raising=False)
-    assert H.WGMMA_IN_AUTO is False           # flip after `gpu_check.sh prefill-wgmma` passes
+    assert H.WGMMA_IN_AUTO is True            # flipped after the prefill-wgmma GPU stage passed (2026-11-23)
+    assert resolve_backend("auto", 4096, 4096, "fp16", h100) == "hgemm_wgmma"
+    monkeypatch.setattr(H, "WGMMA_IN_AUTO", False)
     assert resolve_backend("auto", 4096, 4096, "fp16", h100) == "hgemm_dyn"
     assert resolve_backend("wgmma", 4096, 4096, "fp16", h100) == "hgemm_wgmma"
     assert resolve_backend("mma", 4096, 4096, "fp16", h100) == "hgemm_dyn"
@@ -44,8 +46,11 @@ def test_refusals_name_the_reason(h100, a100, monkeypatch):
         HgemmDispatch(4100, 4096, h100, backend="wgmma")
     with pytest.raises(ValueError, match="reads fp16 only, not bf16"):
         resolve_backend("mma", 4096, 4096, "bf16", h100)
+    assert resolve_backend("auto", 4096, 4096, "bf16", h100) == "hgemm_wgmma"
+    monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "0")       # mma reads fp16 only: bf16 then has no backend
     with pytest.raises(ValueError, match="not in auto until verified"):
         resolve_backend("auto", 4096, 4096, "bf16", h100)
+    monkeypatch.delenv("AUTOSCHED_WGMMA_IN_AUTO")
     with pytest.raises(ValueError, match="cannot serve it here"):
         resolve_backend("auto", 4096, 4096, "bf16", a100)
     with pytest.raises(ValueError, match="backend must be one of auto, wgmma, mma"):
