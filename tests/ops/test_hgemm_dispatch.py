@@ -28,7 +28,8 @@ def full(h100):
     return _tuned(h100, "Mx4096x4096_bt", (1, 4096))
 
 
-def test_the_ladder_serves_every_m_without_an_artifact(h100):
+def test_the_ladder_serves_every_m_without_an_artifact(h100, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "0")      # the mma ladder (wgmma's: test_hgemm_wgmma_dispatch)
     g = HgemmDispatch(4096, 4096, h100)
     assert len(g.configs) == 3 and g.result is None
     for M, rung in ((1, 0), (64, 0), (65, 1), (256, 1), (257, 2), (4096, 2)):
@@ -61,7 +62,8 @@ def test_a_result_covering_the_range_dispatches_every_m(h100, full):
     assert (time.perf_counter() - t0) / 20000 < 20e-6
 
 
-def test_m_outside_the_artifacts_range_falls_back_to_the_ladder(h100):
+def test_m_outside_the_artifacts_range_falls_back_to_the_ladder(h100, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "0")      # the mma ladder (wgmma's: test_hgemm_wgmma_dispatch)
     part = _tuned(h100, "Mx768x768_bt", (16, 2048), step=16)
     g = HgemmDispatch(768, 768, h100, result=part, m_max=4096)
     n = len(part.kernels)
