@@ -63,18 +63,19 @@ def zero_trial(w, template, device, samples, configs: list[dict]) -> tuple[dict 
     return cfg, us
 
 
-def tuned_best(w, template, runner, recordings, trials: int, seed: int = 0) -> tuple[float | None, int]:
+def tuned_best(w, template, runner, recordings, trials: int, seed: int = 0, builder=None) -> tuple[float | None, int]:
     """(best median us, trials run) of a model-guided search of `trials` configs from a fresh
     database (nothing of this shape known), learning from `recordings` of the other shapes."""
     from autosched.database import Database
     from autosched.tuner import tune
     with tempfile.TemporaryDirectory() as d, Database(Path(d) / "db") as db:
-        res = tune(w, template, runner, db, strategy="model", trials=trials, seed=seed, recordings=recordings)
+        res = tune(w, template, runner, db, strategy="model", trials=trials, seed=seed, recordings=recordings,
+                   builder=builder)
     return (res.best.median_us if res.best else None), res.trials
 
 
 def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIALS, seed: int = 0,
-             measure=None) -> dict:
+             measure=None, builder=None) -> dict:
     """One shape's row.  others: Recordings of the other shapes (what is known); configs: where the
     zero-trial pick is chosen (a replay: the recorded ones; a GPU: the whole space); measure(cfg) ->
     us of one config (default: through `runner`)."""
@@ -85,8 +86,12 @@ def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIA
     def us(cfg):
         if measure is not None:
             return measure(cfg)
-        [m] = measure_configs(w, template, runner, [cfg])
+        [m] = measure_configs(w, template, runner, [cfg], builder)
+        if not m.ok:
+            failed.append(f"{m.status}: {str(getattr(m, 'error', '') or '')[:200]}")
         return m.median_us if m.ok else None
+
+    failed: list[str] = []
 
     t0 = time.perf_counter()
     row = {"N": w.N, "K": w.K, "workload": w.key, "shapes_learned_from": len(others)}
@@ -95,8 +100,12 @@ def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIA
     row["zero_trial_us"] = us(cfg) if cfg is not None else None
     row["default_us"] = us(template.default_config(w, device))
     for n in trials:
-        row[f"trials{n}_us"], row[f"trials{n}_ran"] = tuned_best(w, template, runner, others, n, seed)
+        row[f"trials{n}_us"], row[f"trials{n}_ran"] = tuned_best(w, template, runner, others, n, seed, builder)
     top = row[f"trials{max(trials)}_us"]
+    if failed:
+        row["failed"] = failed
+    if top is None:       # no config measured: say so, a row of n/a would hide why
+        row["error"] = f"no config of the {max(trials)}-trial search measured ok" + (f" ({failed[0]})" if failed else "")
     for name in ("zero_trial", "default", *(f"trials{n}" for n in trials)):
         t = row[f"{name}_us"]
         row[f"{name}_vs_{max(trials)}"] = top / t if (top and t) else None
@@ -174,8 +183,10 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
     from autosched.templates import GemvQ4F16Template
     from autosched.workloads import GemvQ4F16
     t = GemvQ4F16Template()
+    from autosched.build import Builder
     rows = []
-    with GpuRunner() as runner:
+    # the GPU runner launches compiled binaries: without a builder every config fails unmeasured
+    with GpuRunner() as runner, Builder() as builder:
         device = runner.device_info
         others = recordings_of(device.key, t.family)
         if not others:
@@ -185,7 +196,7 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
             held = {r.workload_key for r in others}
             if w.key in held:
                 raise ValueError(f"{w.key} is recorded: not an unseen shape")
-            row = evaluate(w, t, runner, others, t.space(w, device).enumerate(), trials, seed)
+            row = evaluate(w, t, runner, others, t.space(w, device).enumerate(), trials, seed, builder=builder)
             row["model"] = source
             rows.append(row)
             if on_row:
