@@ -200,7 +200,13 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
         json.dumps(c, sort_keys=True) for c in cfgs)
     assert eng.mm["qkv"].choice.config == min(in_step, key=lambda cu: cu[1])[0].config
     assert "fastest of 3 in the decode step" in eng.mm["qkv"].choice.source
-    assert eng.verification["o"][1] == [] and "o" not in eng.step_verification   # one candidate: nothing to time
+    # "o" has no database rows: its candidates are the transfer model's predictions (issue 17's "predicted"
+    # source; measured on the H100 2026-11-23, 4 of them besides the default), timed like any others
+    _, o_isolated = eng.verification["o"]
+    assert all(us > 0 for _, us in o_isolated)
+    assert all("database" not in c.source for c, _ in o_isolated)
+    if o_isolated:
+        assert eng.mm["o"].choice.config in [c.config for c, _ in o_isolated]
     ref = ReferenceDecoder(CFG, quantized_model(weights, "q4f16_1"))
     assert run_both(eng, ref, TOKENS) < TOL["q4f16_1"]
 
