@@ -70,7 +70,7 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
     micro-kernel with NVRTC for its register count even where the runner needs no binary.
     templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma"); default hgemm_dyn,
-    plus hgemm_wgmma on an sm_90 GPU once ops.hgemm.WGMMA_IN_AUTO is flipped (a result holding wgmma
+    plus hgemm_wgmma on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO is on (a result holding wgmma
     kernels is served by the wgmma backend only, and its .cu export is refused)."""
     from autosched.build import Builder
     from autosched.dynamic.export import save_result

@@ -16,8 +16,8 @@ leaves the engine where T steps would have: pos = pos0 + T, the greedy next toke
 The matrices are the decode step's own (engine/weights.py: norm weights folded in, gate and up
 interleaved by row, so gu holds (gate j, up j) at columns (2j, 2j+1)).  The GEMMs run on
 ops.HgemmDispatch: the DietCode dispatcher where a dynamic tuning artifact exists for the (N, K),
-else the backend's rule-based configs by M; backend "auto" (hgemm_dyn until ops.hgemm.WGMMA_IN_AUTO
-is flipped), "wgmma" (hgemm_wgmma, sm_90) or "mma" (hgemm_dyn).  describe() says which, per matmul.
+else the backend's rule-based configs by M; backend "auto" (hgemm_wgmma where it serves, sm_90 and
+N % 8 == 0, else hgemm_dyn; ops.hgemm.WGMMA_IN_AUTO), "wgmma" (hgemm_wgmma) or "mma" (hgemm_dyn).  describe() says which, per matmul.
 
 Weight formats.  fp16: the GEMM reads the step's fp16 matrices as they are.  q4f16_1 and int8:
 each matrix is dequantized, layer by layer, into one fp16 scratch (N, K) (dequant_q4 reads the

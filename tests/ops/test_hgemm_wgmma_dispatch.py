@@ -48,7 +48,7 @@ def test_refusals_name_the_reason(h100, a100, monkeypatch):
         resolve_backend("mma", 4096, 4096, "bf16", h100)
     assert resolve_backend("auto", 4096, 4096, "bf16", h100) == "hgemm_wgmma"
     monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "0")       # mma reads fp16 only: bf16 then has no backend
-    with pytest.raises(ValueError, match="not in auto until verified"):
+    with pytest.raises(ValueError, match="is switched off here"):
         resolve_backend("auto", 4096, 4096, "bf16", h100)
     monkeypatch.delenv("AUTOSCHED_WGMMA_IN_AUTO")
     with pytest.raises(ValueError, match="cannot serve it here"):
