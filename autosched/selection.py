@@ -95,8 +95,11 @@ def _templates(workload) -> list:
 
 
 def default_candidate(workload, device, source: str = "default") -> Candidate:
-    """The rule-based default of the workload's first template (the registry's order)."""
-    t = _templates(workload)[0]
+    """The rule-based default of the first template (the registry's order) that claims the default
+    on this device (Template.default_on), else of the first: on an sm_90 GPU hgemm's is wgmma's
+    (95% of cuBLAS untuned at 4096^3 on the H100, against 31% for mma.sync, the first listed)."""
+    ts = _templates(workload)
+    t = next((t for t in ts if t.default_on(device)), ts[0])
     return Candidate(t.family, t.default_config(workload, device), source)
 
 

@@ -2,8 +2,8 @@
 
     python scripts/recordings_from_db.py DB DEVICE_JSON OUT_DIR [DATE]
 
-DEVICE_JSON is the DeviceInfo the GPU reported (autosched.device.query().to_json()); only rows
-with that device key are taken.  A recording already at the output path is merged into: its
+DEVICE_JSON is the DeviceInfo the GPU reported (autosched.device.query().to_json(), or a bench
+results file, whose "device_info" it is); only rows with that device key are taken.  A recording already at the output path is merged into: its
 configs stay, and the database's measurement wins where both have one (the newer run).
 """
 import datetime
@@ -15,20 +15,33 @@ from autosched.database import Database
 from autosched.device import DeviceInfo
 from autosched.measure.protocol import Protocol
 from autosched.measure.recording import Recording, recording_from_db
-from autosched.registry import templates_for
+from autosched.registry import template_named
 from autosched.workloads import workload_from_key
 
 
 def main(db_path, device_json, out_dir, date=None):
-    device = DeviceInfo.from_json(json.loads(Path(device_json).read_text()))
+    doc = json.loads(Path(device_json).read_text())
+    device = DeviceInfo.from_json(doc.get("device_info", doc))
     date = date or datetime.date.today().isoformat()
     with Database(db_path) as db:
         for wkey, dkey, family, n in db.workloads(device.key):
             w = workload_from_key(wkey)
-            t = templates_for(w)[0]
+            t = template_named(family)      # a family of several templates records each on its own
+            # the build the GPU measured: this source, compiled by the GPU machine's NVRTC (which may
+            # differ from this machine's); none of this source: the rows timed older kernels, skipped
+            from collections import Counter
+
+            from autosched.build import build_id
+            src = build_id(t).split("/")[0]
+            builds = Counter(r.build for r in db.measured(wkey, dkey, family).values()
+                             if r.build and r.build.split("/")[0] == src)
+            if not builds:
+                print(f"{wkey} {family}: no rows of this source ({src}); skipped")
+                continue
             rec = recording_from_db(db, w, t, device, Protocol().to_json(),
                                     {"runner": "gpu", "source": "the configs earlier GPU tuning runs measured: random, "
-                                     "then model-guided search"}, date)
+                                     "then model-guided search"}, date,
+                                    build=builds.most_common(1)[0][0])
             out = Path(out_dir) / f"{family}-{w.shape_str}-{device.name.replace(' ', '_')}.json.gz"
             if out.exists():
                 old = Recording.load(out)

@@ -302,3 +302,18 @@ def test_engine_gemv_candidates_rank_and_pair_rows(h100, tmp_path):
     assert [c.config for c in out["gate_up"]] == even and all(c.source == "database" for c in out["gate_up"])
     assert all(len(cs) == 1 and cs[0].source == "default" and cs[0].template == t.family
                for nm, cs in out.items() if nm not in ("gate_up",) and matmul_shapes(cfg)[nm] != (n, k))
+
+
+def test_hgemm_default_is_wgmma_where_it_runs_else_mma(h100):
+    """The family default is the first template that claims it on the device: wgmma on sm_90
+    (95% of cuBLAS untuned on the H100), mma.sync (listed first) on an sm_80 GPU."""
+    import dataclasses
+
+    from autosched.selection import default_candidate
+    from autosched.workloads import Hgemm
+    a100 = dataclasses.replace(h100, name="NVIDIA A100-SXM4-80GB", cc=(8, 0), sm_count=108)
+    w = Hgemm.from_shape("4096x4096x4096")
+    assert default_candidate(w, h100).template == "hgemm_wgmma"
+    assert default_candidate(w, a100).template == "hgemm_mma"
+    # a layout wgmma does not serve (the blocked one): the first template that serves it
+    assert default_candidate(Hgemm.from_shape("4096x4096x4096_bb"), h100).template == "hgemm_wmma"

@@ -128,6 +128,12 @@ class Template:
             return f"{self.family} serves {self.workload_name}, not {workload.name}"
         return None
 
+    def default_on(self, device) -> bool:
+        """Whether this template's rule-based default should be its family's on `device`, ahead of
+        the templates listed before it (selection.default_candidate): False unless a template knows
+        it is the fastest where it runs."""
+        return False
+
     def space(self, workload, device):
         raise NotImplementedError
 
