@@ -15,9 +15,9 @@ its best so far (so that small Ms, whose TFLOP/s are tiny, weigh as much as larg
 not yet measured are measured (two probes each) and the models refit.  Then the fewest measured
 micro-kernels that serve the instances (greedy, each added while it raises the weighted share of the
 best predicted throughput; then, whatever that costs in kernels, until no instance is predicted slower
-than the seed its ladder serves it with) are selected, each instance is measured with its kernel (predictions off by more than
-`tolerance` are reported), the correction is fitted on those measurements, and a decision tree learns
-M -> kernel over the whole range.
+than the seed its ladder serves it with) are selected, each instance is measured with its kernel
+(predictions off by more than `tolerance` are reported), the correction is fitted on those
+measurements, and a decision tree learns M -> kernel over the whole range.
 """
 
 from __future__ import annotations

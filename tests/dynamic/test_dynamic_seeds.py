@@ -141,3 +141,26 @@ def test_wave_model_of_a_small_m_counts_one_partial_wave(h100):
     M_two = 128 * (-(-(per_wave + 1) // 32))                       # just past one full wave
     two = model.predict_us([mk], [M_two])[0, 0]
     assert two == pytest.approx(mk.probes[g2] + mk.probes[g1])
+
+
+def test_first_round_ranks_small_m_tiles_too(h100):
+    """With nothing measured (no seeds), round 0 ranks by each instance's share of its best guess:
+    raw TFLOP/s would rank by the large Ms alone and probe only large tiles (what the H100 run of
+    2026-11-23 did: no tile under 128 rows, 61 us at M = 10 against 30 for a 64-row one)."""
+    dw = _dw()
+
+    class FirstBatch(SyntheticRunner):
+        def __init__(self, device):
+            super().__init__(device)
+            self.batches = []
+
+        def measure_stream(self, items):
+            items = list(items)
+            self.batches.append([dict(spec.config)["bm"] for _, spec, _ in items])
+            yield from super().measure_stream(items)
+
+    for seed in range(4):
+        r = FirstBatch(h100)
+        tune_dynamic(dw, list(BOTH), r, None, rounds=1, per_round=8, seed=seed, seeds=False)
+        first = [bm for batch in r.batches[:-1] for bm in batch]       # round 0's probes (the last: verification)
+        assert min(first) <= 64, (seed, first)
