@@ -192,7 +192,8 @@ def cmd_tune_dynamic(args) -> int:
                                f"round {h['round'] + 1}: {h['measured']} micro-kernels probed, weighted best "
                                f"{h['weighted_tflops_best']:.1f} TFLOP/s over {len(dw.instances)} instances"))
     table = Table(title=f"{dw.key}: {len(res.kernels)} micro-kernels of {res.measured} probed "
-                        f"({res.elapsed_s:.1f} s, {res.measurements} measurements)")
+                        f"({res.seeds} of them the ladders' seeds) "
+                        f"in {res.elapsed_s:.1f} s, {res.measurements} measurements")
     for col in ("M", "weight", "kernel", "predicted us", "measured us", "error"):
         table.add_column(col, justify="right")
     for v in res.verification:

@@ -6,8 +6,20 @@ the dispatcher's host overhead per call.  JSON: bench/results/dynamic-<device>-<
     python -m autosched.benchmarks.dynamic [--quick]          # on the GPU
 
 Budgets: each per-instance tuning gets as many measurements as the whole dynamic run took (its
-probes and verification), so the tuning-time ratio is measured at equal search effort per shape.
-Per-instance tuning searches the registry's static hgemm templates (those `autosched tune` uses).
+probes, the seeds' included, and verification), so the tuning-time ratio is measured at equal search
+effort per shape; each row records both counts (dynamic_measurements, and per_instance_trials of
+every untuned M).  Per-instance tuning searches the registry's static hgemm templates (those
+`autosched tune` uses).
+
+Cold starts: every tuning, the dynamic run of each workload and each per-instance one alike, starts
+as a user tuning that alone would: its own fresh database and a Builder whose compile cache
+(build.BuildCache) is a fresh folder, all under one temporary directory removed at the end.  Shared,
+a per-instance run would reuse what the dynamic run (or an earlier per-instance run) compiled and
+measured: an hgemm binary does not depend on M (nor a wgmma one on the shape), so its builds would
+be free.  The GPU runner's worker processes are started once, before any timing, and shared (the
+same for both sides).  The dispatched kernels are timed through a third builder, also on a fresh
+cache, outside every timed tuning.  `--db PATH`: the dynamic runs' databases are kept beside PATH,
+one a workload (PATH's stem + the shape), each new.
 
 Summary keys: tuning_time_speedup (the worst workload's), untuned_geomean_vs_per_instance,
 geomean_vs_cublas_m_le_256, dispatcher_overhead_ns, and prefill_2048_speedup_vs_stepwise (None
@@ -58,7 +70,7 @@ def untuned_sample(dw: DynamicWorkload, n: int = SAMPLED, seed: int = 0) -> list
 @dataclass
 class Harness:
     """What the benchmark measures with.  tune_dynamic(dw) -> DynamicResult; tune_instance(w, budget)
-    -> (template family, config, us); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or None."""
+    -> (template family, config, us[, trials]); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or None."""
     device: object
     tune_dynamic: Callable
     tune_instance: Callable
@@ -96,18 +108,21 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
         for M in untuned_sample(dw, sampled):
             w = dw.at(M)
             t1 = time.perf_counter()
-            fam, cfg, inst_us = h.tune_instance(w, budget)
+            got = h.tune_instance(w, budget)
             tune_s = time.perf_counter() - t1
+            fam, cfg, inst_us = got[:3]
+            trials = got[3] if len(got) > 3 else None
             disp_us = h.time_dispatched(dw, res, M)
             cub = h.cublas_us(w)
             per.append({"M": M, "per_instance_template": fam, "per_instance_config": cfg,
-                        "per_instance_us": inst_us, "per_instance_tune_s": tune_s,
+                        "per_instance_us": inst_us, "per_instance_tune_s": tune_s, "per_instance_trials": trials,
                         "dispatched_kernel": res.dispatcher(M), "dispatched_us": disp_us, "cublas_us": cub,
                         "vs_per_instance": inst_us / disp_us if disp_us else None,
                         "vs_cublas": cub / disp_us if (cub and disp_us) else None})
         per_total = sum(p["per_instance_tune_s"] for p in per)
         row = {"workload": dw.key, "shape": dw.shape_str, "range": [dw.lo, dw.hi], "step": dw.step,
                "instances": list(dw.instances), "dynamic_tune_s": dyn_s, "dynamic_measurements": res.measurements,
+               "dynamic_micro_kernels_probed": res.measured, "dynamic_seeds": getattr(res, "seeds", 0),
                "micro_kernels": [k.config for k in res.kernels], "verification": res.verification,
                "flagged": [v["M"] for v in res.flagged], "per_instance_budget": budget,
                "per_instance_tune_s": per_total, "tuning_time_speedup": per_total / dyn_s if dyn_s else None,
@@ -133,32 +148,57 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
     """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
     the tuner's protocol), the dispatched kernel timed through the same runner, cuBLAS through torch
     in this process under the protocol's Timer."""
-    from autosched.build import Builder
+    import tempfile
+
+    from autosched.build import BuildCache, Builder
     from autosched.database import Database
     from autosched.dynamic.tune import tune_dynamic
     from autosched.measure.gpu import GpuRunner
-    from autosched.registry import templates_for
     from autosched.templates.hgemm_dyn import HgemmDynTemplate
-    from autosched.tuner import tune
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
-    db, builder, runner = Database(db_path), Builder(), GpuRunner()
+    from autosched.tuner import tune
+    runner = GpuRunner()
+    scratch = _Scratch(tempfile.mkdtemp(prefix="autosched-bench-dynamic-"))
+    timing_builder = Builder(cache=BuildCache(scratch.path / "timing-build"))
     # the micro-kernel templates: hgemm_dyn everywhere, and wgmma's where the GPU has it (sm_90), as the
     # per-instance tuning searches every registry template, wgmma included
     cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else [])
     cands = [t for t in cands if getattr(t, "device_refuses", lambda d: None)(runner.device_info) is None]
     dyn_t = {t.family: t for t in cands}
 
+    def cold(label: str, db_file=None):
+        """A fresh database and a Builder on a fresh compile cache: a tuning started from nothing."""
+        d = Path(tempfile.mkdtemp(prefix=label + "-", dir=scratch.path))
+        if db_file is not None:                 # kept for the record, but new: no earlier run's probes
+            for x in ("", "-wal", "-shm", "-journal"):
+                Path(str(db_file) + x).unlink(missing_ok=True)
+        return Database(db_file or d / "tune.db"), Builder(cache=BuildCache(d / "build"))
+
     def dyn(dw):
-        return tune_dynamic(dw, cands if len(cands) > 1 else cands[0], runner, db, rounds=rounds,
-                            per_round=per_round, builder=builder)
+        db_file = None
+        if db_path is not None:
+            p = Path(db_path)
+            db_file = p.with_name(f"{p.stem}-{dw.shape_str}.db")
+        db, builder = cold("dynamic", db_file)
+        try:
+            return tune_dynamic(dw, cands if len(cands) > 1 else cands[0], runner, db, rounds=rounds,
+                                per_round=per_round, builder=builder)
+        finally:
+            builder.close()
+            db.close()
 
     def inst(w, budget):
-        r = tune(w, None, runner, db, strategy="evolutionary-model", trials=budget, builder=builder, seed=1)
-        return r.best_template, r.best_knobs, (r.best.median_us if r.best else float("nan"))
+        db, builder = cold("instance")
+        try:
+            r = tune(w, None, runner, db, strategy="evolutionary-model", trials=budget, builder=builder, seed=1)
+        finally:
+            builder.close()
+            db.close()
+        return r.best_template, r.best_knobs, (r.best.median_us if r.best else float("nan")), r.trials
 
     def dispatched(dw, res, M):
         spec = res.dispatcher.spec(dw.at(M), dyn_t, runner.device_info)
-        m = runner.measure(spec, builder.build(spec))
+        m = runner.measure(spec, timing_builder.build(spec))
         return m.median_us if m.ok else float("nan")
 
     def cublas(w):
@@ -179,7 +219,19 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         finally:
             timer.close()
 
-    return Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t)), (db, builder, runner)
+    return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t)),
+            (scratch, timing_builder, runner))
+
+
+class _Scratch:
+    """The temporary directory of the cold databases and caches; close() removes it."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def close(self) -> None:
+        import shutil
+        shutil.rmtree(self.path, ignore_errors=True)
 
 
 def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
 from autosched.templates.gemm_tiles import threads
-from autosched.templates.hgemm_dyn import blocks_per_sm
+from autosched.templates.hgemm_dyn import blocks_per_sm, launch_bounds_registers
 from autosched.templates.hgemm_mma import registers_needed, smem_bytes
 
 
@@ -93,7 +93,10 @@ def compile_report(template, config: dict, workload, device, builder=None) -> Co
         return CompileReport(t, regs, smem, spills, int(fits), source)
     t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
     smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)
-    regs, spills, source = registers_needed(c["wm"], c["wn"]), 0, "estimate"
+    # estimated: what the tiles need, as ptxas caps it under the kernel's __launch_bounds__ (the rest spills)
+    need = registers_needed(c["wm"], c["wn"])
+    regs = min(need, launch_bounds_registers(t, device))
+    spills, source = need - regs, "estimate"
     if builder is not None:
         b = builder.submit(template.render(workload, config, device)).result()
         if b.ok:

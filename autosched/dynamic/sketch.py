@@ -240,3 +240,25 @@ def unroll_of(family: str, config: dict) -> int:
 
 def describe_any(family: str, config: dict) -> str:
     return wgmma_describe(config) if family == WG else describe(config)
+
+
+# -- seeds: the rule-based configs --------------------------------------------------------------------
+
+def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int, int]]]]:
+    """(family, config, [(first M, last M), ...]) of the rule-based configs that ops.hgemm serves by
+    default over dw's range (templates/hgemm_ladder.py: hgemm_dyn's DEFAULT_LADDER, hgemm_wgmma's
+    wave-model ladder over WGMMA_CANDIDATES), for each of `templates` that has a ladder, each
+    config once with the Ms of the range it serves, and only those the template's space holds
+    for dw.largest.  Measured first, they make the search start from the known-good kernels and give
+    selection its floor: no instance served worse than its ladder's kernel."""
+    from autosched.space import config_hash
+    from autosched.templates.hgemm_ladder import served_configs
+    out: dict[tuple[str, str], tuple[str, dict, list]] = {}
+    for t in templates:
+        space = t.space(dw.largest, device)
+        for first, last, cfg in served_configs(t.family, space, dw.N, dw.lo, dw.hi, device.sm_count):
+            if not space.contains(cfg):
+                continue
+            key = (t.family, config_hash(cfg))
+            out.setdefault(key, (t.family, space.validate(cfg), []))[2].append((first, last))
+    return list(out.values())

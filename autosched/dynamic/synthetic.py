@@ -17,7 +17,7 @@ import hashlib
 from autosched.measure.result import Measurement, Status
 from autosched.measure.runner import Runner
 from autosched.templates.gemm_tiles import threads
-from autosched.templates.hgemm_dyn import blocks_per_sm, unroll
+from autosched.templates.hgemm_dyn import blocks_per_sm, launch_bounds_registers, unroll
 from autosched.templates.hgemm_mma import registers_needed, smem_bytes
 
 PEAK_SM_TFLOPS = 4.5          # mma.sync FP16 per SM at full occupancy (about 600 TFLOP/s on 132 SMs)
@@ -25,14 +25,20 @@ BANDWIDTH = 3.0e12            # B/s
 LAUNCH_US = 3.0
 
 
-def registers(config: dict) -> int:
+def registers_wanted(config: dict) -> int:
     return registers_needed(config["wm"], config["wn"]) + (6 if not config["local_pad"] else 0)
+
+
+def registers(config: dict, device) -> int:
+    """As ptxas would allocate: capped by the kernel's __launch_bounds__ (the rest spills)."""
+    c = config
+    return min(registers_wanted(c), launch_bounds_registers(threads(c["bm"], c["bn"], c["wm"], c["wn"]), device))
 
 
 def modelled_us(config: dict, M: int, N: int, K: int, b_col: int, device) -> float:
     c = config
     t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
-    regs = registers(c)
+    regs = registers(c, device)
     bps = blocks_per_sm(t, regs, smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], b_col), device)
     if bps < 1:
         return float("nan")
@@ -42,7 +48,7 @@ def modelled_us(config: dict, M: int, N: int, K: int, b_col: int, device) -> flo
     eff *= 0.85 if c["stages"] == 2 else 1.0
     eff *= 0.9 if c["pad"] == 0 else 1.0
     eff *= 0.93 if not c["local_pad"] else 1.0                 # predicates in the compute loop
-    eff *= 0.6 if regs > 200 else 1.0                           # spills
+    eff *= 0.6 if regs > 200 or regs < registers_wanted(c) else 1.0     # spills
 
     def wave_us(resident: int) -> float:
         # `resident` blocks share one SM: latency hiding grows with the warps it holds
@@ -114,7 +120,7 @@ class SyntheticRunner(Runner):
         if us != us:
             return Measurement(Status.LAUNCH_ERROR, error="too many resources for one block",
                                source="synthetic:model")
-        return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=registers(cfg),
+        return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=registers(cfg, self._device),
                            smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
 
     def measure_stream(self, items):

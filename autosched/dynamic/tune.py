@@ -5,13 +5,19 @@ evolutionary search -> selection -> verification -> decision tree.
     result.dispatcher(100)          # index of the micro-kernel for M = 100
     result.verification             # every tuning instance measured with its selected kernel
 
+Seeds: before the first round the rule-based configs that ops.hgemm serves over the range by default
+(sketch.seed_kernels: the templates' ladders) are measured like any micro-kernel, so the search starts
+from the known-good kernels, and they set selection's floor.
+
 Rounds: the population (jointly sampled sketches, then their mutations) is ranked by what the
-ProbeModel predicts it would add to the instances' weighted throughput; the best few not yet measured
-are measured (two probes each) and the models refit.  Then the fewest measured micro-kernels that
-serve the instances (greedy, each added while it raises the weighted share of the best predicted
-throughput) are selected, each instance is measured with its kernel (predictions off by more than
-`tolerance` are reported), the correction is fitted on those measurements, and a decision tree learns
-M -> kernel over the whole range.
+ProbeModel predicts it would add to the instances' weighted throughput, each instance's as a share of
+its best so far (so that small Ms, whose TFLOP/s are tiny, weigh as much as large ones); the best few
+not yet measured are measured (two probes each) and the models refit.  Then the fewest measured
+micro-kernels that serve the instances (greedy, each added while it raises the weighted share of the
+best predicted throughput; then, whatever that costs in kernels, until no instance is predicted slower
+than the seed its ladder serves it with) are selected, each instance is measured with its kernel
+(predictions off by more than `tolerance` are reported), the correction is fitted on those
+measurements, and a decision tree learns M -> kernel over the whole range.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ class DynamicResult:
     elapsed_s: float = 0.0
     measurements: int = 0                 # runner calls (probes and verification)
     history: list[dict] = field(default_factory=list)   # per round: measured, best weighted score
+    seeds: int = 0                        # of `measured`, the rule-based seeds (sketch.seed_kernels)
     artifact: object = None               # where front.tune_dynamic saved it (a Path); not in the JSON
 
     @property
@@ -57,7 +64,8 @@ class DynamicResult:
                 "runner": self.runner, "template": self.template, "build": self.build,
                 "kernels": [k.to_json() for k in self.kernels], "measured": self.measured,
                 "verification": self.verification, "dispatcher": self.dispatcher.to_json(),
-                "elapsed_s": self.elapsed_s, "measurements": self.measurements, "history": self.history}
+                "elapsed_s": self.elapsed_s, "measurements": self.measurements, "history": self.history,
+                "seeds": self.seeds}
 
     @classmethod
     def from_json(cls, d: dict) -> "DynamicResult":
@@ -65,7 +73,7 @@ class DynamicResult:
         return cls(DynamicWorkload.from_json(d["workload"]), d["device_key"], d["runner"], d["template"],
                    d["build"], [MicroKernel.from_json(k) for k in d["kernels"]], d["measured"], d["verification"],
                    Dispatcher.from_json(d["dispatcher"]), d.get("elapsed_s", 0.0), d.get("measurements", 0),
-                   d.get("history", []))
+                   d.get("history", []), d.get("seeds", 0))
 
 
 def coverage(P: np.ndarray, weights) -> float:
@@ -74,9 +82,12 @@ def coverage(P: np.ndarray, weights) -> float:
     return float(np.dot(weights, P.max(axis=0) / np.maximum(P.max(axis=0), 1e-30)))
 
 
-def select(P: np.ndarray, weights, max_kernels: int, min_gain: float = 0.002) -> list[int]:
+def select(P: np.ndarray, weights, max_kernels: int, min_gain: float = 0.002, floor=None) -> list[int]:
     """Greedy: rows of P (kernels x instances throughput) whose best per instance keeps the weighted
-    share of each instance's best highest; stops at `max_kernels` or when a kernel adds < min_gain."""
+    share of each instance's best highest; stops at `max_kernels` or when a kernel adds < min_gain.
+    `floor` (per instance, optional): then rows are added, past max_kernels if need be, until every
+    instance's best chosen throughput is at least its floor (each the row lifting the most weight of
+    instances still short to their floor; a floor no row reaches is ignored)."""
     best = P.max(axis=0)
     w = np.asarray(weights)
     chosen: list[int] = []
@@ -92,6 +103,17 @@ def select(P: np.ndarray, weights, max_kernels: int, min_gain: float = 0.002) ->
         chosen.append(i)
         cur = np.maximum(cur, P[i])
         score = s
+    if floor is not None:
+        floor = np.minimum(np.nan_to_num(np.asarray(floor, dtype=float), nan=0.0), best)
+        while True:
+            short = cur < floor
+            if not short.any():
+                break
+            lifts = [(float(np.dot(w, m)) + 1e-9 * float(m.sum()), i) for i in range(len(P)) if i not in chosen
+                     for m in [short & (P[i] >= floor)]]
+            _, i = max(lifts)
+            chosen.append(i)
+            cur = np.maximum(cur, P[i])
     return chosen
 
 
@@ -99,11 +121,31 @@ def _key(family: str, cfg: dict) -> str:
     return f"{family}:{config_hash(cfg)}"
 
 
+def ladder_floor(seeded, good, P: np.ndarray, insts) -> np.ndarray | None:
+    """Per instance, the predicted throughput (a row of P, whose rows are `good`) of the seed that
+    serves it on its template's ladder, the best over templates; 0 where no measured seed serves it.
+    None without seeds."""
+    if not seeded:
+        return None
+    row = {_key(mk.family, mk.config): i for i, mk in enumerate(good)}
+    floor = np.zeros(len(insts))
+    for fam, cfg, spans in seeded:
+        i = row.get(_key(fam, cfg))
+        if i is None:
+            continue            # failed to measure: sets no floor
+        for j, M in enumerate(insts):
+            if any(a <= M <= b for a, b in spans):
+                floor[j] = max(floor[j], P[i, j])
+    return floor
+
+
 def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: int = 12, population: int = 64,
                  generations: int = 3, max_kernels: int = 6, seed: int = 0, builder=None, local_pad=(1, 0),
-                 tolerance: float = TOLERANCE, on_progress=None) -> DynamicResult:
+                 tolerance: float = TOLERANCE, on_progress=None, seeds: bool = True) -> DynamicResult:
     """`template`: one Template or a list (hgemm_dyn and HgemmWgmmaDynTemplate): the template is then
-    a sketch dimension, each micro-kernel carries its family, and selection and the tree mix them."""
+    a sketch dimension, each micro-kernel carries its family, and selection and the tree mix them.
+    `seeds`: measure the templates' rule-based ladder configs first (besides the sampled sketches)
+    and select no instance slower than its ladder's kernel predicts."""
     t0 = time.perf_counter()
     device = runner.device_info
     templates = list(template) if isinstance(template, (list, tuple)) else [template]
@@ -124,17 +166,32 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     def draw() -> tuple[str, dict]:
         return sketch.sample_any(spaces, extents, rng, local_pad=rng.choice(local_pad))
 
+    # the seeds: measured before the first round, besides its sampled sketches
+    seeded = sketch.seed_kernels(dw, templates, device) if seeds else []
+    for fam, t in by_family.items():
+        cfgs = [c for f, c, _ in seeded if f == fam]
+        if cfgs:
+            for mk in measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers):
+                calls += len(mk.probes)
+                measured[_key(mk.family, mk.config)] = mk
+    if measured:
+        probe_model.fit(list(measured.values()))
+
     pop = []
     while len(pop) < population:
         pop.append(draw())
     for r in range(rounds):
         good = [mk for mk in measured.values() if mk.ok]
-        best = model.throughput(good, insts).max(axis=0) if good else None
-        # evolution over the population, ranked by the predicted gain over what is measured
+        if good:
+            best = model.throughput(good, insts).max(axis=0)
+        else:           # nothing measured yet: each instance's best guess of the population
+            best = model.throughput([probe_model.guess(c, f) for f, c in pop], insts).max(axis=0)
+        best = np.maximum(best, 1e-30)
+        # evolution over the population, ranked by the predicted gain over what is measured, each
+        # instance's throughput as a share of its best (a small M's TFLOP/s are tiny: raw ones would
+        # rank by the large Ms alone)
         def score(fc) -> float:
             p = model.throughput([probe_model.guess(fc[1], fc[0])], insts)[0]
-            if best is None:
-                return float(np.dot(weights, p))
             return float(np.dot(weights, np.maximum(p / best - 1.0, 0.0))) + 1e-3 * float(np.dot(weights, p / best))
         scored = {_key(*fc): (score(fc), fc) for fc in pop}
         for _ in range(generations):
@@ -164,7 +221,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         probe_model.fit(list(measured.values()))
         good = [mk for mk in measured.values() if mk.ok]
         P = model.throughput(good, insts)
-        history.append({"round": r, "measured": len(measured), "ok": len(good),
+        history.append({"round": r, "measured": len(measured), "ok": len(good), "seeds": len(seeded),
                         "by_family": {f: sum(mk.family == f for mk in good) for f in by_family},
                         "weighted_tflops_best": float(np.dot(weights, P.max(axis=0))) if good else 0.0})
         if on_progress:
@@ -176,7 +233,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         errors = sorted({mk.error for mk in measured.values()})[:3]
         raise RuntimeError(f"no micro-kernel of {dw.key} could be measured ({'; '.join(errors)})")
     P = model.throughput(good, insts)
-    chosen = select(P, weights, max_kernels)
+    chosen = select(P, weights, max_kernels, floor=ladder_floor(seeded, good, P, insts))
     kernels = [good[i] for i in chosen]
     pred_us = model.predict_us(kernels, insts)
     assign = [int(np.argmin(pred_us[:, j])) for j in range(len(insts))]
@@ -214,4 +271,4 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     disp = Dispatcher(tree_nodes(tree), [k.config for k in kernels], dw.lo, dw.hi, [k.family for k in kernels])
     return DynamicResult(dw, device.key, runner.name, "+".join(by_family), "+".join(builds.values()), kernels,
                          len(measured),
-                         verification, disp, time.perf_counter() - t0, calls, history)
+                         verification, disp, time.perf_counter() - t0, calls, history, seeds=len(seeded))

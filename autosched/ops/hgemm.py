@@ -26,7 +26,8 @@ Which kernel serves M:
     the artifact is the JSON beside the database (dynamic/export.artifact_path).  A run on the
     synthetic runner is modelled, not measured, and is never served.  An artifact holding wgmma
     micro-kernels is served by the wgmma backend only (the mma backend falls back to its ladder).
-  * `default`: otherwise a rule-based ladder by M (no measurement).
+  * `default`: otherwise a rule-based ladder by M (no measurement; templates/hgemm_ladder.py holds
+    it, so that dynamic/ seeds its search with the same configs).
       - mma: DEFAULT_LADDER, hgemm_dyn's own default (128 x 128 blocks of four 64 x 64 warps) from
         M = 257 up, smaller blocks below, so that a short prompt still gives the GPU more than a few
         dozen blocks.
@@ -50,6 +51,8 @@ from pathlib import Path
 import numpy as np
 
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
+from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
+                                              wgmma_estimate, wgmma_ladder)
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
@@ -65,58 +68,7 @@ def wgmma_in_auto() -> bool:
     return WGMMA_IN_AUTO if env is None else env.strip() not in ("", "0", "false", "no")
 
 
-# (largest M it serves, config): the default micro-kernel by M where no dynamic tuning covers M
-DEFAULT_LADDER = (
-    (64, {"bm": 64, "bn": 64, "wm": 32, "wn": 32, "bk": 32, "stages": 3, "pad": 8, "local_pad": 1}),
-    (256, {"bm": 64, "bn": 128, "wm": 32, "wn": 64, "bk": 32, "stages": 3, "pad": 8, "local_pad": 1}),
-    (None, {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "bk": 32, "stages": 3, "pad": 8, "local_pad": 1}),
-)
-# The wgmma configs the ladder picks from.  128B swizzle everywhere (K slices of 64: the longest
-# wgmma run per slot, one TMA box per operand); the ring as deep as the 227 KB leave room for (a
-# small tile streams its weights with more slots in flight); raster groups of 8 tile rows.
-#   64 x  64, 1 consumer, 6 slots (107 KB): M <= 64 on N <= ~8K: N / 64 CTAs share the weight stream
-#   64 x 128, 1 consumer, 5 slots (140 KB): the same for wider N
-#   64 x 256, 1 consumer, 4 slots (198 KB): very wide N (22016): 86 CTAs of m64n256 instructions
-#  128 x 128, 2 consumers, 5 slots (198 KB): mid M (a few hundred): twice the tiles of 128 x 256
-#  128 x 256, 2 consumers, 3 slots (214 KB): the template's default, large M
-WGMMA_CANDIDATES = (
-    {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 6, "group": 8},
-    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 5, "group": 8},
-    {"bm": 64, "bn": 256, "consumers": 1, "swizzle": 128, "stages": 4, "group": 8},
-    {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 5, "group": 8},
-    {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8},
-)
-# arithmetic intensity BM*BN/(BM+BN) (flops per operand byte of a tile, /2) of the 128 x 256 tile, which
-# keeps an SM's tensor cores fed from L2; smaller tiles get that share of it
-_REF_INTENSITY = 128 * 256 / (128 + 256)
-_ONE_CONSUMER = 0.9        # one warpgroup: no second consumer's mainloop to hide its epilogue behind
 LAYOUT = "nt"          # Y = X . W^T with W (N, K): B stored (N, K), the `_bt` shapes
-
-
-def wgmma_estimate(config: dict, M, N: int, sm_count: int):
-    """Relative time of the persistent wgmma kernel on M (scalar or array): rounds of one tile per
-    SM (ceil(tiles / #SMs)) x a tile's work BM*BN over its efficiency, min(1, intensity / the 128 x
-    256 tile's) (x 0.9 with one consumer).  A ranking, not a time: it knows waves and tile shape."""
-    c = config
-    tiles = -(-np.asarray(M) // c["bm"]) * -(-N // c["bn"])
-    eff = min(1.0, c["bm"] * c["bn"] / (c["bm"] + c["bn"]) / _REF_INTENSITY)
-    eff *= _ONE_CONSUMER if c["consumers"] == 1 else 1.0
-    return -(-tiles // sm_count) * (c["bm"] * c["bn"] / eff)
-
-
-def wgmma_ladder(configs, N: int, m_max: int, sm_count: int) -> list[tuple[int, int]]:
-    """(largest M, index into configs) runs over 1..m_max: each M on the config wgmma_estimate ranks
-    first (the earlier one on ties)."""
-    ms = np.arange(1, m_max + 1)
-    est = np.stack([wgmma_estimate(c, ms, N, sm_count) for c in configs])
-    best = np.argmin(est, axis=0)
-    out: list[tuple[int, int]] = []
-    for m, i in zip(ms, best):
-        if out and out[-1][1] == int(i):
-            out[-1] = (int(m), int(i))
-        else:
-            out.append((int(m), int(i)))
-    return out
 
 
 def resolve_backend(backend: str, N: int, K: int, dtype: str, device) -> str:
@@ -271,17 +223,7 @@ class HgemmDispatch:
         self._dispatched = len(self.configs)
         # the ladder rungs some M in 1..m_max outside [lo, hi] falls on: (largest M, index into configs)
         self._ladder: list[tuple[int, int]] = []
-        if self.backend == DYN:
-            rungs, space = [], self._space(DYN)
-            for top, cfg in DEFAULT_LADDER:
-                rungs.append((m_max if top is None else min(top, m_max), space.nearest(cfg)))
-                if rungs[-1][0] >= m_max:
-                    break
-        else:
-            space = self._space(WG)
-            cands = list({json.dumps(c, sort_keys=True): c for c in (space.nearest(c) for c in WGMMA_CANDIDATES)}
-                         .values())
-            rungs = [(top, cands[i]) for top, i in wgmma_ladder(cands, N, m_max, device.sm_count)]
+        rungs = ladder_rungs(self.backend, self._space(self.backend), N, m_max, device.sm_count)
         prev, slot = 0, {}
         for end, cfg in rungs:
             if not (self.lo <= prev + 1 and end <= self.hi):         # some M of the rung is not dispatched

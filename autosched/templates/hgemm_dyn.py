@@ -34,12 +34,36 @@ def unroll(config: dict) -> int:
     return (config["wm"] // 16) * (config["wn"] // 8) * (config["bk"] // 16)
 
 
+# registers are allocated a warp at a time in units of 256 (8 a thread) on every GPU since Maxwell
+REG_ALLOC_UNIT = 256
+MAX_THREAD_REGISTERS = 255
+
+
+def smem_reserved_per_block(device) -> int:
+    """Shared memory the runtime reserves per resident block (1 KB on sm_80 and sm_90): what an SM
+    has beyond the most one block may opt in to."""
+    return max(0, device.smem_per_sm - device.smem_per_block_optin)
+
+
+def launch_bounds_registers(nthreads: int, device) -> int:
+    """The most registers a thread ptxas leaves a kernel of __launch_bounds__(nthreads) (the
+    template's): one block must fit the register file in whole allocation units (more spill)."""
+    warps = -(-nthreads // device.warp_size)
+    units = device.regs_per_block // (warps * REG_ALLOC_UNIT)
+    return min(MAX_THREAD_REGISTERS, units * REG_ALLOC_UNIT // device.warp_size)
+
+
 def blocks_per_sm(nthreads: int, registers: int, smem: int, device) -> int:
     """Resident blocks an SM holds, from the compile report (threads, registers a thread, shared
-    memory a block): the least of the thread, register-file, shared-memory and block limits."""
-    regs = max(1, registers) * nthreads
-    return max(0, min(device.max_threads_per_sm // nthreads, device.regs_per_sm // regs,
-                      device.smem_per_sm // max(1, smem), MAX_BLOCKS_PER_SM))
+    memory a block): the least of the thread, register-file, shared-memory and block limits, by the
+    CUDA occupancy rules (registers allocated per warp in units of REG_ALLOC_UNIT, each block's shared
+    memory plus the runtime's reserve)."""
+    warps = -(-nthreads // device.warp_size)
+    regs_per_warp = -(-max(1, registers) * device.warp_size // REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    per_block = max(1, smem) + smem_reserved_per_block(device)
+    return max(0, min(device.max_threads_per_sm // (warps * device.warp_size),
+                      device.regs_per_sm // (regs_per_warp * warps), device.smem_per_sm // per_block,
+                      MAX_BLOCKS_PER_SM))
 
 
 class HgemmDynTemplate(Template):

@@ -20,7 +20,7 @@ def test_benchmark_logic_on_synthetic_runner(h100):
         rng = random.Random(w.M)
         cfgs = [sketch.sample(space, (w.M, w.N), rng) for _ in range(budget)]
         us, cfg = min((runner.measure(t.render(w, c, h100)).median_us, c) for c in cfgs)
-        return t.family, cfg, us
+        return t.family, cfg, us, len(cfgs)
 
     h = bench.Harness(h100, lambda dw: tune_dynamic(dw, t, runner, None, rounds=2, per_round=8),
                       inst, lambda dw, res, M: runner.measure(res.dispatcher.spec(dw.at(M), t, h100)).median_us,
@@ -34,6 +34,10 @@ def test_benchmark_logic_on_synthetic_runner(h100):
         assert len(r["untuned"]) == 4 and not {p["M"] for p in r["untuned"]} & set(dw.instances)
         assert all(p["M"] % dw.step == 0 for p in r["untuned"])
         assert r["dispatcher_overhead_ns"] < 50_000
+        # equal effort, on the record: each per-instance tuning had the dynamic run's measurements
+        assert r["dynamic_seeds"] == 3 and r["dynamic_micro_kernels_probed"] == 16 + 3
+        assert all(p["per_instance_trials"] == r["dynamic_measurements"] == r["per_instance_budget"]
+                   for p in r["untuned"])
     assert summary["untuned_geomean_vs_per_instance"] > 0.5
 
 
@@ -41,3 +45,53 @@ def test_workload_list_covers_the_issue():
     keys = [dw.key for dw in bench.workloads()]
     assert len(keys) == 7 and "hgemm:M=16..2048/16,N=3072,K=768,b_col=1" in keys
     assert "hgemm:M=1..4096,N=22016,K=4096,b_col=1" in keys
+
+
+def test_gpu_harness_starts_every_tuning_cold(h100, monkeypatch, tmp_path):
+    """Each dynamic and each per-instance tuning gets its own new database and a Builder on a new,
+    empty compile cache (never the default one), and the scratch folder goes at the end."""
+    from types import SimpleNamespace
+
+    import autosched.dynamic.tune as dyn_tune
+    import autosched.measure.gpu as gpu
+    import autosched.tuner as tuner
+    from autosched.build import default_cache_dir
+    seen = []
+
+    def record(kind, db, builder):
+        root = builder.cache.root
+        seen.append((kind, str(db.path), str(root), root.exists() and any(root.iterdir())))
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "a-binary").write_text("built")            # what a compile would leave for the next one
+
+    monkeypatch.setattr(gpu, "GpuRunner", lambda: SyntheticRunner(h100))
+
+    def fake_dynamic(dw, templates, runner, db, builder=None, **kw):
+        record("dynamic", db, builder)
+        return tune_dynamic(dw, HgemmDynTemplate(), runner, None, rounds=1, per_round=4)
+    monkeypatch.setattr(dyn_tune, "tune_dynamic", fake_dynamic)
+
+    def fake_tune(w, templates, runner, db, builder=None, trials=None, **kw):
+        record("instance", db, builder)
+        return SimpleNamespace(best_template="hgemm_dyn", best_knobs={}, best=SimpleNamespace(median_us=1.0),
+                               trials=trials)
+    monkeypatch.setattr(tuner, "tune", fake_tune)
+    h, closers = bench.gpu_harness(db_path=tmp_path / "dynamic.db", wgmma=False)
+    try:
+        for dw in (DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 256), step=16),
+                   DynamicWorkload.parse("hgemm", "Mx3072x768_bt", (16, 256), step=16)):
+            res = h.tune_dynamic(dw)
+            assert h.tune_instance(dw.at(32), 7)[3] == 7
+            assert h.tune_instance(dw.at(48), 7)[3] == 7
+            assert res.seeds == 2                       # the mma ladder's rungs up to M = 256
+    finally:
+        for c in reversed(closers):
+            c.close()
+    assert [k for k, *_ in seen] == ["dynamic", "instance", "instance"] * 2
+    assert len({db for _, db, _, _ in seen}) == len({root for _, _, root, _ in seen}) == 6
+    assert not any(warm for *_, warm in seen)                  # every cache empty when its tuning starts
+    assert all(not root.startswith(str(default_cache_dir())) for _, _, root, _ in seen)
+    assert [db for k, db, _, _ in seen if k == "dynamic"] == [str(tmp_path / "dynamic-Mx768x768_bt.db"),
+                                                              str(tmp_path / "dynamic-Mx3072x768_bt.db")]
+    from pathlib import Path
+    assert not any(Path(root).exists() for k, _, root, _ in seen)   # the scratch folder is gone

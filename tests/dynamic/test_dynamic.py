@@ -202,7 +202,9 @@ def test_select_is_greedy_and_stops():
 
 def test_tune_dynamic_end_to_end(h100, dw, tuned, tmp_path):
     res, db, runner = tuned
-    assert 1 <= len(res.kernels) <= 6 and res.measured == 30
+    # 3 rounds of 10 sampled micro-kernels, and the mma ladder's 3 rungs as seeds
+    assert 1 <= len(res.kernels) <= 6 and res.seeds == 3 and res.measured == 30 + 3
+    assert res.history[0]["seeds"] == 3 and res.to_json()["seeds"] == 3
     assert [v["M"] for v in res.verification] == list(dw.instances)
     for v in res.verification:
         assert v["status"] == "ok" and v["measured_us"] > 0
