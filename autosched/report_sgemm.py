@@ -112,7 +112,11 @@ def hgemm_tables(doc: dict) -> str:
     out = [f"**FP16 / BF16 GEMM on tensor cores**, {doc['device']}, {doc['date']}, commit "
            f"`{str(doc.get('commit', ''))[:10]}` (`{Path(doc['_path']).name}`; cuBLAS through torch on the same "
            "buffers, FP32 accumulation; every kernel checked against float64 first; each template tuned on "
-           "its own, its best configs re-timed here)", "",
+           "its own, its best configs re-timed here" + ("; % of cuBLAS: the median of rounds alternating ours "
+                                                        "and cuBLAS, their range in brackets"
+                                                        if any(t.get("paired") for r in rows
+                                                               for t in r.get("templates", {}).values()) else "")
+           + ")", "",
            f"Best template vs cuBLAS: 4096³ **{pct(s.get('best_pct_of_cublas_4096'))}**, 8192³ "
            f"**{pct(s.get('best_pct_of_cublas_8192'))}** (bar 95%); prefill, lowest "
            f"**{pct(s.get('min_pct_of_cublas_prefill'))}** (bar 90%); wmma at 4096³ "
@@ -129,8 +133,10 @@ def hgemm_tables(doc: dict) -> str:
                            f"{_f(r.get('cublas_tflops'), '{:.0f}')} | | |")
                 continue
             spread = t.get("min_median_spread_pct")
+            pair = t.get("paired")      # alternated with cuBLAS: the median ratio, its range over the rounds
+            share = pct(t.get("pct_of_cublas")) + (f" ({_f(pair['pct_min'])}-{_f(pair['pct_max'])})" if pair else "")
             out.append(f"| {_hgemm_shape(r)} | {_f(t.get('tuned_us'), '{:.1f}')} | {_f(t.get('tflops'), '{:.0f}')} | "
-                       f"{pct(t.get('pct_of_cublas'))} | {_f(spread)}{'%' if spread is not None else ''} | "
+                       f"{share} | {_f(spread)}{'%' if spread is not None else ''} | "
                        f"{_f(t.get('default_us'), '{:.1f}')} | {pct(t.get('default_pct_of_cublas'))} | "
                        f"{_f(r.get('cublas_us'), '{:.1f}')} | {_f(r.get('cublas_tflops'), '{:.0f}')} | "
                        f"{t.get('trials', '–')} | {_f(t.get('tune_s'), '{:.0f}')} |")

@@ -186,3 +186,32 @@ def test_hgemm_section_writes_the_block_and_sgemm_keeps_its_own(tmp_path, h100):
         FAMILIES[name].report_fn()(tmp_path, readme, tmp_path, None, name)
     text = readme.read_text()
     assert "`hgemm_wgmma`" in text and "| 64 x 64 x 64 | 10.00 |" in text and "old" not in text
+
+
+def test_paired_ratio_alternates_and_takes_the_median_ratio():
+    """A clock that drops between rounds moves ours and cuBLAS alike: the per-round ratio holds,
+    where comparing one run of each taken apart would not."""
+    from autosched.benchmarks.hgemm import finish_row, paired_ratio
+    calls = []
+
+    class Clock:                      # every round 20% slower than the last, for both sides
+        def summary(self, enqueue):
+            us = enqueue()
+            return {"median_us": us * 1.2 ** ((len(calls) - 1) // 2)}
+
+    def ours():
+        calls.append("ours")
+        return 100.0
+
+    def theirs():
+        calls.append("cublas")
+        return 95.0
+    p = paired_ratio(Clock(), ours, theirs, rounds=3)
+    assert calls == ["ours", "cublas"] * 3
+    assert abs(p["pct_of_cublas"] - 95.0) < 1e-9 and abs(p["pct_max"] - p["pct_min"]) < 1e-9
+    assert p["us"] == [100.0, 120.0, 144.0]
+    # the row's % of cuBLAS is the paired one; the unpaired (separate runs) is kept beside it
+    row = {"cublas_us": 144.0 * 0.95, "templates": {"hgemm_wgmma": {"tuned_us": 100.0, "paired": p}}}
+    finish_row(row, 2 * 4096 ** 3)
+    t = row["templates"]["hgemm_wgmma"]
+    assert abs(t["pct_of_cublas"] - 95.0) < 1e-9 and t["pct_of_cublas_unpaired"] > 130
