@@ -211,10 +211,10 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
         wgmma_wait<1>();
         if (kb > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
       }
-      if (nk > 0) {
-        wgmma_wait<0>();
-        if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-      }
+      // unconditional even for an empty slice: a wgmma wait under a branch makes ptxas serialize
+      // every wgmma of the kernel (C7518, seen on all 479 kernels before)
+      wgmma_wait<0>();
+      if (nk > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
       if (reduce(acc, ws, tiles, tile, slice, ct)) epilogue(acc, tmC, my_c, wg, t, M, N, m0, n0);
     }
     if (t == 0) bulk_wait_all();
