@@ -19,6 +19,11 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
         raise ValueError(f"{template.family} takes TMA tensor maps ({', '.join(maps)}): exporting it as a "
                          "standalone .cu is not supported yet; export a config of a template without "
                          "tensor maps (e.g. hgemm_mma)")
+    scratch = [a.name for a in spec.args if a.role == "workspace"]
+    if scratch:
+        # the caller would have to allocate it zeroed once and keep it for every later launch
+        raise ValueError(f"this {template.family} config takes a device workspace ({', '.join(scratch)}): "
+                         "exporting it as a standalone .cu is not supported yet")
     tag = config_hash(dict(spec.config))
     layouts = "\n".join(f"//   {a.name}: {a.role}, layout {a.layout} {json.dumps(a.params())}"
                         + (f" (= {a.value})" if a.role == "scalar" else "") for a in spec.args)

@@ -146,7 +146,9 @@ def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
 def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
     smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
-    default, then two random ones; none where the GPU has no wgmma (an empty space)."""
+    default, then two random ones; none where the GPU has no wgmma (an empty space).  With the
+    split-K knob in the space, split_k = 4 on the smallest tile and on the most shared memory come
+    first (so PER_TEMPLATE=4 keeps them)."""
     from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
     cfgs = template.space(workload, device).enumerate()
     if not cfgs:
@@ -155,6 +157,9 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     picks = [max(cfgs, key=smem), min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
              max(cfgs, key=lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]), c["bn"], -c["group"]))]
     picks += [c for c in _default_and_random(template, workload, device) if c not in picks]
+    split = [c for c in cfgs if c.get("split_k", 1) == 4]
+    if split:   # the split-K switch is on: its deepest split first (partials, counters, the last CTA's sum)
+        picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
     out = []
     for c in picks:
         if c not in out:

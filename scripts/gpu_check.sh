@@ -8,6 +8,9 @@
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
 #   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests, sanitizers, a timing (at most 200 s)
+#   bash scripts/gpu_check.sh splitk     # hgemm_wgmma split-K (switch on for the stage): GPU tests, memcheck and
+#                                        # racecheck of split_k=4, timings split_k 1..4 vs cuBLAS (at most 150 s);
+#                                        # when it passes, flip templates/hgemm_wgmma.py SPLIT_K_VERIFIED to True
 #   bash scripts/gpu_check.sh bench-hgemm   # issue 15's measurements: every hgemm template tuned and timed vs
 #                                          # cuBLAS FP16/BF16 (planned for ~500 s; killed at 560)
 #   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
@@ -74,6 +77,24 @@ hgemm-wgmma)
   done
   stage "timing hgemm_wgmma vs cuBLAS"
   timeout 40 python3 scripts/wgmma_timing.py 4096x4096x4096_bt 4096x4096x4096 2>&1 | tee "$OUT/wgmma-timing.log" | tail -14
+  ;;
+splitk)
+  export AUTOSCHED_WGMMA_SPLIT_K=1
+  stage "pytest hgemm_wgmma split-K"
+  timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_splitk_gpu.py 2>&1 \
+    | tee "$OUT/pytest-splitk.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  # the registry's picks put split_k = 4 first while the switch is on: PER_TEMPLATE=2 keeps just those
+  for tool in memcheck racecheck; do
+    stage "$tool hgemm_wgmma split_k=4"
+    TEMPLATES=hgemm_wgmma PER_TEMPLATE=2 timeout 25 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
+      scripts/sanitize.py hgemm 300x264x200 136x264x520_tn_bf16 >"$OUT/$tool-splitk.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-splitk.log" | tail -6
+  done
+  stage "timing split_k 1..4 vs cuBLAS"
+  timeout 40 "$PY" scripts/wgmma_splitk_timing.py 128x4096x4096_bt 128x4096x11008_bt 2>&1 | tee "$OUT/timing-splitk.log" | tail -12
+  echo "rc=${PIPESTATUS[0]}"
+  unset AUTOSCHED_WGMMA_SPLIT_K
   ;;
 verify)
   # correctness only, so the three may share the GPU; each its own log

@@ -77,8 +77,11 @@ class Launchable:
             tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
             maps = {a.name: _tensormap_tensor(a, out if a.params().get("of") == "output" else tensors[a.name])
                     for a in spec.args if a.role == "tensormap"}
+            # zeroed here once and reused by every launch of this copy: the kernel resets it
+            maps.update({a.name: torch.zeros(a.value, dtype=torch.uint8, device="cuda")
+                         for a in spec.args if a.role == "workspace"})
             self.arg_sets.append([scalar(a) if a.role == "scalar"
-                                  else ptr(maps[a.name]) if a.role == "tensormap"
+                                  else ptr(maps[a.name]) if a.role in ("tensormap", "workspace")
                                   else ptr(out) if a.role == "output" else ptr(tensors[a.name])
                                   for a in spec.args])
             self._keep.append((tensors, maps))

@@ -79,13 +79,31 @@ class _WorkloadState:
         return buf
 
 
-def kernel_arg(arg, st: _WorkloadState):
-    """One launch argument: a device pointer for buffers and TMA maps, a sized integer for scalars."""
+def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None):
+    """One launch argument: a device pointer for buffers, TMA maps and workspaces, a sized integer
+    for scalars."""
     if arg.role == "scalar":
         return scalar(arg)
     if arg.role == "tensormap":
         return ptr(st.tensormap_buffer(arg))
+    if arg.role == "workspace":
+        return ptr(workspaces[arg.name])
     return ptr(st.out if arg.role == "output" else st.arg_buffer(arg))
+
+
+def zeroed_workspaces(args, allocate, zero) -> dict:
+    """A buffer for each "workspace" argument, from `allocate(nbytes)`, zeroed by `zero(buffer,
+    nbytes)`: once per measured config, then shared by its check, timing and re-check launches (the
+    kernel resets what it used).  Never shared between configs: one that failed may leave it dirty."""
+    out = {}
+    for a in args:
+        if a.role != "workspace":
+            continue
+        if a.value < 1:
+            raise ValueError(f"workspace argument {a.name}: {a.value} bytes")
+        out[a.name] = buf = allocate(a.value)
+        zero(buf, a.value)
+    return out
 
 
 SCREEN_RUNS = 3      # timed runs (after one warm-up) that decide whether a config is screened out
@@ -126,7 +144,6 @@ class Worker:
         median of them is above it is recorded from those runs alone (it cannot win; the check after
         timing, which guards a winner against races, is skipped for it)."""
         from cuda.bindings import driver
-        from cuda.core import launch
         st = self.state(spec.workload_key)
         res = binary.resources
         base = dict(registers=res.registers, smem_bytes=res.smem_static + spec.smem_bytes,
@@ -146,7 +163,20 @@ class Worker:
         except Exception as e:      # refused before anything ran: the context is fine, go on
             return Measurement(Status.LAUNCH_ERROR, error=f"opting in to {spec.smem_bytes} B of dynamic "
                                f"shared memory: {type(e).__name__}: {e}"[:2000], **base)
-        args = [kernel_arg(a, st) for a in spec.args]
+        workspaces = zeroed_workspaces(
+            spec.args, lambda n: self.device.allocate(n, stream=self.stream),
+            lambda buf, n: check(driver.cuMemsetD8Async(int(buf.handle), 0, n, int(self.stream.handle))))
+        try:
+            return self._measure(spec, st, kernel, workspaces, screen_over_us, base)
+        finally:
+            self.stream.sync()
+            for buf in workspaces.values():
+                buf.close()
+
+    def _measure(self, spec, st, kernel, workspaces, screen_over_us, base) -> Measurement:
+        from cuda.bindings import driver
+        from cuda.core import launch
+        args = [kernel_arg(a, st, workspaces) for a in spec.args]
         cfg = launch_config(spec, pdl=False)
 
         zero_first = spec.output_init == "zero"

@@ -308,6 +308,10 @@ class HgemmDispatch:
     def load(self, builder) -> None:
         from autosched.launch import LoadedKernel
         specs = self.specs()
+        scratch = [s.name_expression for s in specs if any(a.role == "workspace" for a in s.args)]
+        if scratch:
+            # __call__ passes maps and sizes only; the dynamic-M space has no split-K to pick
+            raise ValueError(f"HgemmDispatch cannot launch kernels that take a workspace: {scratch}")
         list(builder.build_many(specs))
         self._kernels = [LoadedKernel(s, builder) for s in specs]
 

@@ -8,10 +8,19 @@ group.  Serves nn, nt, tn and tt in FP16 and BF16 (wgmma transposes 16-bit opera
 memory); the operands reach the kernel as TMA tensor maps (ArgSpec role "tensormap", encoded per
 buffer by autosched.runtime.encode_tensormap).  Needs sm_90 (compiled for sm_90a).
 
-Not here: thread-block clusters and TMA multicast (a cluster of 1), split-K, the blocked layout.
+Split-K (knob split_k, kernels/hgemm_wgmma_splitk.cuh): work units of (output tile, K slice), the last
+slice of a tile to finish sums the others' FP32 partials from a workspace (ArgSpec role "workspace")
+and stores C.  Gated: the knob enters the space only with SPLIT_K_VERIFIED (or the environment's
+AUTOSCHED_WGMMA_SPLIT_K=1), and never in the dynamic-M template (the workspace follows M).  Without
+it the space, the default and every rendered source are what they were before split-K existed.
+
+Not here: thread-block clusters and TMA multicast (a cluster of 1), the blocked layout.
 """
 
 from __future__ import annotations
+
+import hashlib
+import os
 
 from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
@@ -23,6 +32,28 @@ C_BOX = 64              # the epilogue stores 64 x 64 boxes (128 bytes of 16-bit
 SMEM_CAP_SM90 = 232448  # the .cuh's static_assert: the sm_90 opt-in maximum per block
 
 _ARG_ORDER = ("BF16", "A_MN", "B_MN", "BM", "BN", "SWZ", "STAGES", "CONSUMERS", "GROUP")
+
+# THE split-K switch: off until `bash scripts/gpu_check.sh splitk` has passed on an H100 (its tests,
+# memcheck and racecheck); the session that sees it pass flips this constant.  The environment
+# variable overrides it for one process (=1: try it).
+SPLIT_K_VERIFIED = False
+SPLIT_K_HEADER = "hgemm_wgmma_splitk.cuh"
+SPLIT_K_VALUES = (1, 2, 3, 4)               # the .cuh's static_assert: 1 to 4 slices
+WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counters a launch may ask for
+
+
+def split_k_enabled() -> bool:
+    env = os.environ.get("AUTOSCHED_WGMMA_SPLIT_K")
+    return SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+
+
+def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
+    """HgemmWgmmaSplitK's workspace: a u32 counter per output tile padded to 256 bytes, then
+    split_k x tiles FP32 partial tiles of bm x bn (0 for split_k = 1: no workspace)."""
+    if split_k == 1:
+        return 0
+    tiles = -(-M // bm) * -(-N // bn)
+    return -(-tiles * 4 // 256) * 256 + split_k * tiles * bm * bn * 4
 
 
 def bk_of(swizzle: int) -> int:
@@ -55,6 +86,20 @@ class HgemmWgmmaTemplate(Template):
     workload_name = "hgemm"
     header = "hgemm_wgmma.cuh"
     dynamic_m = False         # True: no rule reads M (HgemmWgmmaDynTemplate)
+
+    def split_k(self) -> bool:
+        """Whether the space has the split_k knob: the switch is on and M is known."""
+        return not self.dynamic_m and split_k_enabled()
+
+    def source_hash(self) -> str:
+        """With split-K on, the split-K header (which inlines hgemm_wgmma.cuh), so an edit to
+        either stales the measurements; with it off, hgemm_wgmma.cuh's as before."""
+        if not self.split_k():
+            return super().source_hash()
+        cached = self.__dict__.get("_split_k_source_hash")
+        if cached is None:
+            cached = self._split_k_source_hash = hashlib.sha256(kernel_source(SPLIT_K_HEADER).encode()).hexdigest()
+        return cached
 
     def refuses(self, workload) -> str | None:
         """The kernel reads the row layouts through TMA, whose row strides must be multiples of 16
@@ -117,17 +162,43 @@ class HgemmWgmmaTemplate(Template):
               "staging + barriers + alignment)", ("bm", "bn", "swizzle", "stages"),
               lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= min(device.smem_per_block_optin, SMEM_CAP_SM90)),
         ]
+        if self.split_k():
+            knobs.append(Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last"))
+            rules += self._split_k_rules(workload, device)
         if dev_why is not None:        # an empty space that says why, rather than kernels that cannot run
             rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
         return Space(knobs, rules)
+
+    @staticmethod
+    def _split_k_rules(workload, device) -> list:
+        M, N, K, sms = workload.M, workload.N, workload.K, device.sm_count
+        tiles = lambda bm, bn: -(-M // bm) * -(-N // bn)  # noqa: E731
+        C = Constraint
+        return [
+            # with two waves of tiles or more the persistent grid is full already: the partials'
+            # traffic and the reduction would only cost
+            C(f"split_k 1, or fewer output tiles than 2 x {sms} SMs", ("bm", "bn", "split_k"),
+              lambda bm, bn, sk: sk == 1 or tiles(bm, bn) < 2 * sms),
+            C("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
+              lambda sw, sk: -(-K // bk_of(sw)) >= sk),
+            C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bm", "bn", "split_k"),
+              lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
+        ]
 
     def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
         """Tiles, the persistent waves over the SMs, tile use in M and N, shared memory."""
         c, M, N = config, params["M"], params["N"]
         tiles = -(-M // c["bm"]) * -(-N // c["bn"])
-        return {"tiles": tiles, "waves": tiles / device.sm_count,
-                "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
-                **tile_use(M, N, c["bm"], c["bn"])}
+        out = {"tiles": tiles, "waves": tiles / device.sm_count,
+               "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
+               **tile_use(M, N, c["bm"], c["bn"])}
+        if "split_k" in c:             # only where the knob exists: the features of other configs stay as they were
+            sk = c["split_k"]
+            k_blocks = -(-params["K"] // bk_of(c["swizzle"]))
+            out.update({"split_k": sk, "work_units": tiles * sk, "waves": tiles * sk / device.sm_count,
+                        "k_blocks_per_unit": k_blocks / sk,
+                        "workspace_bytes": workspace_bytes(M, N, c["bm"], c["bn"], sk)})
+        return out
 
     def default_config(self, workload, device) -> dict:
         """128 x 256 tiles of two consumers (m64n256 each), 128B swizzle (K slices of 64), a 3-deep
@@ -136,6 +207,8 @@ class HgemmWgmmaTemplate(Template):
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
         cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
+        if self.split_k():
+            cfg["split_k"] = 1
         return self.space(workload, device).nearest(cfg)
 
     def kernel_values(self, workload, cfg: dict) -> dict:
@@ -169,17 +242,24 @@ class HgemmWgmmaTemplate(Template):
         cfg = self.space(workload, device).validate(config)
         M, N, K = workload.M, workload.N, workload.K
         values = self.kernel_values(workload, cfg)
-        expr = "hgemm_wgmma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
         tiles = -(-M // cfg["bm"]) * -(-N // cfg["bn"])
+        split = cfg.get("split_k", 1)
+        args = (*self.tensormaps(workload, cfg), ArgSpec("M", "scalar", value=M, ctype="int"),
+                ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int"))
+        if split == 1:                 # hgemm_wgmma itself: the source and name every measurement was of
+            header, expr = self.header, "hgemm_wgmma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
+        else:
+            header = SPLIT_K_HEADER
+            expr = "hgemm_wgmma_splitk<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + f", {split}>"
+            args += (ArgSpec("workspace", "workspace", value=workspace_bytes(M, N, cfg["bm"], cfg["bn"], split),
+                             ctype="unsigned char*"),)
         return KernelSpec(
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
-            source=kernel_source(self.header), name_expression=expr,
-            grid=(min(tiles, device.sm_count), 1, 1),        # persistent: a CTA per SM at most
+            source=kernel_source(header), name_expression=expr,
+            grid=(min(tiles * split, device.sm_count), 1, 1),        # persistent: a CTA per SM at most
             block=(128 * (cfg["consumers"] + 1), 1, 1),
             smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
-            args=(*self.tensormaps(workload, cfg), ArgSpec("M", "scalar", value=M, ctype="int"),
-                  ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
-            arch="sm_90a")
+            args=args, arch="sm_90a")
 
 
 class HgemmWgmmaDynTemplate(HgemmWgmmaTemplate):

@@ -69,7 +69,7 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
         assert set(inputs) == set(workload.inputs(0))
     if "consumers" in cfg:      # hgemm_wgmma: a persistent grid walks the tiles
         tiles = -(-p["M"] // cfg["bm"]) * -(-p["N"] // cfg["bn"])
-        assert spec.grid == (min(tiles, device.sm_count), 1, 1)
+        assert spec.grid == (min(tiles * cfg.get("split_k", 1), device.sm_count), 1, 1)
         assert set(inputs) == {"A", "B"}
     elif "bn" in cfg:
         assert spec.grid[0] * cfg["bn"] >= p["N"] and spec.grid[1] * cfg["bm"] >= p["M"]

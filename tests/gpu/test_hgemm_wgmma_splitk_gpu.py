@@ -1,0 +1,103 @@
+"""On an sm_90 GPU, with the split-K switch on: hgemm_wgmma's split_k 2, 3 and 4 are correct against
+float64 on ragged shapes (slices of unequal length, tiles clipped at M and N), the prefill shape
+split-K is for, and a tn BF16 case.  The worker checks each config, times it (dozens of launches on
+the same workspace) and checks it again, so a tile counter the last CTA failed to reset shows as a
+wrong second check; the Launchable path (benchmarks, scripts) is checked twice in a row as well."""
+
+import random
+
+import numpy as np
+import pytest
+
+from autosched.build import BuildCache, Builder
+from autosched.measure.gpu import GpuRunner
+from autosched.measure.protocol import Protocol
+from autosched.templates import HgemmWgmmaTemplate
+from autosched.templates.hgemm_wgmma import smem_bytes
+from autosched.workloads import Hgemm
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = ["136x264x4104_bt", "128x4096x4096_bt", "128x1032x4104_tn_bf16", "296x264x200_tt"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def split_k_on():
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AUTOSCHED_WGMMA_SPLIT_K", "1")
+    yield
+    mp.undo()
+
+
+def picks(t, w, device, split_k):
+    """Of the configs with this split: the smallest tile, the most shared memory, the 128 x 64
+    tile of two consumers (the prefill's), and one at random."""
+    cfgs = [c for c in t.space(w, device) if c["split_k"] == split_k]
+    if not cfgs:
+        return []
+    out = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
+           max(cfgs, key=lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])),
+           max(cfgs, key=lambda c: (c["bm"] == 128 and c["bn"] == 64 and c["consumers"] == 2, c["swizzle"]))]
+    out += random.Random(split_k).sample(cfgs, 1)
+    return [c for i, c in enumerate(out) if c not in out[:i]]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    t = HgemmWgmmaTemplate()
+    with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=2, repeat=10), timeout_s=60) as runner, \
+            Builder(cache=BuildCache(tmp_path_factory.mktemp("splitk"))) as builder:
+        dev = runner.device_info
+        if t.device_refuses(dev):
+            pytest.skip(t.device_refuses(dev))
+        items, what = [], {}
+        for shape in SHAPES:
+            w = Hgemm.from_shape(shape)
+            for sk in (2, 3, 4):
+                for c in picks(t, w, dev, sk):
+                    spec = t.render(w, c, dev)
+                    what[len(items)] = (shape, sk, c, spec.name_expression)
+                    items.append((len(items), spec, builder.submit(spec)))
+        results = dict(runner.measure_stream(items))
+    return [(info, results.get(i)) for i, info in what.items()]
+
+
+@pytest.mark.parametrize("split_k", [2, 3, 4])
+def test_split_k_is_correct_and_resets_its_counters(measured, split_k):
+    rows = [(info, m) for info, m in measured if info[1] == split_k]
+    assert {info[0] for info, _ in rows} == set(SHAPES), "every shape has configs of this split"
+    lost = [info for info, m in rows if m is None]
+    assert not lost, f"{len(lost)} configs never came back, e.g. {lost[:2]}"
+    bad = [(*info, m.status.value, f"max_abs_err={m.max_abs_err}", (m.error or "")[:300]) for info, m in rows
+           if not m.ok]
+    assert not bad, f"{len(bad)} of {len(rows)} failed:\n" + "\n".join(map(str, bad[:6]))
+
+
+def test_launchable_twice_on_the_same_workspace():
+    """benchmarks.common.Launchable zeroes the workspace once; two launches into a NaN-poisoned C
+    both match float64 (the second finds the counters the first reset)."""
+    torch = pytest.importorskip("torch")
+    from cuda.core import Device, Stream
+
+    from autosched.benchmarks.common import Launchable, checked_launch
+    from autosched.device import query
+    from autosched.runtime import allow_dynamic_smem
+    info = query(0)
+    t = HgemmWgmmaTemplate()
+    if t.device_refuses(info):
+        pytest.skip(t.device_refuses(info))
+    Device(0).set_current()
+    stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+    w = Hgemm.from_shape("136x264x4104_bt")
+    inputs = w.inputs(3)
+    ref, bound = w.reference(inputs), w.error_bound(inputs)
+    c = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 64, "stages": 4, "group": 1, "split_k": 3}
+    spec = t.render(w, c, info)
+    with Builder() as builder:
+        k = Launchable(spec, builder.build(spec), inputs, torch.empty((w.M, w.N), dtype=torch.float16, device="cuda"))
+    allow_dynamic_smem(k.kernel, spec.smem_bytes, 0)
+    for _ in range(2):
+        checked_launch(lambda s: k.launch(s), w, k.out, ref, stream, spec.name_expression, bound)
+    ws = k._keep[0][1]["workspace"]
+    tiles = -(-w.M // 64) * -(-w.N // 64)
+    assert np.all(ws[: 4 * tiles].cpu().numpy() == 0), "the last CTA of each tile resets its counter"
