@@ -169,9 +169,15 @@ class Worker:
         try:
             return self._measure(spec, st, kernel, workspaces, screen_over_us, base)
         finally:
-            self.stream.sync()
-            for buf in workspaces.values():
-                buf.close()
+            if workspaces:
+                # after a fault the context is gone and these raise: the measurement already says
+                # what happened, and the worker is replaced on a sticky error anyway
+                try:
+                    self.stream.sync()
+                    for buf in workspaces.values():
+                        buf.close()
+                except Exception:
+                    pass
 
     def _measure(self, spec, st, kernel, workspaces, screen_over_us, base) -> Measurement:
         from cuda.bindings import driver
