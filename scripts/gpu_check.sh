@@ -124,7 +124,10 @@ dynamic)
   ;;
 transfer)
   stage "transfer: 8 unseen GEMV shapes, zero-trial / 32 / 512 trials (issue 17)"
-  timeout ${TRANSFER_S:-540} "$PY" -m autosched.benchmarks.transfer --gpu --out "$OUT" 2>&1 | tee "$OUT/bench-transfer.log" | tail -14
+  # TRANSFER_SHAPES=NxK,... measures only those; TRANSFER_MERGE=bench/results/model-transfer-....json keeps its rows
+  timeout ${TRANSFER_S:-540} "$PY" -m autosched.benchmarks.transfer --gpu --out "$OUT" \
+    ${TRANSFER_SHAPES:+--shapes "$TRANSFER_SHAPES"} ${TRANSFER_MERGE:+--merge "$TRANSFER_MERGE"} 2>&1 \
+    | tee "$OUT/bench-transfer.log" | tail -14
   echo "rc=${PIPESTATUS[0]}"
   ;;
 bench-gemv)

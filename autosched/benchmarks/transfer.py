@@ -176,8 +176,22 @@ def run_replay(out_dir="bench/results", trials=TRIALS, seed: int = 0, on_row=Non
     return _write(doc, out_dir, f"transfer-replay-loo-cpu-{doc['date']}.json")
 
 
-def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN_SHAPES, on_row=None) -> Path:
-    """The unseen shapes on this GPU: zero-trial, 32 and 512 trials, each over the whole space."""
+def merged_rows(rows: list[dict], earlier: dict | None, device_key: str, trials) -> list[dict]:
+    """`rows` and the rows of an `earlier` results document of the same device key and trials whose
+    shapes `rows` does not hold (a run cut short, finished by a second one)."""
+    if not earlier:
+        return rows
+    if earlier.get("device_key") != device_key or list(earlier.get("trials", [])) != list(trials):
+        raise ValueError(f"the earlier results are of {earlier.get('device_key')} with trials "
+                         f"{earlier.get('trials')}, not {device_key} with {list(trials)}: not merged")
+    have = {r["workload"] for r in rows}
+    return [r for r in earlier["rows"] if r["workload"] not in have] + rows
+
+
+def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN_SHAPES, on_row=None,
+            merge=None) -> Path:
+    """The unseen shapes on this GPU: zero-trial, 32 and 512 trials, each over the whole space.
+    merge: an earlier results file whose other shapes' rows join these."""
     from autosched.measure.gpu import GpuRunner
     from autosched.search.transfer import recordings_of
     from autosched.templates import GemvQ4F16Template
@@ -203,6 +217,7 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
                 on_row(row)
             # a run cut short keeps the shapes it finished
             _write({"partial": True, "rows": rows}, out_dir, "model-transfer-partial.json")
+    rows = merged_rows(rows, json.loads(Path(merge).read_text()) if merge else None, device.key, trials)
     doc = _doc("model-transfer", device, rows, trials, {
         "runner": "gpu", "machine": device.name,
         "method": "8 GEMV shapes of public model families that no shipped recording holds; the model learned "
@@ -228,8 +243,24 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="bench/results")
     p.add_argument("--trials", default=",".join(map(str, TRIALS)), help="comma-separated (default 32,512)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shapes", default=None, metavar="NxK,...",
+                   help="--gpu: only these of the unseen shapes (a run cut short goes on with the rest; "
+                        f"default all: {', '.join(f'{n}x{k}' for n, k, _ in UNSEEN_SHAPES)})")
+    p.add_argument("--merge", default=None, metavar="RESULTS.json",
+                   help="--gpu: a results file of an earlier run on this GPU model whose rows are kept beside "
+                        "the new ones (the shapes measured again replace theirs)")
     a = p.parse_args(argv)
     trials = tuple(int(x) for x in a.trials.split(","))
+    shapes = UNSEEN_SHAPES
+    if a.shapes:
+        want = [s.strip() for s in a.shapes.split(",") if s.strip()]
+        known = {f"{n}x{k}": (n, k, src) for n, k, src in UNSEEN_SHAPES}
+        bad = [s for s in want if s not in known]
+        if bad:
+            p.error(f"--shapes {', '.join(bad)}: not among the unseen shapes ({', '.join(known)})")
+        shapes = tuple(known[s] for s in want)
+    if (a.shapes or a.merge) and not a.gpu:
+        p.error("--shapes and --merge are for --gpu")
 
     def show(r):
         top = max(trials)
@@ -237,7 +268,10 @@ def main(argv=None) -> int:
               + ", ".join(f"{n} trials {_f(r[f'trials{n}_vs_{top}'])}" for n in trials if n != top)
               + f", default {_f(r['default_vs_%d' % top])} of the {top}-trial speed ({r['seconds']} s)", flush=True)
 
-    path = (run_replay if a.replay else run_gpu)(a.out, trials, a.seed, on_row=show)
+    if a.replay:
+        path = run_replay(a.out, trials, a.seed, on_row=show)
+    else:
+        path = run_gpu(a.out, trials, a.seed, shapes=shapes, on_row=show, merge=a.merge)
     print(f"wrote {path}: {json.loads(path.read_text())['summary']}")
     return 0
 

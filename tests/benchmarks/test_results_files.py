@@ -62,3 +62,17 @@ def test_hgemm_results_render_with_their_title_and_b_layout():
     text = sgemm_table(doc)
     assert text.startswith("**FP16 GEMM on tensor cores**") and "FP32 accumulation" in text
     assert "| 64 x 11008 x 4096, B (N, K) | 10.00 |" in text
+
+
+def test_transfer_merge_keeps_the_earlier_shapes_and_refuses_another_gpu():
+    import pytest
+
+    from autosched.benchmarks.transfer import merged_rows
+    earlier = {"device_key": "H100", "trials": [32, 512], "rows": [{"workload": "a", "v": 1}, {"workload": "b", "v": 1}]}
+    rows = merged_rows([{"workload": "b", "v": 2}, {"workload": "c", "v": 2}], earlier, "H100", (32, 512))
+    assert [(r["workload"], r["v"]) for r in rows] == [("a", 1), ("b", 2), ("c", 2)]
+    assert merged_rows([{"workload": "c"}], None, "H100", (32, 512)) == [{"workload": "c"}]
+    with pytest.raises(ValueError, match="not merged"):
+        merged_rows([], earlier, "A100", (32, 512))
+    with pytest.raises(ValueError, match="not merged"):
+        merged_rows([], earlier, "H100", (32, 256))
