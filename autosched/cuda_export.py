@@ -24,6 +24,10 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
         # the caller would have to allocate it zeroed once and keep it for every later launch
         raise ValueError(f"this {template.family} config takes a device workspace ({', '.join(scratch)}): "
                          "exporting it as a standalone .cu is not supported yet")
+    if spec.cluster is not None:
+        # <<<grid, block>>> cannot carry the cluster attribute: cudaLaunchKernelEx would
+        raise ValueError(f"this {template.family} config launches in thread-block clusters of {spec.cluster}: "
+                         "exporting it as a standalone .cu is not supported yet")
     tag = config_hash(dict(spec.config))
     layouts = "\n".join(f"//   {a.name}: {a.role}, layout {a.layout} {json.dumps(a.params())}"
                         + (f" (= {a.value})" if a.role == "scalar" else "") for a in spec.args)

@@ -58,12 +58,21 @@ def launch_config(spec, pdl: bool, cooperative: bool = False):
     """The spec's launch shape; with `pdl`, launched with programmatic stream serialization (the
     kernel may start while its predecessor runs: see kernels/pdl.cuh); `cooperative`, launched
     cooperatively (cuda.core's is_cooperative: the driver refuses a grid whose blocks cannot all be
-    resident at once, which a grid-wide barrier needs)."""
+    resident at once, which a grid-wide barrier needs).  A spec with a `cluster` launches with the
+    cluster attribute (thread-block clusters, sm_90)."""
     from cuda.core import LaunchConfig
     kw = {"programmatic_stream_serialization": True} if pdl else {}
     if cooperative:
         kw["is_cooperative"] = True
-    return LaunchConfig(grid=spec.grid, block=spec.block, shmem_size=spec.smem_bytes, **kw)
+    grid, cluster = spec.grid, getattr(spec, "cluster", None)
+    if cluster is not None:
+        # cuda.core (>= 0.3; 1.2.2 here) counts the grid in clusters once a cluster is given and
+        # multiplies it back into blocks for the driver; a KernelSpec's grid always counts blocks
+        if any(g % c for g, c in zip(grid, cluster)):
+            raise ValueError(f"grid {grid} is no multiple of the cluster {cluster}")
+        kw["cluster"] = tuple(cluster)
+        grid = tuple(g // c for g, c in zip(grid, cluster))
+    return LaunchConfig(grid=grid, block=spec.block, shmem_size=spec.smem_bytes, **kw)
 
 
 def allow_dynamic_smem(kernel, nbytes: int, device_id: int) -> None:

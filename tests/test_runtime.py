@@ -105,6 +105,45 @@ def test_launch_config_with_and_without_pdl():
     assert pdl_supported() is True      # the installed cuda.core has the option
 
 
+def test_launch_config_passes_a_cluster_and_counts_the_grid_in_clusters(monkeypatch):
+    """cuda.core's LaunchConfig takes the grid in clusters once `cluster` is given (and asks the
+    driver whether clusters exist, so it is faked here); a spec's grid counts blocks.  A spec without
+    a cluster, or with None, launches exactly as before: no cluster keyword at all."""
+    import cuda.core
+    made = []
+
+    class FakeLaunchConfig:
+        def __init__(self, **kw):
+            made.append(kw)
+    monkeypatch.setattr(cuda.core, "LaunchConfig", FakeLaunchConfig)
+    launch_config(SimpleNamespace(grid=(132, 1, 1), block=(384, 1, 1), smem_bytes=4096, cluster=(2, 1, 1)), False)
+    assert made[-1] == {"grid": (66, 1, 1), "block": (384, 1, 1), "shmem_size": 4096, "cluster": (2, 1, 1)}
+    launch_config(SimpleNamespace(grid=(132, 1, 1), block=(384, 1, 1), smem_bytes=4096, cluster=None), False)
+    launch_config(SimpleNamespace(grid=(132, 1, 1), block=(384, 1, 1), smem_bytes=4096), True)
+    assert made[-2] == {"grid": (132, 1, 1), "block": (384, 1, 1), "shmem_size": 4096}
+    assert made[-1] == {**made[-2], "programmatic_stream_serialization": True}
+    with pytest.raises(ValueError, match="no multiple of the cluster"):
+        launch_config(SimpleNamespace(grid=(131, 1, 1), block=(384, 1, 1), smem_bytes=0, cluster=(2, 1, 1)), False)
+
+
+def test_loaded_kernel_keeps_the_cluster_on_another_grid(monkeypatch):
+    """LoadedKernel.launch(grid) (a grid known only at the call) keeps the spec's cluster."""
+    import dataclasses
+
+    import autosched.launch as launch_mod
+    from autosched.templates.base import KernelSpec
+    seen = []
+    monkeypatch.setattr(launch_mod, "launch_config", lambda spec, pdl, coop: seen.append(spec) or spec.grid)
+    spec = KernelSpec(family="f", workload_key="w", config=(), source="", name_expression="k", grid=(4, 1, 1),
+                      block=(128, 1, 1), smem_bytes=0, args=(), arch="sm_90a", cluster=(2, 1, 1))
+    k = object.__new__(launch_mod.LoadedKernel)
+    k.spec, k.pdl, k.cooperative, k._grids, k.kernel = spec, False, False, {}, None
+    import cuda.core
+    monkeypatch.setattr(cuda.core, "launch", lambda *a: None)
+    k.launch(None, (8, 1, 1))
+    assert seen[-1] == dataclasses.replace(spec, grid=(8, 1, 1)) and seen[-1].cluster == (2, 1, 1)
+
+
 def test_allow_dynamic_smem_leaves_a_kernel_within_the_limit_alone():
     # no opt-in (and so no driver call) up to what every launch gets: None would fail any use
     allow_dynamic_smem(None, STATIC_SMEM_LIMIT, 0)

@@ -53,11 +53,14 @@ class KernelSpec:
     arch: str
     options: tuple[str, ...] = field(default=())
     output_init: str = "nan"      # "zero" for kernels that accumulate into the output (split-K)
+    # thread-block cluster shape in blocks (grid counts blocks and is a multiple of it per axis);
+    # None: launched without the cluster attribute, as every kernel was before clusters
+    cluster: tuple[int, int, int] | None = None
 
     def __post_init__(self):
         # every template builds its spec here, so one check keeps any config, of any template,
         # from reaching a launch (or an exported launcher) that the driver would refuse
-        problem = launch_problem(self.grid, self.block, self.smem_bytes)
+        problem = launch_problem(self.grid, self.block, self.smem_bytes, self.cluster)
         if problem:
             raise LaunchError(f"{self.family} {self.workload_key} {dict(self.config)}: {problem}; the "
                               "template's space should have excluded this config (please report it)")
@@ -72,9 +75,12 @@ class KernelSpec:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def launch_problem(grid, block, smem_bytes) -> str | None:
-    """Why CUDA would refuse to launch this grid, block and dynamic shared memory (None: it would not
-    for these limits; the device's own shared-memory limit is the template's to check)."""
+MAX_CLUSTER_BLOCKS = 8    # the portable cluster size (16 is opt-in, non-portable, on sm_90)
+
+
+def launch_problem(grid, block, smem_bytes, cluster=None) -> str | None:
+    """Why CUDA would refuse to launch this grid, block, dynamic shared memory and cluster (None: it
+    would not for these limits; the device's own shared-memory limit is the template's to check)."""
     for label, dims, limits in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
         if (not isinstance(dims, tuple) or len(dims) != 3
                 or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims)):
@@ -86,6 +92,15 @@ def launch_problem(grid, block, smem_bytes) -> str | None:
         return f"block {block} has {block[0] * block[1] * block[2]} threads, over {MAX_THREADS_PER_BLOCK}"
     if not isinstance(smem_bytes, numbers.Integral) or isinstance(smem_bytes, bool) or smem_bytes < 0:
         return f"dynamic shared memory must be an int >= 0, got {smem_bytes!r}"
+    if cluster is not None:
+        if (not isinstance(cluster, tuple) or len(cluster) != 3
+                or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1 for d in cluster)):
+            return f"cluster must be None or a tuple of 3 ints >= 1, got {cluster!r}"
+        if cluster[0] * cluster[1] * cluster[2] > MAX_CLUSTER_BLOCKS:
+            return f"cluster {cluster} has over {MAX_CLUSTER_BLOCKS} blocks (the portable limit)"
+        for axis, g, c in zip("xyz", grid, cluster):
+            if g % c:
+                return f"grid.{axis} = {g} is no multiple of the cluster's {c}"
     return None
 
 

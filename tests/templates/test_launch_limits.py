@@ -34,6 +34,20 @@ def test_a_spec_outside_the_launch_limits_is_refused(grid, block, smem, words):
     assert isinstance(e.value, ValueError)
 
 
+@pytest.mark.parametrize("grid, cluster, words", [
+    ((131, 1, 1), (2, 1, 1), "grid.x = 131 is no multiple of the cluster's 2"),
+    ((16, 1, 1), (16, 1, 1), "over 8 blocks"),
+    ((4, 1, 1), (2, 1), "cluster must be None or a tuple of 3 ints"),
+    ((4, 1, 1), (0, 1, 1), "cluster must be None or a tuple of 3 ints"),
+])
+def test_a_cluster_the_grid_cannot_hold_is_refused(grid, cluster, words):
+    with pytest.raises(LaunchError, match=words.replace("(", r"\(")):
+        KernelSpec(family="t", workload_key="t:N=1", config=(), source="", name_expression="k", grid=grid,
+                   block=(128, 1, 1), smem_bytes=0, args=(), arch="sm_90a", cluster=cluster)
+    assert launch_problem((132, 1, 1), (128, 1, 1), 0, (2, 1, 1)) is None
+    assert launch_problem((131, 1, 1), (128, 1, 1), 0) is None          # no cluster: as before
+
+
 def test_a_spec_at_the_limits_is_built():
     assert launch_problem((2**31 - 1, 65535, 65535), (1024, 1, 1), 0) is None
     assert spec((2**31 - 1, 65535, 65535), (16, 1, 64)).threads == 1024
