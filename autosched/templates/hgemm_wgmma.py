@@ -14,7 +14,15 @@ and stores C.  Gated: the knob enters the space only with SPLIT_K_VERIFIED (or t
 AUTOSCHED_WGMMA_SPLIT_K=1), and never in the dynamic-M template (the workspace follows M).  Without
 it the space, the default and every rendered source are what they were before split-K existed.
 
-Not here: thread-block clusters and TMA multicast (a cluster of 1), the blocked layout.
+Clusters (knobs cluster and cluster_dim, kernels/hgemm_wgmma_cluster.cuh): two CTAs of a thread-block
+cluster compute two tiles adjacent along M (sharing B) or N (sharing A); each loads half of the
+shared slot with TMA multicast into both CTAs' shared memory, so that operand crosses from L2 once
+for two tiles.  Gated like split-K: the knobs enter the space only with CLUSTER_VERIFIED (or
+AUTOSCHED_WGMMA_CLUSTER=1), never in the dynamic-M template (its grid follows M at the call and the
+pairing rule reads M).  With split-K: never both in one config (cluster 2 needs split_k 1: the
+split-K kernel's work units are not paired).  cluster = 1 renders hgemm_wgmma byte for byte.
+
+Not here: clusters of 4, the blocked layout.
 """
 
 from __future__ import annotations
@@ -45,6 +53,37 @@ WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counter
 def split_k_enabled() -> bool:
     env = os.environ.get("AUTOSCHED_WGMMA_SPLIT_K")
     return SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+
+
+# THE cluster switch: off until `bash scripts/gpu_check.sh cluster` has passed on an H100 (its tests,
+# memcheck and racecheck); the session that sees it pass flips this constant.  The environment
+# variable overrides it for one process (=1: try it).
+CLUSTER_VERIFIED = False
+CLUSTER_HEADER = "hgemm_wgmma_cluster.cuh"
+CLUSTER_VALUES = (1, 2)                     # the .cuh's static_assert: CLUSTER == 2 (1 is hgemm_wgmma)
+CLUSTER_DIMS = ("m", "n")                   # pairs along M share B (multicast B); along N share A
+
+
+def cluster_enabled() -> bool:
+    env = os.environ.get("AUTOSCHED_WGMMA_CLUSTER")
+    return CLUSTER_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+
+
+def cluster_pairs(M: int, N: int, bm: int, bn: int, dim: str) -> tuple[int, int]:
+    """(pair units, pairs whose both tiles lie inside C) of HgemmWgmmaCluster: tiles paired along
+    `dim`, an odd last tile paired with one outside C."""
+    tm, tn = -(-M // bm), -(-N // bn)
+    along, across = (tm, tn) if dim == "m" else (tn, tm)
+    return -(-along // 2) * across, along // 2 * across
+
+
+def cluster_l2_bytes_saved(M: int, N: int, K: int, bm: int, bn: int, swizzle: int, dim: str) -> int:
+    """Bytes of the shared operand's slots (zero-filled edges included) that a complete pair loads
+    once instead of twice: B's BN x K' per pair along M, A's BM x K' along N (K' = K in whole
+    k-blocks).  A lone pair saves nothing (its outside tile skips its own operand instead)."""
+    _, full = cluster_pairs(M, N, bm, bn, dim)
+    k_padded = -(-K // bk_of(swizzle)) * bk_of(swizzle)
+    return full * (bn if dim == "m" else bm) * k_padded * 2
 
 
 def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
@@ -91,15 +130,22 @@ class HgemmWgmmaTemplate(Template):
         """Whether the space has the split_k knob: the switch is on and M is known."""
         return not self.dynamic_m and split_k_enabled()
 
+    def cluster(self) -> bool:
+        """Whether the space has the cluster knobs: the switch is on and M is known."""
+        return not self.dynamic_m and cluster_enabled()
+
     def source_hash(self) -> str:
-        """With split-K on, the split-K header (which inlines hgemm_wgmma.cuh), so an edit to
-        either stales the measurements; with it off, hgemm_wgmma.cuh's as before."""
-        if not self.split_k():
+        """With split-K or clusters on, the hash of the headers in use (each inlines hgemm_wgmma.cuh;
+        two are joined by a NUL), so an edit to any of them stales the measurements; with both off,
+        hgemm_wgmma.cuh's as before (and with split-K alone, the split-K header's as before)."""
+        headers = tuple(h for h, on in ((SPLIT_K_HEADER, self.split_k()), (CLUSTER_HEADER, self.cluster())) if on)
+        if not headers:
             return super().source_hash()
-        cached = self.__dict__.get("_split_k_source_hash")
-        if cached is None:
-            cached = self._split_k_source_hash = hashlib.sha256(kernel_source(SPLIT_K_HEADER).encode()).hexdigest()
-        return cached
+        cache = self.__dict__.setdefault("_source_hashes", {})
+        if headers not in cache:
+            text = "\0".join(kernel_source(h) for h in headers)
+            cache[headers] = hashlib.sha256(text.encode()).hexdigest()
+        return cache[headers]
 
     def refuses(self, workload) -> str | None:
         """The kernel reads the row layouts through TMA, whose row strides must be multiples of 16
@@ -165,6 +211,10 @@ class HgemmWgmmaTemplate(Template):
         if self.split_k():
             knobs.append(Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last"))
             rules += self._split_k_rules(workload, device)
+        if self.cluster():
+            knobs += [Knob("cluster", CLUSTER_VALUES, "CTAs of a thread-block cluster sharing one operand by TMA multicast"),
+                      Knob("cluster_dim", CLUSTER_DIMS, "the cluster's CTAs pair tiles along M (share B) or N (share A)")]
+            rules += self._cluster_rules(workload, self.split_k())
         if dev_why is not None:        # an empty space that says why, rather than kernels that cannot run
             rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
         return Space(knobs, rules)
@@ -185,6 +235,24 @@ class HgemmWgmmaTemplate(Template):
               lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
         ]
 
+    @staticmethod
+    def _cluster_rules(workload, with_split_k: bool) -> list:
+        M, N = workload.M, workload.N
+        C = Constraint
+        along = lambda bm, bn, d: -(-M // bm) if d == "m" else -(-N // bn)  # noqa: E731
+        rules = [
+            # a cluster of 1 shares nothing: one config, not two equal ones
+            C("cluster_dim m where cluster is 1 (a lone CTA pairs with nothing)", ("cluster", "cluster_dim"),
+              lambda c, d: c == 2 or d == "m"),
+            # the pair's tiles must both exist somewhere: at least one complete pair, so a grid of >= 2
+            C("cluster 1, or at least 2 tiles along the cluster dim (one whole pair; a grid of 2 or more)",
+              ("bm", "bn", "cluster", "cluster_dim"), lambda bm, bn, c, d: c == 1 or along(bm, bn, d) >= 2),
+        ]
+        if with_split_k:
+            rules.append(C("cluster 1 or split_k 1 (split-K's work units are not paired)", ("split_k", "cluster"),
+                           lambda sk, c: sk == 1 or c == 1))
+        return rules
+
     def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
         """Tiles, the persistent waves over the SMs, tile use in M and N, shared memory."""
         c, M, N = config, params["M"], params["N"]
@@ -198,6 +266,13 @@ class HgemmWgmmaTemplate(Template):
             out.update({"split_k": sk, "work_units": tiles * sk, "waves": tiles * sk / device.sm_count,
                         "k_blocks_per_unit": k_blocks / sk,
                         "workspace_bytes": workspace_bytes(M, N, c["bm"], c["bn"], sk)})
+        if "cluster" in c:             # likewise only where the knobs exist
+            cl, dim = c["cluster"], c["cluster_dim"]
+            out.update({"cluster": cl, "cluster_n": int(cl == 2 and dim == "n"), "l2_bytes_saved": 0})
+            if cl == 2:
+                units, _ = cluster_pairs(M, N, c["bm"], c["bn"], dim)
+                out["waves"] = 2 * units / (device.sm_count - device.sm_count % 2)
+                out["l2_bytes_saved"] = cluster_l2_bytes_saved(M, N, params["K"], c["bm"], c["bn"], c["swizzle"], dim)
         return out
 
     def default_config(self, workload, device) -> dict:
@@ -209,6 +284,8 @@ class HgemmWgmmaTemplate(Template):
         cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
         if self.split_k():
             cfg["split_k"] = 1
+        if self.cluster():
+            cfg.update(cluster=1, cluster_dim="m")
         return self.space(workload, device).nearest(cfg)
 
     def kernel_values(self, workload, cfg: dict) -> dict:
@@ -218,18 +295,22 @@ class HgemmWgmmaTemplate(Template):
 
     def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
         """The three TMA maps, boxes as HgemmWgmma loads and stores them: a K-major operand in one
-        box of (BK, rows), an MN-major one in boxes of (BK, BK); C in 64 x 64 boxes."""
+        box of (BK, rows), an MN-major one in boxes of (BK, BK); C in 64 x 64 boxes.  In a cluster of
+        2 each CTA loads half of the shared operand (B along M, A along N): a K-major one in a box of
+        (BK, rows / 2), an MN-major one in boxes of (BK, BK / 2) (half the k rows of each chunk)."""
         M, N, K, dt = workload.M, workload.N, workload.K, workload.dtype
         sw, bk = cfg["swizzle"], bk_of(cfg["swizzle"])
         ctype = "const autosched_wgmma::TensorMap*"
+        shared = {"m": "B", "n": "A"}[cfg.get("cluster_dim", "m")] if cfg.get("cluster", 1) == 2 else None
+        half = lambda which: 2 if shared == which else 1  # noqa: E731
         if workload.a_col:        # A stored (K, M)
-            a = tensormap_params("input", dt, (M, K), 2 * M, (bk, bk), sw)
+            a = tensormap_params("input", dt, (M, K), 2 * M, (bk, bk // half("A")), sw)
         else:
-            a = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bm"]), sw)
+            a = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bm"] // half("A")), sw)
         if workload.b_col:        # B stored (N, K)
-            b = tensormap_params("input", dt, (K, N), 2 * K, (bk, cfg["bn"]), sw)
+            b = tensormap_params("input", dt, (K, N), 2 * K, (bk, cfg["bn"] // half("B")), sw)
         else:
-            b = tensormap_params("input", dt, (N, K), 2 * N, (bk, bk), sw)
+            b = tensormap_params("input", dt, (N, K), 2 * N, (bk, bk // half("B")), sw)
         c = tensormap_params("output", dt, (N, M), 2 * N, (C_BOX, C_BOX), 128)
         return (ArgSpec("A", "tensormap", layout_params=a, ctype=ctype),
                 ArgSpec("B", "tensormap", layout_params=b, ctype=ctype),
@@ -243,11 +324,18 @@ class HgemmWgmmaTemplate(Template):
         M, N, K = workload.M, workload.N, workload.K
         values = self.kernel_values(workload, cfg)
         tiles = -(-M // cfg["bm"]) * -(-N // cfg["bn"])
-        split = cfg.get("split_k", 1)
+        split, cluster = cfg.get("split_k", 1), cfg.get("cluster", 1)
         args = (*self.tensormaps(workload, cfg), ArgSpec("M", "scalar", value=M, ctype="int"),
                 ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int"))
-        if split == 1:                 # hgemm_wgmma itself: the source and name every measurement was of
+        grid, cluster_shape = min(tiles * split, device.sm_count), None    # persistent: a CTA per SM at most
+        if split == 1 and cluster == 1:    # hgemm_wgmma itself: the source and name every measurement was of
             header, expr = self.header, "hgemm_wgmma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
+        elif cluster == 2:
+            header = CLUSTER_HEADER
+            cdim = CLUSTER_DIMS.index(cfg["cluster_dim"])
+            expr = "hgemm_wgmma_cluster<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + f", 2, {cdim}>"
+            units, _ = cluster_pairs(M, N, cfg["bm"], cfg["bn"], cfg["cluster_dim"])
+            grid, cluster_shape = 2 * min(units, device.sm_count // 2), (2, 1, 1)   # a cluster per 2 SMs
         else:
             header = SPLIT_K_HEADER
             expr = "hgemm_wgmma_splitk<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + f", {split}>"
@@ -256,10 +344,9 @@ class HgemmWgmmaTemplate(Template):
         return KernelSpec(
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(header), name_expression=expr,
-            grid=(min(tiles * split, device.sm_count), 1, 1),        # persistent: a CTA per SM at most
-            block=(128 * (cfg["consumers"] + 1), 1, 1),
+            grid=(grid, 1, 1), block=(128 * (cfg["consumers"] + 1), 1, 1),
             smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
-            args=args, arch="sm_90a")
+            args=args, arch="sm_90a", cluster=cluster_shape)
 
 
 class HgemmWgmmaDynTemplate(HgemmWgmmaTemplate):

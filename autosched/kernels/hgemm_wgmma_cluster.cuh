@@ -1,0 +1,331 @@
+// Thread-block clusters of 2 with TMA multicast for the wgmma + TMA GEMM of hgemm_wgmma.cuh: the same
+// producer and consumer warpgroups, mbarrier ring and TMA-store epilogue, but the two CTAs of a
+// cluster compute two adjacent output tiles that share one operand, and each loads only half of
+// that operand's slot, multicast into both CTAs' shared memory: the shared operand crosses from L2
+// to the SMs once for two tiles.  The template renders hgemm_wgmma itself for cluster = 1; this
+// kernel lives in its own file so that hgemm_wgmma.cuh, whose hash is the build id every
+// measurement of the family is keyed by, stays byte for byte what was measured.
+//
+// CDIM = 0 (pair along M): tiles (m, n) and (m + 1, n) share B's slot -> B is multicast, A is not.
+// CDIM = 1 (pair along N): tiles (m, n) and (m, n + 1) share A's slot -> A is multicast, B is not.
+//
+// Pairs.  The grid (a multiple of 2, launched with the cluster attribute (2, 1, 1): blockIdx.x =
+// 2 x cluster + rank) walks pair units p = cluster; p += clusters, over a grid of ceil(tiles / 2)
+// pair rows (CDIM 0) or columns (CDIM 1) in the grouped raster of hgemm_wgmma (GROUP pair rows
+// walked column by column); rank r of the cluster takes tile 2 x pair + r along CDIM.  Both CTAs
+// walk the same pairs and the same ceil(K / BK) slots per pair, so every multicast, expect_tx and
+// arrival below has its partner.  Where the tiles along CDIM are odd, the last pairs' rank 1 tile
+// lies outside C: that CTA still loads its half of the shared operand (its peer needs it), waits
+// and releases every slot, runs its wgmma on whatever its own operand's slot holds and stores
+// nothing (the epilogue clips at M and N); it skips its own operand's load and expects that many
+// bytes fewer.
+//
+// Protocol, per ring slot s (the same shared-memory offsets in both CTAs: same kernel, same layout):
+//   * full[s] (count 1, local): this CTA's producer arrives with expect_tx(own operand bytes + the
+//     WHOLE shared slot), then loads its own operand (plain TMA) and its half of the shared slot
+//     with .multicast::cluster (ctaMask 0b11): the copy engine writes that half into both CTAs and
+//     signals complete_tx on full[s] at the same offset in each.  A peer's half may land before
+//     this CTA's expect_tx: the phase cannot complete without this producer's arrival.
+//   * empty[s] (count 2 x 4 x CONSUMERS): lane 0 of every consumer warp of BOTH CTAs arrives once
+//     it has read slot s: on its own empty[s] (shared::cta) and on the peer's (mapa +
+//     mbarrier.arrive.release.cluster.shared::cluster), because this CTA's producer writes into
+//     the peer's slot too.  A producer waits on its own empty[s] (acquire.cluster), so it never
+//     overwrites a slot that either CTA is still reading.  No CTA's arrivals can run a phase ahead:
+//     its next use of slot s needs the peer producer's half, which waits for this phase.
+//   * start: mbarrier init, fence.mbarrier_init.release.cluster, then a cluster barrier (all
+//     threads of both CTAs), so no multicast or remote arrival reaches an uninitialized barrier.
+//   * exit: a cluster barrier again, so no CTA exits (freeing its shared memory) while its peer may
+//     still arrive on its empty barriers (its writes into this CTA are awaited by this CTA's own
+//     consumers on full[s] before they get here).
+// The kernel traps if launched without a cluster of exactly CLUSTER blocks.
+//
+// Half slots.  K-major shared operand (rows of SWZ bytes): rank r loads rows [r R/2, (r + 1) R/2)
+// (R = BN or BM) in one box of (BK, R / 2) at byte r (R / 2) SWZ.  MN-major shared operand (chunks
+// of BK along M/N by BK rows of k): rank r loads k rows [r BK/2, (r + 1) BK/2) of every chunk in
+// boxes of (BK, BK / 2) at byte r (BK / 2) SWZ of the chunk.  Both offsets are whole 8-row swizzle
+// atoms, so each half lands exactly where the whole box would have put it.
+#pragma once
+#include "hgemm_wgmma.cuh"
+
+namespace autosched_wgmma {
+
+// ---- clusters ------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned cluster_reg_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_reg_nctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_reg_id() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_reg_count() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return r;
+}
+// every thread of every CTA of the cluster; not .aligned: a warp may reach it apart (the producer)
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// the shared::cluster address of `local` (a shared::cta address) in the CTA of rank `rank`
+__device__ __forceinline__ unsigned cluster_map(unsigned local, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// as mbar_wait, acquiring at cluster scope: the arrivals come from both CTAs
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  } while (!done);
+}
+// tma_load into the same offset `dst` of every CTA in `mask`, completing on `bar` at the same offset
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
+                                                   unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n"
+      ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
+}
+
+template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int CONSUMERS, int GROUP, int CLUSTER,
+          int CDIM>
+struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP> {
+  using Base = HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP>;
+  using Base::A_SLOT;
+  using Base::ACC;
+  using Base::B_SLOT;
+  using Base::BAR_OFFSET;
+  using Base::BK;
+  using Base::C_BOX;
+  using Base::MW;
+  using Base::STAGE_BYTES;
+  static constexpr int SHARED_ROWS = CDIM == 0 ? BN : BM;            // rows (m or n) of the shared slot
+  static constexpr int SHARED_MN = CDIM == 0 ? B_MN : A_MN;          // its layout: 1 = MN-major
+  static constexpr int SHARED_SLOT = CDIM == 0 ? B_SLOT : A_SLOT;    // bytes each full barrier gets of it
+  static constexpr int OWN_SLOT = CDIM == 0 ? A_SLOT : B_SLOT;       // bytes of the operand not shared
+  static constexpr unsigned short MASK = (1u << CLUSTER) - 1;        // every CTA of the cluster
+
+  static_assert(CLUSTER == 2, "clusters of 2 CTAs (a cluster of 1 is hgemm_wgmma itself)");
+  static_assert(CDIM == 0 || CDIM == 1, "pairs along M (0: B multicast) or along N (1: A multicast)");
+  static_assert((SHARED_ROWS / 2) % 8 == 0, "a K-major half slot is whole 8-row swizzle atoms");
+  static_assert((BK / 2) % 8 == 0, "an MN-major half chunk is whole 8-row swizzle atoms");
+
+  // rank `rank`'s tile of pair `pair`: the grouped raster over the pair grid (pm_count x pn_count)
+  static __device__ __forceinline__ void pair_tile(int pair, int rank, int pm_count, int pn_count, int& m0,
+                                                   int& n0) {
+    const int per_group = GROUP * pn_count;
+    const int first_m = (pair / per_group) * GROUP;
+    const int rows = min(pm_count - first_m, GROUP);
+    const int r = pair % per_group;
+    const int pm = first_m + r % rows, pn = r / rows;
+    if constexpr (CDIM == 0) {
+      m0 = (2 * pm + rank) * BM;
+      n0 = pn * BN;
+    } else {
+      m0 = pm * BM;
+      n0 = (2 * pn + rank) * BN;
+    }
+  }
+
+  static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars, int rank,
+                                  int pm_count, int pn_count, int M, int N, int kslots) {
+    tensormap_acquire(tmA);
+    tensormap_acquire(tmB);
+    const int pairs = pm_count * pn_count;
+    const int clusters = cluster_reg_count();
+    unsigned it = 0;
+    for (int pair = cluster_reg_id(); pair < pairs; pair += clusters) {
+      int m0, n0;
+      pair_tile(pair, rank, pm_count, pn_count, m0, n0);
+      const bool own = CDIM == 0 ? m0 < M : n0 < N;    // this CTA's tile lies inside C
+      const unsigned bytes = SHARED_SLOT + (own ? OWN_SLOT : 0);
+      for (int kb = 0; kb < kslots; ++kb, ++it) {
+        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
+        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+        mbar_wait_cluster(empty, phase ^ 1);       // both CTAs' consumers are done with the slot
+        mbar_expect_tx(full, bytes);
+        const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
+        const int k0 = kb * BK;
+        if constexpr (CDIM == 0) {                 // A: this CTA's own; B: half of it, to both
+          if (own) {
+            if constexpr (A_MN) {
+#pragma unroll
+              for (int j = 0; j < BM / BK; ++j) tma_load(a + j * BK * SWZ, tmA, full, m0 + j * BK, k0);
+            } else {
+              tma_load(a, tmA, full, k0, m0);
+            }
+          }
+          if constexpr (B_MN) {
+#pragma unroll
+            for (int j = 0; j < BN / BK; ++j)
+              tma_load_multicast(b + j * BK * SWZ + rank * (BK / 2) * SWZ, tmB, full, n0 + j * BK,
+                                 k0 + rank * (BK / 2), MASK);
+          } else {
+            tma_load_multicast(b + rank * (BN / 2) * SWZ, tmB, full, k0, n0 + rank * (BN / 2), MASK);
+          }
+        } else {                                   // B: this CTA's own; A: half of it, to both
+          if constexpr (A_MN) {
+#pragma unroll
+            for (int j = 0; j < BM / BK; ++j)
+              tma_load_multicast(a + j * BK * SWZ + rank * (BK / 2) * SWZ, tmA, full, m0 + j * BK,
+                                 k0 + rank * (BK / 2), MASK);
+          } else {
+            tma_load_multicast(a + rank * (BM / 2) * SWZ, tmA, full, k0, m0 + rank * (BM / 2), MASK);
+          }
+          if (own) {
+            if constexpr (B_MN) {
+#pragma unroll
+              for (int j = 0; j < BN / BK; ++j) tma_load(b + j * BK * SWZ, tmB, full, n0 + j * BK, k0);
+            } else {
+              tma_load(b, tmB, full, k0, n0);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // hgemm_wgmma's epilogue: registers -> 128B-swizzled staging -> TMA stores clipped at M and N
+  static __device__ __forceinline__ void epilogue(const float (&acc)[MW][ACC], const TensorMap* tmC, unsigned my_c,
+                                                  int wg, int t, int M, int N, int m0, int n0) {
+    const int warp = t / 32, lane = t % 32;
+    if (t == 0) bulk_wait_read_all();              // the last tile's store has read the staging
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+    for (int w = 0; w < MW; ++w)
+#pragma unroll
+      for (int i = 0; i < ACC; i += 2) {
+        const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+        const int col = 8 * (i / 4) + 2 * (lane % 4);
+        const int box = col / 64, unit = (col % 64) / 8;
+        const unsigned dst = my_c + (w * (BN / 64) + box) * C_BOX + row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2;
+        unsigned packed;
+        if constexpr (BF16) {
+          __nv_bfloat162 v = __floats2bfloat162_rn(acc[w][i], acc[w][i + 1]);
+          packed = *reinterpret_cast<unsigned*>(&v);
+        } else {
+          __half2 v = __floats2half2_rn(acc[w][i], acc[w][i + 1]);
+          packed = *reinterpret_cast<unsigned*>(&v);
+        }
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(packed) : "memory");
+      }
+    fence_async_smem();
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+    if (t == 0) {
+#pragma unroll
+      for (int w = 0; w < MW; ++w) {
+        const int row0 = m0 + (wg * MW + w) * 64;
+        if (row0 >= M) continue;                   // outside C (a whole lone-pair tile too)
+#pragma unroll
+        for (int box = 0; box < BN / 64; ++box)
+          if (n0 + box * 64 < N) tma_store(tmC, my_c + (w * (BN / 64) + box) * C_BOX, n0 + box * 64, row0);
+      }
+      bulk_commit();
+    }
+  }
+
+  static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars, int rank,
+                                  int M, int N, int pm_count, int pn_count, int kslots) {
+    const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, lane = t % 32;
+    if (t == 0) tensormap_acquire(tmC);
+    const int pairs = pm_count * pn_count;
+    const int clusters = cluster_reg_count();
+    const unsigned my_c = cstage + wg * MW * (BN / 64) * C_BOX;
+    const unsigned peer_bars = cluster_map(bars, rank ^ 1);     // the peer's barriers, same offsets
+    float acc[MW][ACC];
+    unsigned it = 0;
+    for (int pair = cluster_reg_id(); pair < pairs; pair += clusters) {
+      int m0, n0;
+      pair_tile(pair, rank, pm_count, pn_count, m0, n0);
+#pragma unroll
+      for (int w = 0; w < MW; ++w)
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
+      for (int kb = 0; kb < kslots; ++kb, ++it) {
+        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
+        mbar_wait(bars + 8 * s, phase);
+        __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
+        const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+          const unsigned long long db = Base::template desc<B_MN>(b, 0, kk);
+#pragma unroll
+          for (int w = 0; w < MW; ++w)
+            Wgmma<BN>::template mma<BF16, A_MN, B_MN>(acc[w], Base::template desc<A_MN>(a, (wg * MW + w) * 64, kk), db);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();                           // the previous slot's group has finished reading
+        if (kb > 0 && lane == 0) {                 // released to both producers: both write into it
+          const unsigned prev = 8 * (STAGES + (it - 1) % STAGES);
+          mbar_arrive(bars + prev);
+          mbar_arrive_remote(peer_bars + prev);
+        }
+      }
+      wgmma_wait<0>();
+      if (lane == 0) {
+        const unsigned prev = 8 * (STAGES + (it - 1) % STAGES);
+        mbar_arrive(bars + prev);
+        mbar_arrive_remote(peer_bars + prev);
+      }
+      epilogue(acc, tmC, my_c, wg, t, M, N, m0, n0);
+    }
+    if (t == 0) bulk_wait_all();                   // the staging must outlive the stores' reads
+  }
+
+  static __device__ void run(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC, int M, int N, int K,
+                             unsigned char* smem_raw) {
+    if (cluster_reg_nctarank() != CLUSTER) __trap();    // launched without the cluster attribute
+    // the same offsets in both CTAs: multicast writes and remote arrivals use this CTA's offsets
+    const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned ring = base, cstage = base + STAGES * STAGE_BYTES, bars = base + BAR_OFFSET;
+    const int rank = cluster_reg_ctarank();
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kslots = (K + BK - 1) / BK;
+    const int pm_count = CDIM == 0 ? (tiles_m + 1) / 2 : tiles_m;
+    const int pn_count = CDIM == 0 ? tiles_n : (tiles_n + 1) / 2;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bars + 8 * s, 1);                                  // full: this producer's expect_tx
+        mbar_init(bars + 8 * (STAGES + s), CLUSTER * 4 * CONSUMERS); // empty: every consumer warp of both
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      fence_async_smem();
+    }
+    cluster_sync_all();                            // both CTAs' barriers exist before anyone uses them
+    if (threadIdx.x < 128) {
+      if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, rank, pm_count, pn_count, M, N, kslots);
+    } else {
+      if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+      consumer(tmC, ring, cstage, bars, rank, M, N, pm_count, pn_count, kslots);
+    }
+    cluster_sync_all();                            // the peer may still arrive on this CTA's barriers
+  }
+};
+
+}  // namespace autosched_wgmma
+
+template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int CONSUMERS, int GROUP, int CLUSTER,
+          int CDIM>
+__global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
+hgemm_wgmma_cluster(const autosched_wgmma::TensorMap* tmA, const autosched_wgmma::TensorMap* tmB,
+                    const autosched_wgmma::TensorMap* tmC, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  autosched_wgmma::HgemmWgmmaCluster<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP, CLUSTER, CDIM>::run(
+      tmA, tmB, tmC, M, N, K, smem);
+}
