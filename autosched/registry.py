@@ -148,7 +148,8 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
     default, then two random ones; none where the GPU has no wgmma (an empty space).  With the
     split-K knob in the space, split_k = 4 on the smallest tile and on the most shared memory come
-    first (so PER_TEMPLATE=4 keeps them)."""
+    first (so PER_TEMPLATE=4 keeps them); with the cluster knobs, cluster = 2 along M and along N on
+    the smallest tile and on the most shared memory come before those."""
     from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
     cfgs = template.space(workload, device).enumerate()
     if not cfgs:
@@ -160,6 +161,12 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     split = [c for c in cfgs if c.get("split_k", 1) == 4]
     if split:   # the split-K switch is on: its deepest split first (partials, counters, the last CTA's sum)
         picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
+    pairs = [c for c in cfgs if c.get("cluster", 1) == 2]
+    if pairs:   # the cluster switch is on: pairs along M and N (multicast B, A) on the smallest tile (the
+        #         most pairs, lone ones at the edges) and on the most shared memory (deepest ring) first
+        small = lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+        picks = [pick(p) for pick in (lambda p: min(p, key=small), lambda p: max(p, key=smem))
+                 for p in ([c for c in pairs if c["cluster_dim"] == d] for d in ("m", "n")) if p] + picks
     out = []
     for c in picks:
         if c not in out:

@@ -1,0 +1,259 @@
+"""Clusters of 2 with TMA multicast for the wgmma GEMM (kernels/hgemm_wgmma_cluster.cuh): the switch
+leaves everything as it was when off; when on, cluster = 1 configs render as before, the pairing
+rules and the split-K exclusion, the rendered kernel (name, grid in pairs, cluster shape, half-slot
+tensor-map boxes), features, build id, sanitizer picks, the static_asserts agreeing with the Python
+rules, NVRTC builds without spills or serialized wgmma; the exporter refuses a cluster spec."""
+
+import dataclasses
+import hashlib
+import random
+import re
+import types
+
+import pytest
+
+import autosched.templates.hgemm_wgmma as hw
+from autosched.build import BuildCache, Builder, build_id, compile_spec
+from autosched.registry import family
+from autosched.templates import HgemmWgmmaTemplate
+from autosched.templates.base import kernel_source
+from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, cluster_l2_bytes_saved, cluster_pairs
+from autosched.workloads import Hgemm
+
+BIG = "4096x4096x4096_bt"
+C128 = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
+
+
+@pytest.fixture
+def off(monkeypatch):
+    for var in ("AUTOSCHED_WGMMA_CLUSTER", "AUTOSCHED_WGMMA_SPLIT_K"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(hw, "CLUSTER_VERIFIED", False)
+    monkeypatch.setattr(hw, "SPLIT_K_VERIFIED", False)
+    return HgemmWgmmaTemplate()
+
+
+@pytest.fixture
+def on(off, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
+    return HgemmWgmmaTemplate()
+
+
+def key(c):
+    return tuple(sorted(c.items()))
+
+
+def test_switch_reads_the_constant_and_the_environment(monkeypatch):
+    monkeypatch.delenv("AUTOSCHED_WGMMA_CLUSTER", raising=False)
+    assert hw.cluster_enabled() is hw.CLUSTER_VERIFIED is False
+    for value, want in [("1", True), ("0", False), ("", False), ("yes", True), ("no", False)]:
+        monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", value)
+        assert hw.cluster_enabled() is want
+
+
+@pytest.mark.parametrize("shape", [BIG, "4096x4096x4096", "136x264x4104_bt", "296x264x200_tn_bf16"])
+def test_off_changes_nothing(off, h100, shape):
+    w = Hgemm.from_shape(shape)
+    space = off.space(w, h100)
+    assert "cluster" not in space.names and "cluster_dim" not in space.names
+    d = off.default_config(w, h100)
+    spec = off.render(w, d, h100)
+    assert spec.source == kernel_source("hgemm_wgmma.cuh") and spec.cluster is None
+    assert spec.name_expression.startswith("hgemm_wgmma<") and spec.name_expression.count(",") == 8
+    assert off.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma.cuh").encode()).hexdigest()
+    assert "cluster" not in off.derived_features(d, w.params, h100)
+    with pytest.raises(Exception, match="unknown knobs"):
+        off.render(w, {**d, "cluster": 2, "cluster_dim": "m"}, h100)
+
+
+@pytest.mark.parametrize("shape", [BIG, "1000x1032x504_nn", "296x264x200_tn_bf16"])
+def test_on_keeps_every_cluster_1_config_as_it_was(off, h100, shape, monkeypatch):
+    """The configs without the knobs are exactly the cluster = 1 configs with them (cluster_dim m),
+    and each renders the same source, entry, grid, arguments and no cluster attribute."""
+    w = Hgemm.from_shape(shape)
+    before = off.space(w, h100).enumerate()
+    d_before = off.default_config(w, h100)
+    specs = {key(c): off.render(w, c, h100) for c in random.Random(2).sample(before, 8) + [d_before]}
+    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
+    on = HgemmWgmmaTemplate()
+    after = on.space(w, h100).enumerate()
+    ones = [c for c in after if c["cluster"] == 1]
+    assert all(c["cluster_dim"] == "m" for c in ones)
+    assert [{k: v for k, v in c.items() if k not in ("cluster", "cluster_dim")} for c in ones] == before
+    assert on.default_config(w, h100) == {**d_before, "cluster": 1, "cluster_dim": "m"}
+    for old in specs.values():
+        new = on.render(w, {**dict(old.config), "cluster": 1, "cluster_dim": "m"}, h100)
+        assert (new.source, new.name_expression, new.grid, new.block, new.smem_bytes, new.args, new.cluster) == \
+               (old.source, old.name_expression, old.grid, old.block, old.smem_bytes, old.args, None)
+
+
+def test_rules_name_what_they_refuse(on, h100):
+    space = on.space(Hgemm.from_shape(BIG), h100)
+    assert space.contains({**C128, "cluster": 2, "cluster_dim": "m"})
+    assert space.contains({**C128, "cluster": 2, "cluster_dim": "n"})
+    assert any("cluster_dim m where cluster is 1" in v for v in space.violations({**C128, "cluster": 1, "cluster_dim": "n"}))
+    assert any("not one of" in v for v in space.violations({**C128, "cluster": 4, "cluster_dim": "m"}))
+    assert any("not one of" in v for v in space.violations({**C128, "cluster": 2, "cluster_dim": "k"}))
+    # 128 rows in tiles of 128: one tile along M, nothing to pair with; along N there are 16
+    thin = on.space(Hgemm.from_shape("128x4096x4096_bt"), h100)
+    assert any("at least 2 tiles along the cluster dim" in v
+               for v in thin.violations({**C128, "group": 1, "cluster": 2, "cluster_dim": "m"}))
+    assert thin.contains({**C128, "group": 1, "cluster": 2, "cluster_dim": "n"})
+    one = on.space(Hgemm.from_shape("128x256x64_bt"), h100)
+    assert [c for c in one if c["bm"] >= 128 and c["bn"] == 256 and c["cluster"] == 2] == []
+
+
+def test_with_split_k_never_both(on, h100, monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "1")
+    t = HgemmWgmmaTemplate()
+    w = Hgemm.from_shape("128x4096x4096_bt")
+    space = t.space(w, h100)
+    assert space.names[-3:] == ["split_k", "cluster", "cluster_dim"]
+    c = {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 128, "stages": 6, "group": 1}
+    assert space.contains({**c, "split_k": 2, "cluster": 1, "cluster_dim": "m"})
+    assert space.contains({**c, "split_k": 1, "cluster": 2, "cluster_dim": "n"})
+    assert any("cluster 1 or split_k 1" in v for v in space.violations({**c, "split_k": 2, "cluster": 2, "cluster_dim": "n"}))
+    cfgs = space.enumerate()
+    assert any(x["split_k"] > 1 for x in cfgs) and any(x["cluster"] == 2 for x in cfgs)
+    assert not any(x["split_k"] > 1 and x["cluster"] == 2 for x in cfgs)
+    assert t.default_config(w, h100)["split_k"] == 1 and t.default_config(w, h100)["cluster"] == 1
+    # both switches: the build id covers both headers
+    both = hashlib.sha256((kernel_source("hgemm_wgmma_splitk.cuh") + "\0" +
+                           kernel_source("hgemm_wgmma_cluster.cuh")).encode()).hexdigest()
+    assert t.source_hash() == both
+
+
+@pytest.mark.parametrize("shape", [BIG, "300x264x200", "136x264x4104_bt", "296x1032x200_tt_bf16"])
+def test_every_accepted_pair_config_launches_whole_clusters(on, h100, shape):
+    w = Hgemm.from_shape(shape)
+    cfgs = [c for c in on.space(w, h100) if c["cluster"] == 2]
+    assert {c["cluster_dim"] for c in cfgs} == {"m", "n"}
+    for c in random.Random(3).sample(cfgs, min(40, len(cfgs))):
+        tiles_along = -(-w.M // c["bm"]) if c["cluster_dim"] == "m" else -(-w.N // c["bn"])
+        assert tiles_along >= 2
+        spec = on.render(w, c, h100)
+        assert spec.cluster == (2, 1, 1) and spec.grid[0] % 2 == 0 and 2 <= spec.grid[0] <= h100.sm_count
+        units, full = cluster_pairs(w.M, w.N, c["bm"], c["bn"], c["cluster_dim"])
+        assert spec.grid[0] == 2 * min(units, h100.sm_count // 2) and full >= 1
+
+
+def test_render_of_a_pair_along_m_multicasts_b(on, h100):
+    w = Hgemm.from_shape(BIG)                               # nt: A (M, K) and B (N, K), both K-major
+    spec = on.render(w, {**C128, "cluster": 2, "cluster_dim": "m"}, h100)
+    assert spec.name_expression == "hgemm_wgmma_cluster<0, 0, 0, 128, 256, 128, 3, 2, 8, 2, 0>"
+    assert spec.source == kernel_source("hgemm_wgmma_cluster.cuh")
+    assert spec.source.count(kernel_source("hgemm_wgmma.cuh")) == 1       # the base inlined, once
+    assert spec.grid == (132, 1, 1) and spec.cluster == (2, 1, 1)
+    boxes = [a.params()["box"] for a in spec.args[:3]]
+    assert boxes == [(64, 128), (64, 128), (64, 64)]        # B's 256 rows in halves of 128; A whole
+    assert [a.role for a in spec.args] == ["tensormap"] * 3 + ["scalar"] * 3
+
+
+def test_render_of_a_pair_along_n_multicasts_a(on, h100):
+    w = Hgemm.from_shape("4096x4096x4096_tn")               # A (K, M) and B (K, N): both MN-major
+    spec = on.render(w, {**C128, "cluster": 2, "cluster_dim": "n"}, h100)
+    assert spec.name_expression == "hgemm_wgmma_cluster<0, 1, 1, 128, 256, 128, 3, 2, 8, 2, 1>"
+    boxes = [a.params()["box"] for a in spec.args[:3]]
+    assert boxes == [(64, 32), (64, 64), (64, 64)]          # A's chunks: half the k rows each
+    small = on.render(Hgemm.from_shape("300x264x200"), {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 32,
+                                                         "stages": 2, "group": 1, "cluster": 2, "cluster_dim": "n"}, h100)
+    assert small.grid == (2 * 3 * 5, 1, 1)                  # 5 tiles along N: 3 pairs (one lone) x 5 rows
+    assert [a.params()["box"] for a in small.args[:2]] == [(16, 32), (16, 16)]   # nn: A halved, B MN-major whole
+
+
+def test_features_carry_the_cluster_and_its_l2_saving(on, off, h100):
+    p = Hgemm.from_shape(BIG).params
+    plain = off.derived_features(C128, p, h100)
+    one = on.derived_features({**C128, "cluster": 1, "cluster_dim": "m"}, p, h100)
+    assert one == {**plain, "cluster": 1, "cluster_n": 0, "l2_bytes_saved": 0}
+    f = on.derived_features({**C128, "cluster": 2, "cluster_dim": "m"}, p, h100)
+    # 32 x 16 tiles: 16 pairs along M per tile column; each saves a 256 x 4096 B slot of 2 bytes
+    assert f["l2_bytes_saved"] == 16 * 16 * 256 * 4096 * 2 == cluster_l2_bytes_saved(4096, 4096, 4096, 128, 256, 128, "m")
+    assert f["cluster"] == 2 and f["cluster_n"] == 0 and f["waves"] == 512 / 132
+    g = on.derived_features({**C128, "cluster": 2, "cluster_dim": "n"}, p, h100)
+    assert g["cluster_n"] == 1 and g["l2_bytes_saved"] == 32 * 8 * 128 * 4096 * 2
+    # odd tiles along the pair: the lone pair saves nothing, and counts as two CTAs of work
+    assert cluster_pairs(300, 264, 64, 64, "m") == (3 * 5, 2 * 5)
+    assert cluster_l2_bytes_saved(300, 264, 200, 64, 64, 32, "m") == 10 * 64 * 208 * 2
+
+
+def test_build_id_follows_the_cluster_source_only_when_on(off, h100, monkeypatch):
+    base = off.source_hash()
+    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
+    on = HgemmWgmmaTemplate()
+    assert on.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_cluster.cuh").encode()).hexdigest() != base
+    assert build_id(on).split("/")[0] == on.source_hash()[:12]
+    dyn = HgemmWgmmaDynTemplate()                           # its grid follows M at the call: no pairs
+    assert dyn.source_hash() == base
+    assert "cluster" not in dyn.space(Hgemm.from_shape(BIG), h100).names
+
+
+def test_sanitizer_picks_put_pairs_along_m_and_n_first(on, h100):
+    w = Hgemm.from_shape("300x264x200")
+    picks = family("hgemm").sanitize_picks(on, w, h100)
+    space = on.space(w, h100)
+    assert all(space.contains(c) for c in picks)
+    assert [(c["cluster"], c["cluster_dim"]) for c in picks[:4]] == [(2, "m"), (2, "n"), (2, "m"), (2, "n")]
+    assert len({key(c) for c in picks}) == len(picks)
+    assert hw.smem_bytes(**{k: picks[2][k] for k in ("bm", "bn", "swizzle", "stages")}) > \
+        hw.smem_bytes(**{k: picks[0][k] for k in ("bm", "bn", "swizzle", "stages")})
+
+
+def test_export_refuses_a_cluster(h100, tmp_path):
+    from autosched.cuda_export import export_cuda
+    from autosched.templates import HgemmMmaTemplate
+    t = HgemmMmaTemplate()
+    w = Hgemm.from_shape("256x256x256")
+    spec = t.render(w, t.default_config(w, h100), h100)
+    even = (spec.grid[0] * 2, spec.grid[1], spec.grid[2])
+    fake = types.SimpleNamespace(family="fake", render=lambda *a: dataclasses.replace(spec, grid=even, cluster=(2, 1, 1)))
+    with pytest.raises(ValueError, match=re.escape("thread-block clusters of (2, 1, 1)")):
+        export_cuda(w, fake, {}, h100, tmp_path / "k.cu")
+
+
+# -- NVRTC -----------------------------------------------------------------------------------
+
+def _static_assert_fails(spec, expr):
+    b = compile_spec(dataclasses.replace(spec, name_expression=expr))
+    return (not b.ok) and "static assertion failed" in b.log
+
+
+def test_static_assert_agrees_with_the_knobs(on, h100):
+    """CLUSTER 2 with CDIM 0 (m) or 1 (n) compiles; the cluster sizes the space refuses (or renders
+    as hgemm_wgmma: 1) and any other CDIM do not."""
+    w = Hgemm.from_shape("1000x1032x504_nn")
+    c = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 32, "stages": 2, "group": 1, "cluster": 2, "cluster_dim": "m"}
+    spec = on.render(w, c, h100)
+    stem = spec.name_expression.rsplit(",", 2)[0]
+    space = on.space(w, h100)
+    for size, dim in [(1, 0), (2, 0), (2, 1), (3, 0), (4, 1), (2, 2), (2, -1)]:
+        renders_cluster_kernel = (size in hw.CLUSTER_VALUES and size > 1 and 0 <= dim < len(hw.CLUSTER_DIMS)
+                                  and space.contains({**c, "cluster": size, "cluster_dim": hw.CLUSTER_DIMS[dim]}))
+        fails = _static_assert_fails(spec, f"{stem}, {size}, {dim}>")
+        assert renders_cluster_kernel != fails, (size, dim, renders_cluster_kernel, fails)
+
+
+def test_pair_configs_compile_for_sm90a_without_spills(on, h100, tmp_path):
+    rng = random.Random(5)
+    specs = []
+    for shape in [BIG, "4096x4096x4096", "296x264x200_tn_bf16", "296x264x200_tt", "136x264x4104_bt"]:
+        w = Hgemm.from_shape(shape)
+        for dim in ("m", "n"):
+            cfgs = [c for c in on.space(w, h100) if c["cluster"] == 2 and c["cluster_dim"] == dim]
+            smem = lambda c: hw.smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+            picks = [max(cfgs, key=smem), max(cfgs, key=lambda c: (hw.m_blocks(c["bm"], c["consumers"]) * c["bn"],
+                                                                   c["consumers"] == 1))]
+            picks += rng.sample(cfgs, 1)
+            specs += [on.render(w, c, h100) for c in picks]
+    names = {s.name_expression for s in specs}
+    assert {n.rsplit(",", 1)[1] for n in names} == {" 0>", " 1>"}
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        for spec, binary in zip(specs, b.build_many(specs)):
+            assert binary.ok, (spec.name_expression, binary.error)
+            r = binary.resources
+            assert r.spills == 0 and r.stack_bytes == 0, (spec.name_expression, r)
+            # ptxas C7518 ("Potential Performance Loss: wgmma.mma_async instructions are serialized")
+            assert "Potential Performance Loss" not in binary.log, (spec.name_expression, binary.log)
+            assert r.registers * spec.threads <= h100.regs_per_block
+            if dict(spec.config)["consumers"] == 2:
+                assert 128 * 40 + 256 * 232 <= 384 * r.registers, (spec.name_expression, r)
