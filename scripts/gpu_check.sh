@@ -11,6 +11,10 @@
 #   bash scripts/gpu_check.sh splitk     # hgemm_wgmma split-K (switch on for the stage): GPU tests, memcheck and
 #                                        # racecheck of split_k=4, timings split_k 1..4 vs cuBLAS (at most 150 s);
 #                                        # when it passes, flip templates/hgemm_wgmma.py SPLIT_K_VERIFIED to True
+#   bash scripts/gpu_check.sh cluster    # hgemm_wgmma clusters of 2 + TMA multicast (switch on for the stage): GPU
+#                                        # tests, memcheck and racecheck of pairs along m and n, timings of 4096^3
+#                                        # nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when it
+#                                        # passes, flip templates/hgemm_wgmma.py CLUSTER_VERIFIED to True
 #   bash scripts/gpu_check.sh bench-hgemm   # issue 15's measurements: every hgemm template tuned and timed vs
 #                                          # cuBLAS FP16/BF16 (planned for ~500 s; killed at 560)
 #   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
@@ -95,6 +99,26 @@ splitk)
   timeout 40 "$PY" scripts/wgmma_splitk_timing.py 128x4096x4096_bt 128x4096x11008_bt 2>&1 | tee "$OUT/timing-splitk.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_SPLIT_K
+  ;;
+cluster)
+  export AUTOSCHED_WGMMA_CLUSTER=1
+  stage "pytest hgemm_wgmma clusters"
+  timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_cluster_gpu.py 2>&1 \
+    | tee "$OUT/pytest-cluster.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  # the registry's picks put cluster = 2 along m and n (smallest tile, most shared memory) first while
+  # the switch is on: PER_TEMPLATE=4 keeps just those; 300 x 264 is odd along both (lone pairs)
+  for tool in memcheck racecheck; do
+    stage "$tool hgemm_wgmma cluster=2"
+    TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 timeout 30 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
+      scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 >"$OUT/$tool-cluster.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-cluster.log" | tail -6
+  done
+  stage "timing cluster 1 vs 2 (m, n) vs cuBLAS"
+  timeout 50 "$PY" scripts/wgmma_cluster_timing.py 4096x4096x4096_bt 4096x4096x4096 8192x8192x8192_bt 2>&1 \
+    | tee "$OUT/timing-cluster.log" | tail -40
+  echo "rc=${PIPESTATUS[0]}"
+  unset AUTOSCHED_WGMMA_CLUSTER
   ;;
 verify)
   # correctness only, so the three may share the GPU; each its own log

@@ -212,8 +212,8 @@ class HgemmWgmmaTemplate(Template):
             knobs.append(Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last"))
             rules += self._split_k_rules(workload, device)
         if self.cluster():
-            knobs += [Knob("cluster", CLUSTER_VALUES, "CTAs of a thread-block cluster sharing one operand by TMA multicast"),
-                      Knob("cluster_dim", CLUSTER_DIMS, "the cluster's CTAs pair tiles along M (share B) or N (share A)")]
+            knobs += [Knob("cluster", CLUSTER_VALUES, "CTAs of a cluster sharing one operand by TMA multicast"),
+                      Knob("cluster_dim", CLUSTER_DIMS, "a cluster pairs tiles along M (shares B) or N (shares A)")]
             rules += self._cluster_rules(workload, self.split_k())
         if dev_why is not None:        # an empty space that says why, rather than kernels that cannot run
             rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
