@@ -79,7 +79,7 @@ __device__ __forceinline__ float quad_sum(float v) {
 
 // out (n_q, n_heads * HS) fp16; qkv (n_q, n_heads * HS + 2 kv_dim) fp16, q of prompt row t at column h * HS;
 // k_cache, v_cache (seq_len, kv_dim) fp16, position p at row p (k RoPE'd); rope_cs (seq_len, HS / 2) (cos, sin).
-// Query t sits at position pos0 + t and sees positions 0 .. pos0 + t.
+// Query t sits at position pos0 + t and sees positions 0 .. pos0 + t.  Grid (ceil(n_q / BQ), n_heads).
 template <int HS, int BQ>
 __global__ void __launch_bounds__(BQ / 16 * 32)
 prefill_attention_tc(__half* out, const __half* __restrict__ qkv, const __half* __restrict__ k_cache,
@@ -103,8 +103,12 @@ prefill_attention_tc(__half* out, const __half* __restrict__ qkv, const __half* 
   __half* ks = qs + BQ * LD;                               // [2][BK][LD]
   __half* vs = ks + 2 * BK * LD;                           // [2][BK][LD]
 
-  const int h = blockIdx.y;
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * BQ;       // the longest tiles (the last queries) first
+  // Blocks start in the order of their linear index; read it head-fastest, so the longest query tiles
+  // (the last queries, most keys) of every head start first and the short ones fill the tail, and the
+  // heads that share a kv head run side by side (their K and V tiles meet in L2).
+  const int lin = blockIdx.y * gridDim.x + blockIdx.x;
+  const int h = lin % gridDim.y;
+  const int q0 = (gridDim.x - 1 - lin / gridDim.y) * BQ;
   const int kvh = h / kv_mul;
   const int q_dim = n_heads * HS;
   const long long stride = q_dim + 2 * kv_dim;
