@@ -21,6 +21,11 @@
 #   bash scripts/gpu_check.sh prefill-wgmma  # ops/prefill on the wgmma backend: GPU tests, then 7B GEMMs and
 #                                            # 2048-token prefill wgmma vs mma vs torch (at most ~170 s); when it
 #                                            # passes, flip ops/hgemm.py WGMMA_IN_AUTO to True
+#   bash scripts/gpu_check.sh prefill-tc-attn  # the tensor-core prefill attention (switch on for the stage): GPU tests
+#                                              # vs float64 and the stepwise path, memcheck + racecheck on ragged
+#                                              # cases, 7B attention and 512/2048-token prefill on vs off vs torch
+#                                              # (each step bounded, at most 240 s); when it passes and beats the
+#                                              # CUDA-core kernel, flip engine/prefill.py TC_ATTENTION_VERIFIED to True
 #   bash scripts/gpu_check.sh verify     # after a kernel refactor: the engine/epilogue/ops/prefill, persistent and
 #                                        # prefill-wgmma GPU tests, three pytest processes side by side (at most 240 s)
 #   bash scripts/gpu_check.sh timings    # the timings of `persistent` and `prefill-wgmma` without their tests (~210 s)
@@ -210,6 +215,21 @@ prefill-wgmma)
   echo "rc=${PIPESTATUS[0]}"
   stage "7B GEMMs and prefill: wgmma vs mma vs torch"
   timeout 100 "$PY" scripts/prefill_wgmma_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-wgmma.log" | tail -22
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+prefill-tc-attn)
+  stage "pytest prefill-tc-attn"
+  timeout 80 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_prefill_tc_attn_gpu.py 2>&1 \
+    | tee "$OUT/pytest-prefill-tc-attn.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  for tool in memcheck racecheck; do
+    stage "$tool prefill_attention_tc"
+    timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" scripts/sanitize_prefill_attn.py \
+      >"$OUT/$tool-prefill-tc-attn.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|WRONG|all ok" "$OUT/$tool-prefill-tc-attn.log" | tail -4
+  done
+  stage "7B attention and prefill: tensor cores on vs off vs torch"
+  timeout 90 "$PY" scripts/prefill_attn_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-tc-attn.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   ;;
 persistent)

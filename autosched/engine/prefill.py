@@ -5,7 +5,8 @@ Per layer, with x the float residual (T, dim) and every other activation fp16 (T
     xn   = x * rsqrt(mean(x^2) + eps)                      embed_rows_norm / add_norm_rows
     qkv  = xn . W_qkv^T                                    GEMM, M = T (the norm weight is in W_qkv)
     K, V of positions pos0 .. pos0+T-1 -> the KV cache     rope_kv_rows (RoPE on k), one pass
-    att  = causal softmax(q K^T / sqrt(hs)) V              prefill_attention (RoPE on q on the fly)
+    att  = causal softmax(q K^T / sqrt(hs)) V              prefill_attention (RoPE on q on the fly), or
+                                                           prefill_attention_tc (tensor cores; TC_ATTENTION_VERIFIED)
     y    = att . W_o^T;     x += y;  xn = norm(x)          GEMM, add_norm_rows
     gu   = xn . W_gu^T;     h = silu(gate) * up            GEMM, swiglu_rows
     y    = h . W_down^T;    x += y;  xn = norm(x)          GEMM, add_norm_rows
@@ -27,9 +28,20 @@ once per prefill, ~26 GB for 7B, ~9 ms at 3 TB/s, while a 2048-token prefill doe
 GEMM (~70 ms at a realistic 400 TFLOP/s): under 15% at 2048 tokens, and the same tuned fp16 GEMM
 serves every format.  A fused kernel pays off only for short prompts, where the stepwise GEMV path
 is the better answer anyway (STEPWISE_UP_TO).  fp32 engines prefill stepwise (the GEMM is fp16).
+
+Attention.  prefill_attention (kernels/prefill.cuh) runs on CUDA cores, q in float; at 2048 tokens of
+7B it is most of what the prefill spends beyond its GEMMs (94.3 ms against torch's 69.0 ms, the GEMMs
+at parity, 2026-11-23).  prefill_attention_tc (kernels/prefill_attention_tc.cuh) is the same contract
+on mma.sync, q rounded to fp16 after its RoPE; it serves the head sizes of templates/prefill.py
+TC_HEAD_SIZES on sm_80 and later, with a query tile of 128 or 64 rows chosen per prompt length
+(tc_attention_bq).  It serves only where tc_attention_on(): TC_ATTENTION_VERIFIED, or
+AUTOSCHED_PREFILL_TC_ATTN in the environment for one process.  Off, the kernels and describe() are
+what they were; on, describe() gains a line naming the attention kernel.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -43,6 +55,24 @@ PREFILL_FORMATS = ("fp16", "int8", "q4f16_1")
 # from ~5 tokens.  int8: half the dequant traffic.  fp16: the GEMM streams the weights once, as one step
 # does, so batching wins from 2 tokens.
 STEPWISE_UP_TO = {"fp16": 1, "int8": 3, "q4f16_1": 4}
+
+# THE switch of the tensor-core attention: off until `scripts/gpu_check.sh prefill-tc-attn` passes on an
+# H100 (its GPU tests against float64 and the stepwise path, memcheck and racecheck, and a 7B timing that
+# beats the CUDA-core kernel); then flip it to True.  AUTOSCHED_PREFILL_TC_ATTN=1 (or 0) overrides it for
+# one process, read when a BatchedPrefill is built.
+TC_ATTENTION_VERIFIED = False
+
+
+def tc_attention_on() -> bool:
+    env = os.environ.get("AUTOSCHED_PREFILL_TC_ATTN")
+    return TC_ATTENTION_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+
+
+def tc_attention_refuses(head_size: int, device) -> str | None:
+    """Why prefill_attention_tc cannot serve this head size on this device, or None."""
+    if tuple(device.cc) < (8, 0):
+        return f"{device.arch}: mma.sync m16n8k16 with fp32 accumulation and cp.async need sm_80"
+    return pk.tc_attention_refuses(head_size)
 
 
 def scratch_shapes(cfg, T: int, fmt: str, all_logits: bool = False) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -98,7 +128,17 @@ class BatchedPrefill:
         self.cfg, self.fmt, self.device = cfg, fmt, device
         arch = device.arch
         self.specs = {"embed": pk.embed_spec(arch), "add_norm": pk.add_norm_spec(arch), "swiglu": pk.swiglu_spec(arch),
-                      "rope_kv": pk.rope_kv_spec(arch), "attn": pk.attention_spec(cfg.head_size, arch)}
+                      "rope_kv": pk.rope_kv_spec(arch)}
+        # the attention: the tensor-core kernel (both query tiles) where it is switched on and serves
+        self.tc_asked = tc_attention_on()
+        self.tc_refused = tc_attention_refuses(cfg.head_size, device) if self.tc_asked else None
+        self.tc_attention = self.tc_asked and self.tc_refused is None
+        self.tc_bq = None            # a fixed query tile (tests, timings); None: tc_attention_bq's rule
+        if self.tc_attention:
+            for bq in pk.TC_BQS:
+                self.specs[f"attn_tc{bq}"] = pk.tc_attention_spec(cfg.head_size, arch, bq)
+        else:
+            self.specs["attn"] = pk.attention_spec(cfg.head_size, arch)
         if fmt == "q4f16_1":
             self.specs["dequant"] = pk.dequant_q4_spec(arch)
         elif fmt == "int8":
@@ -120,7 +160,25 @@ class BatchedPrefill:
         how = {"fp16": "the step's fp16 weights", "q4f16_1": "q4f16_1 dequantized per layer into an fp16 scratch",
                "int8": "int8 dequantized per layer into an fp16 scratch"}[self.fmt]
         return [f"prefill (batched, {how}; stepwise up to {STEPWISE_UP_TO[self.fmt]} tokens):"] + \
-            [f"  {name} {g.describe()}" for name, g in self.gemm.items()]
+            [f"  {name} {g.describe()}" for name, g in self.gemm.items()] + self._describe_attention()
+
+    def _describe_attention(self) -> list[str]:
+        """Nothing while the tensor-core switch is off (describe() as it was before that kernel)."""
+        hs = self.cfg.head_size
+        if not self.tc_asked:
+            return []
+        if not self.tc_attention:
+            return [f"  attention prefill_attention<{hs}> (CUDA cores; the tensor-core kernel refuses: "
+                    f"{self.tc_refused})"]
+        return [f"  attention prefill_attention_tc<{hs}, BQ> (tensor cores, mma.sync m16n8k16; BQ 128 where "
+                f"ceil(T/128) x {self.cfg.n_heads} heads >= 2 x {self.device.sm_count} SMs, else 64)"]
+
+    def attention_kernel(self, T: int) -> tuple[str, int]:
+        """(name in self.specs, query tile) of the attention kernel that serves a prompt of T tokens."""
+        if self.tc_attention:
+            bq = self.tc_bq or pk.tc_attention_bq(T, self.cfg.n_heads, self.device.sm_count)
+            return f"attn_tc{bq}", bq
+        return "attn", pk.ATTENTION_BQ
 
     # -- device side --------------------------------------------------------------------------
     def load(self, builder) -> None:
@@ -167,15 +225,16 @@ class BatchedPrefill:
         x, xn, dim, eps = ptr(buf["x"]), ptr(buf["xn"]), i32(c.dim), f32(c.norm_eps)
         q_dim = c.n_heads * c.head_size
         rows = (T, 1, 1)
+        attn, bq = self.attention_kernel(T)
         k["embed"].launch(s, rows, x, xn, ptr(eng.embedding), ptr(buf["tokens"]), dim, eps)
         for layer in range(c.n_layers):
             kc, vc = eng.k_cache[layer], eng.v_cache[layer]
             self._matmul(eng, "qkv", layer, buf["xn"], buf["qkv"], T, w16, s)
             k["rope_kv"].launch(s, rows, ptr(kc), ptr(vc), ptr(buf["qkv"]), ptr(eng.rope_cs), i32(pos0), i32(q_dim),
                                 i32(c.kv_dim), i32(c.head_size))
-            k["attn"].launch(s, pk.attention_grid(T, c.n_heads), ptr(buf["att"]), ptr(buf["qkv"]), ptr(kc), ptr(vc),
-                             ptr(eng.rope_cs), i32(pos0), i32(T), i32(c.n_heads), i32(c.kv_dim),
-                             i32(c.n_heads // c.n_kv_heads))
+            k[attn].launch(s, pk.attention_grid(T, c.n_heads, bq), ptr(buf["att"]), ptr(buf["qkv"]), ptr(kc), ptr(vc),
+                           ptr(eng.rope_cs), i32(pos0), i32(T), i32(c.n_heads), i32(c.kv_dim),
+                           i32(c.n_heads // c.n_kv_heads))
             self._matmul(eng, "o", layer, buf["att"], buf["y"], T, w16, s)
             k["add_norm"].launch(s, rows, x, ptr(buf["y"]), xn, dim, eps)
             self._matmul(eng, "gate_up", layer, buf["xn"], buf["gu"], T, w16, s)

@@ -17,9 +17,9 @@ ATTENTION_BQ, ATTENTION_BKV = 64, 32
 ELEMENTWISE_THREADS = 256
 
 
-def _spec(name: str, expr: str, arch: str, block: int, smem: int = 0) -> KernelSpec:
+def _spec(name: str, expr: str, arch: str, block: int, smem: int = 0, header: str = HEADER) -> KernelSpec:
     return KernelSpec(family="prefill", workload_key=f"prefill:{name}", config=(("kernel", expr),),
-                      source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(block, 1, 1),
+                      source=kernel_source(header), name_expression=expr, grid=(1, 1, 1), block=(block, 1, 1),
                       smem_bytes=smem, args=(), arch=arch)
 
 
@@ -60,6 +60,50 @@ def attention_spec(head_size: int, arch: str, bq: int = ATTENTION_BQ, bkv: int =
         raise ValueError(f"query and key tiles must be multiples of 16, got {bq}, {bkv}")
     return _spec("prefill_attention", f"prefill_attention<{head_size}, {bq}, {bkv}, {ATTENTION_THREADS}>", arch,
                  ATTENTION_THREADS, attention_smem_bytes(head_size, bq, bkv))
+
+
+# -- the tensor-core attention (kernels/prefill_attention_tc.cuh) ------------------------------------
+TC_HEADER = "prefill_attention_tc.cuh"
+TC_BK = 64                      # keys a K / V tile (autosched_attn_tc::BK)
+TC_BQS = (64, 128)              # query tiles: 4 or 8 warps of 16 rows
+# Head sizes: the MMA's k is 16, and a warp's O (16 x HS) and S (16 x 64) live in fp32 registers: up to
+# 128 ptxas keeps them all (162 registers at 128); at 80 and 96 it settles on 128 registers and spills 8
+# bytes (NVRTC 13, sm_90), so those stay on the CUDA-core kernel.
+TC_HEAD_SIZES = (16, 32, 48, 64, 112, 128)
+
+
+def tc_attention_refuses(head_size: int, bq: int = 128) -> str | None:
+    """Why prefill_attention_tc cannot serve (head_size, bq), or None: its static_asserts, checked
+    before NVRTC."""
+    if head_size not in TC_HEAD_SIZES:
+        return f"head size {head_size}: the tensor-core attention serves {', '.join(map(str, TC_HEAD_SIZES))}"
+    if bq not in TC_BQS:
+        return f"query tile {bq}: the tensor-core attention has tiles of {' or '.join(map(str, TC_BQS))}"
+    return None
+
+
+def tc_attention_threads(bq: int) -> int:
+    return bq // 16 * 32
+
+
+def tc_attention_smem_bytes(head_size: int, bq: int) -> int:
+    """fp16 Q [bq] and two K and two V tiles [TC_BK], in rows of head_size + 8 halves."""
+    return 2 * (head_size + 8) * (bq + 4 * TC_BK)
+
+
+def tc_attention_bq(n_q: int, n_heads: int, sm_count: int) -> int:
+    """The query tile of a prompt of n_q tokens: 128 rows (K and V read once per 128 queries) where that
+    still gives at least two blocks an SM, else 64 (a 512-token 7B prompt: 256 blocks, not 128 on 132
+    SMs).  A rule, not a measurement: scripts/prefill_attn_timing.py times both tiles."""
+    return 128 if -(-n_q // 128) * n_heads >= 2 * sm_count else 64
+
+
+def tc_attention_spec(head_size: int, arch: str, bq: int = 128) -> KernelSpec:
+    why = tc_attention_refuses(head_size, bq)
+    if why:
+        raise ValueError(why)
+    return _spec("prefill_attention_tc", f"prefill_attention_tc<{head_size}, {bq}>", arch, tc_attention_threads(bq),
+                 tc_attention_smem_bytes(head_size, bq), header=TC_HEADER)
 
 
 def dequant_q4_spec(arch: str) -> KernelSpec:
