@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The device-side checks of the project, in stages, each bounded in time, logs under $OUT.
-#   bash scripts/gpu_check.sh tests      # install, the GPU test suite
+#   bash scripts/gpu_check.sh tests      # install, the GPU test suite (less the splitk/cluster/prefill-tc-attn files)
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
 #   bash scripts/gpu_check.sh record-hgemm   # recordings at 4096^3: hgemm_wgmma whole, hgemm_mma sampled
@@ -48,7 +48,10 @@ for what in "${@:-tests}"; do
 case "$what" in
 tests)
   stage pytest
-  timeout 330 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
+  # the whole GPU suite has outgrown one call with split-K, clusters and the tensor-core attention: their
+  # own stages (splitk, cluster, prefill-tc-attn) cover those files, so they are left out here
+  timeout 540 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu --ignore=tests/gpu/test_hgemm_wgmma_splitk_gpu.py \
+    --ignore=tests/gpu/test_hgemm_wgmma_cluster_gpu.py --ignore=tests/gpu/test_prefill_tc_attn_gpu.py 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
   ;;
 sanitize)
   for fam in gemv-q4f16 sgemm hgemm; do
