@@ -132,6 +132,7 @@ class Engine:
                 raise ValueError(problem)
         self.persistent = persistent
         self.step_kernel = None          # the persistent step (set up in _setup_persistent)
+        self.step_extra_args = ()        # appended to its launch (engine/phase_times.py's timestamp buffer)
         self.dev = torch.device("cuda", device_id)
         self.info = query(device_id)
         Device(device_id).set_current()
@@ -429,7 +430,8 @@ class Engine:
             ptr(p["best_count"]), ptr(p["bar"]), ptr(self.token), ptr(self.pos_d), ptr(self.embedding),
             ptr(self.rope_cs), ptr(p["wt"]), ptr(self.mm["cls"].layers[0]["w"]), ptr(self.k_cache), ptr(self.v_cache),
             i32(c.dim), i32(c.hidden_dim), i32(c.n_layers), i32(c.n_heads), i32(c.kv_dim), i32(c.head_size),
-            i32(c.seq_len), i32(c.vocab_size), i32(self.persistent_info["nsplit"]), np.float32(c.norm_eps))
+            i32(c.seq_len), i32(c.vocab_size), i32(self.persistent_info["nsplit"]), np.float32(c.norm_eps),
+            *self.step_extra_args)
 
     # -- one step ---------------------------------------------------------------------------
     def _launch_step(self, stream) -> None:

@@ -25,6 +25,16 @@
 // embedding, the rope table and cache rows before pos (earlier launches wrote them) may take __ldg.
 // The barrier needs every block co-resident: the host launches cooperatively (the driver refuses a
 // grid that does not fit) with a grid of at most the occupancy's blocks.
+//
+// Phase timeline (-DAUTOSCHED_PHASE_TIMES only; engine/phase_times.py builds, runs and reads it):
+// ncu sees one kernel, so to tell barrier waits from idle blocks from the matmuls themselves every
+// block's thread 0 writes %globaltimer (ns) into an extra last argument, phase_times[(p * G + b) * 3
+// + k], k = 0 the phase's start, 1 its end (after a __syncthreads: the whole block's end), 2 the exit
+// of the grid barrier after it.  Phases p in order, 5 L + 3 of them (the per-kernel step's launches):
+// 0 embed; 1 + 5 l + (0 qkv, 1 attn, 2 o, 3 gate_up, 4 down); 5 L + 1 cls (matmul, block argmax,
+// ticket; no barrier); 5 L + 2 argmax (the last block only).  Entries a block does not write stay as
+// the host left them (0).  Without the macro the marks expand to nothing and the kernel, its name
+// and its arguments are those of the plain build.
 #pragma once
 #include <cuda_fp16.h>
 #include "decode.cuh"     // and epilogue.cuh
@@ -91,7 +101,35 @@ __device__ __forceinline__ void matmul_rows(const __half* __restrict__ w, const 
   }
 }
 
+#if defined(AUTOSCHED_PHASE_TIMES)
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  // "memory": the compiler keeps the read between the phase's loads and stores, where it is written
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : : "memory");
+  return t;
+}
+#endif
+
 }  // namespace autosched_persist
+
+#if defined(AUTOSCHED_PHASE_TIMES)
+#define AUTOSCHED_PHASE_ARG , unsigned long long* __restrict__ phase_times
+#define AUTOSCHED_MARK(p, k)                                                                          \
+  do {                                                                                                \
+    if (threadIdx.x == 0)                                                                             \
+      phase_times[((long long)(p) * gridDim.x + blockIdx.x) * 3 + (k)] = autosched_persist::global_ns(); \
+  } while (0)
+// the block's end, not thread 0's: the extra __syncthreads is the instrumented build's only other cost
+#define AUTOSCHED_MARK_END(p) \
+  do {                        \
+    __syncthreads();          \
+    AUTOSCHED_MARK(p, 1);     \
+  } while (0)
+#else
+#define AUTOSCHED_PHASE_ARG
+#define AUTOSCHED_MARK(p, k) ((void)0)
+#define AUTOSCHED_MARK_END(p) ((void)0)
+#endif
 
 // Dynamic shared memory: max(3 * head_size + slice, CHUNK) floats, slice = max(ceil(seq_len /
 // nsplit), min(seq_len, 64)) (attention_item's scores) -- the host sizes it.
@@ -106,7 +144,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
                 const float2* __restrict__ rope_cs, const __half* const* __restrict__ wt,
                 const __half* __restrict__ w_cls, __half* k_cache, __half* v_cache, int dim, int hidden,
                 int n_layers, int n_heads, int kv_dim, int head_size, int seq_len, int vocab, int nsplit,
-                float eps) {
+                float eps AUTOSCHED_PHASE_ARG) {
   using namespace autosched_persist;
   namespace epi = autosched_epi;
   static_assert(THREADS % 64 == 0 && THREADS <= 256, "an even number of whole warps; attention_item takes <= 256");
@@ -123,6 +161,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
 
   // -- embed --------------------------------------------------------------------------------
   {
+    AUTOSCHED_MARK(0, 0);
     const float* row = table + (long long)token[0] * dim;
     for (int i = b * THREADS + threadIdx.x; i < dim; i += G * THREADS) {
       const float v = row[i];
@@ -136,61 +175,81 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
       if (threadIdx.x == 0) ss[0] = sq;
       for (int i = 1 + threadIdx.x; i < n_ss; i += THREADS) ss[i] = 0.0;
     }
+    AUTOSCHED_MARK_END(0);
     grid_sync(bar);
+    AUTOSCHED_MARK(0, 2);
   }
 
   for (int l = 0; l < n_layers; ++l) {
     const __half* const* w = wt + 4 * l;
     __half* kc = k_cache + (long long)l * seq_len * kv_dim;
     __half* vc = v_cache + (long long)l * seq_len * kv_dim;
+    const int ph = 1 + 5 * l;     // this layer's first phase (the timeline's index; unused otherwise)
+    (void)ph;
     // -- qkv = W_qkv . x16 * norm -------------------------------------------------------------
     {
+      AUTOSCHED_MARK(ph, 0);
       const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * l, nullptr, dim, eps});
       matmul_rows<THREADS, CHUNK, UNROLL>(w[0], x16, dim, span_lo(n_qkv, b, G), span_lo(n_qkv, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             for (int i = threadIdx.x; i < rows; i += THREADS)
                                               qkv[row0 + i] = __float2half_rn(f[i] * s);
                                           });
+      AUTOSCHED_MARK_END(ph);
       grid_sync(bar);
+      AUTOSCHED_MARK(ph, 2);
     }
     // -- RoPE, KV append, attention ------------------------------------------------------------
+    AUTOSCHED_MARK(ph + 1, 0);
     for (int it = b; it < n_heads * nsplit; it += G) {
       attention_item<__half, THREADS, NoWait, KPRE>(att, part, count, qkv, kc, vc, pos, rope_cs, n_heads, kv_dim, head_size, kv_mul,
                                       it % n_heads, it / n_heads, nsplit, smem, red, ticket, NoWait{});
       __syncthreads();     // the next item rewrites smem and red
     }
+    AUTOSCHED_MARK_END(ph + 1);
     grid_sync(bar);
+    AUTOSCHED_MARK(ph + 1, 2);
     // -- x += W_o . att (residual; ss[2l+1]) ------------------------------------------------------
     {
+      AUTOSCHED_MARK(ph + 2, 0);
       const epi::Args ea{x, nullptr, ss + 2 * l + 1, dim, eps};
       matmul_rows<THREADS, CHUNK, UNROLL>(w[1], att, q_dim, span_lo(dim, b, G), span_lo(dim, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::RESIDUAL, THREADS>(f, rows, row0, dim, x16, ea, 1.f);
                                           });
+      AUTOSCHED_MARK_END(ph + 2);
       grid_sync(bar);
+      AUTOSCHED_MARK(ph + 2, 2);
     }
     // -- hb = silu(g) * u (norm of ss[2l+1]); rows in pairs -----------------------------------------
     {
+      AUTOSCHED_MARK(ph + 3, 0);
       const epi::Args ea{nullptr, ss + 2 * l + 1, nullptr, dim, eps};
       const float s = epi::norm_scale(ea);
       matmul_rows<THREADS, CHUNK, UNROLL>(w[2], x16, dim, 2 * span_lo(hidden, b, G), 2 * span_lo(hidden, b + 1, G),
                                           fin, [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::NORM_SWIGLU, THREADS>(f, rows, row0, 2 * hidden, hb, ea, s);
                                           });
+      AUTOSCHED_MARK_END(ph + 3);
       grid_sync(bar);
+      AUTOSCHED_MARK(ph + 3, 2);
     }
     // -- x += W_down . hb (residual; ss[2l+2]) ------------------------------------------------------
     {
+      AUTOSCHED_MARK(ph + 4, 0);
       const epi::Args ea{x, nullptr, ss + 2 * l + 2, dim, eps};
       matmul_rows<THREADS, CHUNK, UNROLL>(w[3], hb, hidden, span_lo(dim, b, G), span_lo(dim, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::RESIDUAL, THREADS>(f, rows, row0, dim, x16, ea, 1.f);
                                           });
+      AUTOSCHED_MARK_END(ph + 4);
       grid_sync(bar);
+      AUTOSCHED_MARK(ph + 4, 2);
     }
   }
 
   // -- logits = W_cls . x16 * norm; argmax (first of ties), pos += 1 ------------------------------
+  AUTOSCHED_MARK(5 * n_layers + 1, 0);
   const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * n_layers, nullptr, dim, eps});
   float v = neg_inf();
   int vi = 0x7fffffff;
@@ -214,7 +273,9 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     ticket = atomicAdd(best_count, 1u);
   }
   __syncthreads();
+  AUTOSCHED_MARK(5 * n_layers + 1, 1);     // after the __syncthreads above: the block's end
   if (ticket != G - 1) return;
+  AUTOSCHED_MARK(5 * n_layers + 2, 0);
   __threadfence();
   v = neg_inf();
   vi = 0x7fffffff;
@@ -227,4 +288,5 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     pos[0] += 1;
     best_count[0] = 0;                         // ready for the next step
   }
+  AUTOSCHED_MARK(5 * n_layers + 2, 1);     // thread 0 wrote the token: the step's last store
 }

@@ -111,12 +111,25 @@ def partition(cfg, grid: int, nsplit: int) -> dict[str, list]:
     return out
 
 
-def persistent_step_spec(cfg, arch: str) -> KernelSpec:
-    """The kernel, its grid left at 1 block: the engine sizes it from the occupancy at load."""
+PHASE_TIMES_MACRO = "-DAUTOSCHED_PHASE_TIMES"
+PHASE_KINDS = ("qkv", "attn", "o", "gate_up", "down")     # a layer's phases, in the kernel's order
+
+
+def phase_names(n_layers: int) -> list[str]:
+    """The step's phases in the kernel's order (its phase_times index): embed, per layer the five of
+    PHASE_KINDS as "l<i>.<kind>", cls (matmul, block argmax, ticket), argmax (the last block)."""
+    return ["embed", *(f"l{i}.{k}" for i in range(n_layers) for k in PHASE_KINDS), "cls", "argmax"]
+
+
+def persistent_step_spec(cfg, arch: str, phase_times: bool = False) -> KernelSpec:
+    """The kernel, its grid left at 1 block: the engine sizes it from the occupancy at load.
+    phase_times: the instrumented build (-DAUTOSCHED_PHASE_TIMES: one more argument, a u64 buffer
+    of (phases, grid, 3) timestamps; engine/phase_times.py); off, the spec is the plain one."""
     problem = refusal(cfg, "fp16")
     if problem:
         raise ValueError(problem)
     expr = f"persistent_step<{THREADS}, {MIN_BLOCKS}, {CHUNK}, {UNROLL}, {KPRE}>"
     return KernelSpec(family="decode", workload_key="decode:persistent_step", config=(("kernel", expr),),
                       source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(THREADS, 1, 1),
-                      smem_bytes=smem_bytes(cfg, min_splits(cfg)), args=(), arch=arch)
+                      smem_bytes=smem_bytes(cfg, min_splits(cfg)), args=(), arch=arch,
+                      options=(PHASE_TIMES_MACRO,) if phase_times else ())
