@@ -28,13 +28,16 @@
 #                                              # CUDA-core kernel, flip engine/prefill.py TC_ATTENTION_VERIFIED to True
 #   bash scripts/gpu_check.sh verify     # after a kernel refactor: the engine/epilogue/ops/prefill, persistent and
 #                                        # prefill-wgmma GPU tests, three pytest processes side by side (at most 240 s)
-#   bash scripts/gpu_check.sh timings    # the timings of `persistent` and `prefill-wgmma` without their tests (~210 s)
+#   bash scripts/gpu_check.sh timings    # the timings of `persistent` (with --phases) and `prefill-wgmma` without their tests (~230 s)
 #   bash scripts/gpu_check.sh dynamic    # issue 16's DietCode bench, quick and bounded (at most 480 s; rows kept
 #                                        # in dynamic-partial.json as each workload finishes)
 #   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
 #                                        # finished shapes kept in model-transfer-partial.json)
 #   bash scripts/gpu_check.sh persistent   # the persistent decode step (fp16): GPU tests vs the per-kernel
-#                                         # step, then llama3.2-1b tokens/s both ways (at most ~150 s)
+#                                         # step (the phase-timeline build's too), then llama3.2-1b tokens/s
+#                                         # both ways and --phases: where a step's time goes, phase by phase
+#                                         # (the sums per kind: embed, qkv, attn, o, gate_up, down, cls,
+#                                         # argmax; span, barrier waits, share) (at most ~190 s)
 # Stages run in the order given.
 # Run on a GPU machine from the repository root; nothing is downloaded (install with --no-deps).
 set -u
@@ -141,8 +144,8 @@ verify)
 timings)
   # the timing halves of `persistent` and `prefill-wgmma`, after `verify` ran their tests
   stage "llama3.2-1b fp16: per-kernel vs persistent step"
-  timeout 90 "$PY" scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --out "$OUT" 2>&1 \
-    | tee "$OUT/timing-persistent.log" | tail -10
+  timeout 110 "$PY" scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --phases --out "$OUT" 2>&1 \
+    | tee "$OUT/timing-persistent.log" | tail -24
   echo "rc=${PIPESTATUS[0]}"
   stage "7B GEMMs and prefill: wgmma vs mma vs torch"
   timeout 120 "$PY" scripts/prefill_wgmma_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-wgmma.log" | tail -22
@@ -237,12 +240,13 @@ prefill-tc-attn)
   ;;
 persistent)
   stage "persistent step tests"
-  timeout 80 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_persistent_gpu.py 2>&1 \
+  timeout 100 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_persistent_gpu.py 2>&1 \
     | tee "$OUT/pytest-persistent.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
   stage "llama3.2-1b fp16: per-kernel vs persistent step"
-  timeout 70 "$PY" scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --out "$OUT" 2>&1 \
-    | tee "$OUT/timing-persistent.log" | tail -10
+  # --phases: the instrumented build (one more compile) and 128 steps of it after the two timings
+  timeout 90 "$PY" scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --phases --out "$OUT" 2>&1 \
+    | tee "$OUT/timing-persistent.log" | tail -24
   echo "rc=${PIPESTATUS[0]}"
   ;;
 esac

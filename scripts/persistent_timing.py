@@ -1,8 +1,11 @@
 """Per-kernel vs persistent decode step on one model (fp16): tokens/s, per-step time and kernels a
 step (a timeline proxy without nsys), beside the weight-bandwidth limit (weight bytes / the
 device-to-device copy bandwidth measured here).  Writes persistent-timing.json under --out.
+--phases: also the persistent step's phase timeline (engine/phase_times.py: the instrumented build,
+each phase's span, barrier waits and share of the step, and the sums per phase kind), printed and
+written to the JSON's "phases".
 
-    python scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --out $OUT
+    python scripts/persistent_timing.py --model random:llama3.2-1b --steps 128 --phases --out $OUT
 """
 
 import argparse
@@ -15,6 +18,8 @@ def main() -> int:
     ap.add_argument("--model", default="random:llama3.2-1b")
     ap.add_argument("--steps", type=int, default=128)
     ap.add_argument("--out", default=".")
+    ap.add_argument("--phases", action="store_true", help="the persistent step's phase timeline too")
+    ap.add_argument("--per-phase", action="store_true", help="with --phases: print every phase, not only the kinds")
     args = ap.parse_args()
     import torch
 
@@ -26,6 +31,7 @@ def main() -> int:
     bw = copy_bandwidth_gbps(torch)
     print(f"copy bandwidth {bw:.0f} GB/s")
     rows = []
+    phases = None
     with Builder() as b:
         for persistent in (False, True):
             t0 = time.perf_counter()
@@ -48,11 +54,31 @@ def main() -> int:
                   f"({row['us_per_kernel']:.1f} us each), {row['pct_of_bw_limit']:.0f}% of the {limit:.0f} tok/s limit")
             for line in row["describe"]:
                 print("  ", line)
+            if persistent and args.phases:
+                phases = phase_timeline(eng, b, args.steps, row, args.per_phase)
             del eng
             torch.cuda.empty_cache()
     with open(f"{args.out}/persistent-timing.json", "w") as f:
-        json.dump({"model": args.model, "format": "fp16", "copy_gbps": bw, "rows": rows}, f, indent=1)
-    return 0 if all("error" not in r for r in rows) else 1
+        json.dump({"model": args.model, "format": "fp16", "copy_gbps": bw, "rows": rows,
+                   **({"phases": phases} if args.phases else {})}, f, indent=1)
+    ok = all("error" not in r for r in rows) and (not args.phases or (phases is not None and "error" not in phases))
+    return 0 if ok else 1
+
+
+def phase_timeline(eng, builder, steps: int, row: dict, per_phase: bool) -> dict:
+    """The instrumented step's table, beside the plain step's wall time a step (row)."""
+    from autosched.engine.phase_times import format_table, measure
+    try:
+        res = measure(eng, builder, steps)
+    except Exception as e:
+        print(f"phase timeline: FAILED {type(e).__name__}: {e}")
+        return {"error": f"{type(e).__name__}: {e}"}
+    res["plain_us_per_step"] = row["us_per_token"]
+    for line in format_table(res, per_phase):
+        print(line)
+    print(f"timeline {res['step_us']:.0f} us a step (first block's start to the last mark) vs "
+          f"{row['us_per_token']:.0f} us wall a step of the plain build")
+    return res
 
 
 if __name__ == "__main__":

@@ -80,3 +80,48 @@ def test_persistent_state_survives_many_steps(builder):
     assert eng.next_token() == first
     assert int(eng.p["bar"][0].item()) == 0 and int(eng.p["best_count"].item()) == 0
     assert int(eng.p["count"].abs().sum().item()) == 0
+
+
+@pytest.mark.parametrize("graphs", [True, False])
+def test_phase_timeline_build_matches_and_tiles_the_step(builder, graphs):
+    """The instrumented build (engine/phase_times.py) computes what the per-kernel step does, and its
+    timeline accounts for the plain persistent step's wall time: the phases' slots add up to the
+    step's span by construction, which must be within 10% of the wall time a step back to back."""
+    from autosched.benchmarks.decode import engine_tokens_per_s
+    from autosched.engine.engine import Engine
+    from autosched.engine.phase_times import PhaseTimer, reduce
+    from autosched.templates.persistent import phase_names
+    cfg = GQA_1B
+    w = _weights(cfg)
+    ref = Engine(cfg, w, "fp16", builder=builder, graphs=graphs, batched_prefill=False)
+    eng = Engine(cfg, w, "fp16", builder=builder, graphs=graphs, persistent=True, batched_prefill=False)
+    tok, worst = 1, 0.0
+    with PhaseTimer(eng, builder) as t:
+        for _ in range(STEPS):
+            a = ref.step(tok).cpu().numpy().astype(np.float64)
+            b = t.step(tok).cpu().numpy().astype(np.float64)
+            assert np.isfinite(b).all()
+            worst = max(worst, float(np.abs(a - b).max() / np.abs(a).max()))
+            tok = ref.next_token()
+        t.records.clear()
+        t.decode(64)
+        times = t.times()
+    assert worst < TOL, worst
+    grid = eng.persistent_info["grid"]
+    assert times.shape == (64, 5 * cfg.n_layers + 3, grid, 3)
+    # every block wrote every phase's start and end, and every barrier's exit; argmax one block
+    assert (times[:, :-1, :, :2] > 0).all() and (times[:, :-2, :, 2] > 0).all()
+    assert ((times[:, -1, :, 0] > 0).sum(axis=1) == 1).all()
+    # marks in order within a block: start <= end <= barrier exit <= the next phase's start
+    t64 = times.astype(np.int64)
+    assert (t64[:, :-1, :, 1] >= t64[:, :-1, :, 0]).all()
+    assert (t64[:, :-2, :, 2] >= t64[:, :-2, :, 1]).all()
+    assert (t64[:, 1:-1, :, 0] >= t64[:, :-2, :, 2]).all()
+    res = reduce(times, cfg.n_layers)
+    assert [r["phase"] for r in res["phases"]] == phase_names(cfg.n_layers)
+    # medians per phase, summed, against the median step: close, not equal
+    assert sum(r["slot_us"] for r in res["phases"]) == pytest.approx(res["step_us"], rel=0.05)
+    assert all(r["span_us"] >= 0 for r in res["phases"]) and res["step_us"] > 0
+    # the plain persistent step (the engine's own kernel again after the timer), back to back
+    wall = engine_tokens_per_s(torch, eng, 64)["us_per_token"]
+    assert abs(res["step_us"] - wall) <= 0.1 * wall, (res["step_us"], wall)
