@@ -175,12 +175,13 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
 
 
 def _families() -> dict[str, Family]:
+    from autosched.templates.gemv_dense import GemvDenseTemplate
     from autosched.templates.gemv_q4f16 import GemvQ4F16Template
     from autosched.templates.hgemm_mma import HgemmMmaTemplate
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
     from autosched.templates.sgemm import SgemmTemplate
-    from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
+    from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
     from autosched.workloads.hgemm import DTYPES, LAYOUTS
     fams = [
         Family("gemv-q4f16", GemvQ4F16, (GemvQ4F16Template(),),
@@ -191,6 +192,12 @@ def _families() -> dict[str, Family]:
                report="gemv-q4f16", report_title="q4f16_1 GEMV", report_section="autosched.report:gemv_section",
                sanitize_shapes=("264x4128", "4096x4096"), sanitize_picks=_gemv_picks,
                profile_baseline="autosched.benchmarks.gemv_q4f16:read_stream_for_profile"),
+        # the decode engine's fp16 matmul (kernels/decode.cuh gemv_dense): tuned by tune-model
+        # --formats fp16; no benchmark or report section of its own yet (the decode bench times it)
+        Family("gemv-dense", GemvDense, (GemvDenseTemplate(),),
+               "dense fp16 GEMV: y = W v, W (N, K) fp16, one warp a row (the decode engine's fp16 matmul)",
+               "NxK (e.g. 2048x8192)", sanitize_shapes=("264x4128", "2048x8192"),
+               sanitize_picks=_default_and_random),
         Family("sgemm", Sgemm, (SgemmTemplate(),),
                "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK, with _ta for A stored transposed (e.g. 4096x4096x4096)",
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "sgemm"},

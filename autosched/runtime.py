@@ -34,7 +34,8 @@ def ptr(x) -> np.uint64:
 
 
 # cuda.core sizes a scalar parameter by its numpy type, so each ArgSpec dtype maps to one
-SCALAR_TYPES = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "f32": np.float32}
+# (u64 also passes a null pointer: a kernel argument the workload leaves unused)
+SCALAR_TYPES = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64, "f32": np.float32}
 
 
 def scalar(arg):

@@ -29,7 +29,7 @@ Engine(..., persistent=True) (fp16 only, opt-in) runs the whole step as one coop
 instead (kernels/persistent_step.cuh: the same phases, a grid-wide barrier between them, one
 launch a step, still reading token and pos from memory and captured in the graph the same way).
 
-A q4f16_1 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
+A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
 (engine/verify.py) and then inside the engine's own step (Engine._verify_in_step); the step's
 times are stored in the database, so the next engine of the same model, device and candidates
@@ -67,17 +67,16 @@ IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
 EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "residual", "cls": "norm"}
 
 
-def gemv_candidates(cfg: LlamaConfig, info, db, verify: int) -> dict:
-    """name -> [Candidate] of each q4f16_1 matmul: the `verify` best measured configs, ranked (the
-    default config where none was measured).  gate_up takes only configs whose blocks own an even
-    number of rows (its epilogue pairs gate and up)."""
+def gemv_candidates(cfg: LlamaConfig, info, db, verify: int, fmt: str = "q4f16_1") -> dict:
+    """name -> [Candidate] of each matmul of a tuned format (q4f16_1, fp16): the `verify` best
+    measured configs, ranked (the predicted or default config where none was measured).  gate_up
+    takes only configs whose blocks own an even number of rows (its epilogue pairs gate and up)."""
+    from autosched.engine.matmul import blocks_pair_rows, tuned_workload
     from autosched.selection import default_candidate, rank
     from autosched.templates.epilogue import pairs_rows
-    from autosched.templates.gemv_q4f16 import blocks_pair_rows
-    from autosched.workloads import GemvQ4F16
     out = {}
     for name, (n, k) in matmul_shapes(cfg).items():
-        w, want = GemvQ4F16(n, k), max(1, verify)
+        w, want = tuned_workload(fmt, n, k), max(1, verify)
         choices = rank(w, info, db, k=4 * want if pairs_rows(EPILOGUE[name]) else want)
         if pairs_rows(EPILOGUE[name]):
             paired = [c for c in choices if blocks_pair_rows(w, c.config)]
@@ -86,12 +85,14 @@ def gemv_candidates(cfg: LlamaConfig, info, db, verify: int) -> dict:
     return out
 
 
-def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: bool = True) -> dict:
-    """name -> (Candidate, [(Candidate, graph us)]) of each q4f16_1 matmul: its only candidate, or the
+def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: bool = True,
+                        fmt: str = "q4f16_1") -> dict:
+    """name -> (Candidate, [(Candidate, graph us)]) of each tuned matmul: its only candidate, or the
     fastest of its candidates in a CUDA graph (engine/verify.py)."""
     from autosched.engine.verify import fastest_in_graph
     shapes = matmul_shapes(cfg)
-    return {name: (fastest_in_graph(name, *shapes[name], cs, info, builder, pdl=pdl) if len(cs) > 1 else (cs[0], []))
+    return {name: (fastest_in_graph(name, *shapes[name], cs, info, builder, pdl=pdl, fmt=fmt) if len(cs) > 1
+                   else (cs[0], []))
             for name, cs in candidates.items()}
 
 
@@ -171,16 +172,19 @@ class Engine:
             "argmax": dk.argmax_spec(act, arch, c.vocab_size),
             "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
         }
-        # q4f16_1: per shape, the fastest in a graph of the `verify` best measured configs, unless
-        # the database holds this engine's step verification: then its winners, timed no more
-        self.candidates = gemv_candidates(c, self.info, db, verify) if self.fmt == "q4f16_1" else {}
+        # q4f16_1 and fp16: per shape, the fastest in a graph of the `verify` best measured configs,
+        # unless the database holds this engine's step verification: then its winners, timed no
+        # more (the persistent step launches no matmul kernel: there, rank's first serves)
+        from autosched.engine.matmul import TUNED_FORMATS
+        self.candidates = (gemv_candidates(c, self.info, db, verify if not self.persistent else 1, self.fmt)
+                           if self.fmt in TUNED_FORMATS else {})
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
             times, stored = self._stored_step
             self.verification = {name: (self._step_winner(name, times[name], stored) if name in times else cs[0], [])
                                  for name, cs in self.candidates.items()}
         elif self.candidates:
-            self.verification = served_gemv_choices(c, self.info, builder, self.candidates, self.pdl)
+            self.verification = served_gemv_choices(c, self.info, builder, self.candidates, self.pdl, self.fmt)
         else:
             self.verification = {}
         self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,

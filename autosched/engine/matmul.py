@@ -1,8 +1,12 @@
 """The engine's matmuls: one weight matrix shape, every layer's copy of it, and the kernel for it.
 
     q4f16_1          the tuned GEMV (config from the database, else a same-device recording,
-                     else the rule-based default: selection.rank), fp16 in and out
-    fp32/fp16/int8   gemv_dense of kernels/decode.cuh
+                     else the cost model's prediction, else the rule-based default: selection.rank),
+                     fp16 in and out
+    fp16             gemv_dense of kernels/decode.cuh, its warps and unroll chosen the same way
+                     (family gemv-dense, templates/gemv_dense.py; the default is the fixed choice
+                     of before: 4 warps, unroll 4)
+    fp32/int8        gemv_dense with the fixed warps and unroll
 
 Each applies a decode-step epilogue to its sums (templates/epilogue.py): "store" is the plain
 matmul; the others take the epilogue's arguments at the call.
@@ -22,10 +26,28 @@ from autosched.registry import templates_for
 from autosched.templates.decode import gemv_dense_spec
 from autosched.templates.epilogue import epilogue_id
 from autosched.templates.gemv_q4f16 import fused_spec
-from autosched.workloads import GemvQ4F16
+from autosched.workloads import GemvDense, GemvQ4F16
 
 # the epilogue arguments of a "store" matmul: no residual, no sums
 NO_EPILOGUE = (np.uint64(0), np.uint64(0), np.uint64(0), np.int32(0), np.float32(0))
+
+# the formats whose matmul has a search space, and the workload it is tuned as
+TUNED_FORMATS = {"q4f16_1": GemvQ4F16, "fp16": GemvDense}
+
+
+def tuned_workload(fmt: str, n: int, k: int):
+    """The workload a matmul of `fmt` and shape (n, k) is tuned as, or None (no search space)."""
+    w = TUNED_FORMATS.get(fmt)
+    return w(n, k) if w is not None else None
+
+
+def blocks_pair_rows(workload, config: dict) -> bool:
+    """Does `config` give every block of `workload`'s GEMV whole (gate, up) row pairs?"""
+    if isinstance(workload, GemvDense):
+        from autosched.templates.gemv_dense import blocks_pair_rows as dense
+        return dense(workload, config)
+    from autosched.templates.gemv_q4f16 import blocks_pair_rows as q4
+    return q4(workload, config)
 
 
 class Matmul:
@@ -33,23 +55,29 @@ class Matmul:
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
                  config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store"):
-        """The q4f16_1 config: `choice` (a selection.Candidate), else `config`, else rank's first."""
+        """The q4f16_1 or fp16 config: `choice` (a selection.Candidate), else `config`, else rank's
+        first (database, recording, prediction, default)."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.epilogue = epilogue
         epilogue_id(epilogue)           # refuse an unknown name before anything is built
         self.layers: list[dict] = []
-        if fmt == "q4f16_1":
+        if fmt in TUNED_FORMATS:
             if act != "half" or out != "half":
-                raise ValueError("the q4f16_1 GEMV reads and writes fp16")
+                raise ValueError(f"the {fmt} GEMV reads and writes fp16")
             from autosched.selection import Candidate, rank
-            self.workload = GemvQ4F16(n, k)
+            self.workload = tuned_workload(fmt, n, k)
             self.choice = (choice if choice is not None
                            else Candidate(templates_for(self.workload)[0].family, config, "given") if config is not None
                            else rank(self.workload, device_info, db)[0])
-            self.spec = (templates_for(self.workload)[0].render(self.workload, self.choice.config, device_info)
-                         if epilogue == "store" else
-                         fused_spec(self.workload, self.choice.config, device_info, epilogue))
-            if pdl:    # the same kernel plus the weight prefetch and the dependency wait
+            if fmt == "fp16":      # the tuned config is of the plain GEMV; an epilogue takes its warps and unroll
+                from autosched.templates.gemv_dense import GemvDenseTemplate, engine_spec
+                cfg = GemvDenseTemplate().space(self.workload, device_info).validate(self.choice.config)
+                self.spec = engine_spec(n, k, cfg, device_info.arch, epilogue=epilogue)
+            elif epilogue == "store":
+                self.spec = templates_for(self.workload)[0].render(self.workload, self.choice.config, device_info)
+            else:
+                self.spec = fused_spec(self.workload, self.choice.config, device_info, epilogue)
+            if pdl and fmt == "q4f16_1":    # the same kernel plus the weight prefetch and the dependency wait
                 self.spec = dataclasses.replace(self.spec, options=(*self.spec.options, "-DAUTOSCHED_PDL"))
         else:
             self.workload = None
@@ -103,6 +131,10 @@ class Matmul:
         self.kernel(stream, *args)
 
     def describe(self) -> str:
+        if self.choice is not None and self.fmt == "fp16":
+            c = self.choice.config
+            return (f"{self.name} {self.n}x{self.k} fp16 GEMV (warps {c['warps']}, unroll {c['unroll']}) + "
+                    f"{self.epilogue}, config from {self.choice.source}")
         if self.choice is not None:
             return (f"{self.name} {self.n}x{self.k} q4f16_1 GEMV + {self.epilogue}, config from "
                     f"{self.choice.source}")

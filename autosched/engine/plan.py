@@ -7,10 +7,11 @@
 A step of the engine (engine/engine.py) is, per layer, the fused qkv matmul (+ norm epilogue),
 rope_attention, o (+ residual), the fused gate/up matmul (+ norm and SwiGLU), down (+ residual);
 and once, embed_norm, the classifier (+ the final norm) and argmax.  Of these, what has a search
-space is a matmul whose format has a tuned family: q4f16_1's GEMV (family gemv-q4f16).  A matmul
+space is a matmul whose format has a tuned family: q4f16_1's GEMV (family gemv-q4f16) and fp16's
+dense GEMV (family gemv-dense: its warps and unroll).  A matmul
 with an epilogue is tuned as the plain GEMV of its shape (the epilogue runs after the sums, on the
 same config); the engine's own step verification then times the fused kernels.  The rest (the dense
-fp16/fp32/int8 GEMV, attention, embed, argmax) have no space yet and are listed as such.
+fp32/int8 GEMV, attention, embed, argmax) have no space yet and are listed as such.
 
 A kernel's share of the step is estimated from what it moves: bytes at a nominal 3 TB/s plus 3 us
 a launch (search/transfer.scale_for), times its launches a step, attention at half the context.
@@ -68,10 +69,11 @@ class Plan:
 
 def matmul_workload(fmt: str, n: int, k: int):
     """(the workload a matmul of this format and shape is tuned as, or None; why not)."""
-    if fmt == "q4f16_1":
-        from autosched.workloads import GemvQ4F16
-        return GemvQ4F16(n, k), ""
-    return None, f"{fmt}: the dense GEMV (kernels/decode.cuh gemv_dense) has no search space yet"
+    from autosched.engine.matmul import tuned_workload
+    w = tuned_workload(fmt, n, k)
+    if w is not None:
+        return w, ""
+    return None, f"{fmt}: the {fmt} dense GEMV (kernels/decode.cuh gemv_dense) has no search space yet"
 
 
 def _bytes_us(nbytes: float) -> float:

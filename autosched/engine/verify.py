@@ -1,4 +1,4 @@
-"""Performance verification: the q4f16_1 GEMV config an engine serves is the fastest of the best few
+"""Performance verification: the q4f16_1 (or fp16) GEMV config an engine serves is the fastest of the best few
 measured ones when timed the way a decode step runs them, not only under the tuning protocol.
 
 The tuner times one launch after an L2 flush; a step launches the GEMV inside a CUDA graph with
@@ -26,7 +26,7 @@ def matmul_graph_us(matmul, copies: int, count: int) -> float:
 
 
 def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, builder, *, pdl: bool = True,
-                     copies: int = 8, count: int = 32, seed: int = 0):
+                     copies: int = 8, count: int = 32, seed: int = 0, fmt: str = "q4f16_1"):
     """(the Candidate that is fastest in a graph, [(candidate, us)] for every candidate, us None for
     one that failed).  The weights are random (a GEMV's time does not depend on their values),
     packed per config (a config's weight layout is part of it) and copied to more bytes than the L2
@@ -36,7 +36,7 @@ def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, buil
     from autosched.engine.matmul import Matmul
     g = torch.Generator(device="cuda").manual_seed(seed)
     w = torch.randn((n, k), device="cuda", generator=g)
-    cands = [Matmul(name, "q4f16_1", n, k, "half", "half", device_info, config=c.config, pdl=pdl) for c in choices]
+    cands = [Matmul(name, fmt, n, k, "half", "half", device_info, config=c.config, pdl=pdl) for c in choices]
     list(builder.build_many([m.spec for m in cands]))          # in parallel
     matmul_of = {id(c): m for c, m in zip(choices, cands)}
 

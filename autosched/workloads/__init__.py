@@ -6,11 +6,12 @@ Nothing here knows about kernels or GPUs.
 import re
 
 from autosched.workloads.base import Workload, WorkloadError
+from autosched.workloads.gemv_dense import GemvDense
 from autosched.workloads.gemv_q4f16 import GemvQ4F16
 from autosched.workloads.hgemm import Hgemm
 from autosched.workloads.sgemm import Sgemm
 
-WORKLOADS = {GemvQ4F16.name: GemvQ4F16, Sgemm.name: Sgemm, Hgemm.name: Hgemm}
+WORKLOADS = {GemvQ4F16.name: GemvQ4F16, GemvDense.name: GemvDense, Sgemm.name: Sgemm, Hgemm.name: Hgemm}
 
 
 def workload_from_key(key: str) -> Workload:
@@ -32,4 +33,4 @@ def workload_from_key(key: str) -> Workload:
         raise WorkloadError(f"workload key {key!r} does not name {name}'s parameters: {e}") from None
 
 
-__all__ = ["Workload", "WorkloadError", "GemvQ4F16", "Hgemm", "Sgemm", "WORKLOADS", "workload_from_key"]
+__all__ = ["Workload", "WorkloadError", "GemvDense", "GemvQ4F16", "Hgemm", "Sgemm", "WORKLOADS", "workload_from_key"]

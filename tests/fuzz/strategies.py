@@ -6,7 +6,7 @@ import os
 from hypothesis import strategies as st
 
 from autosched.registry import FAMILIES
-from autosched.workloads import GemvQ4F16, Hgemm, Sgemm
+from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
 from autosched.workloads.hgemm import DTYPES, LAYOUTS
 from autosched.workloads.sgemm import MAX_M
 
@@ -36,6 +36,12 @@ def gemv_workloads(draw, max_n=2**29 - 1):
     k = 32 * draw(st.integers(1, (2**31 - 32) // 32))
     n = draw(st.integers(1, max(1, min(max_n, WORDS // (k // 8)))))
     return GemvQ4F16(n, k)
+
+
+@st.composite
+def gemv_dense_workloads(draw):
+    k = 8 * draw(st.integers(1, WORDS // 8))
+    return GemvDense(draw(st.integers(1, max(1, WORDS // k))), k)
 
 
 @st.composite
@@ -74,6 +80,7 @@ def hgemm_workloads(draw):
 
 VALID_WORKLOADS = {
     "gemv-q4f16": gemv_workloads(),
+    "gemv-dense": gemv_dense_workloads(),
     "sgemm": gemm_workloads(Sgemm),
     "hgemm": hgemm_workloads(),
 }

@@ -20,7 +20,7 @@ from fuzz.strategies import examples, VALID_WORKLOADS, keys, values
 BOUNDED = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SHAPES = {"gemv-q4f16": ["64x256", "264x4128", "1x256"], "sgemm": ["64x64x64", "300x260x200_ta", "1x1x1"],
-          "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8"]}
+          "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8"], "gemv-dense": ["64x256", "264x4128", "1x8"]}
 assert set(SHAPES) == set(FAMILIES), "a family without fuzz shapes: add some above"
 # every template on every shape it serves (hgemm_wgmma refuses N % 8, so not 300x260x200_bt)
 CASES = [(name, shape, i) for name, shapes in SHAPES.items() for shape in shapes
@@ -61,8 +61,8 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
     assert len(outputs) == 1 and len(set(a.name for a in spec.args)) == len(spec.args)
     assert all(a.ctype for a in spec.args), "an exported launcher needs every argument's C++ type"
     for a in spec.args:
-        if a.role == "scalar":
-            assert a.value == p[a.name], (a.name, a.value, p)
+        if a.role == "scalar":     # a workload parameter, or 0 (gemv_dense's unused epilogue arguments)
+            assert a.value == p.get(a.name, 0), (a.name, a.value, p)
     # the inputs are the workload's own buffers (generated only where that is cheap), and the grid
     # covers every output
     if workload.bytes_moved() < 1 << 20:
@@ -74,6 +74,9 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
     elif "bn" in cfg:
         assert spec.grid[0] * cfg["bn"] >= p["N"] and spec.grid[1] * cfg["bm"] >= p["M"]
         assert set(inputs) == {"A", "B"}
+    elif "warps" in cfg:        # gemv_dense: a warp a row
+        assert spec.grid[0] * cfg["warps"] >= p["N"] and spec.threads == 32 * cfg["warps"]
+        assert set(inputs) == {"W", "V"}
     else:
         assert spec.grid[0] * cfg["ts"] * cfg["tile_s"] >= p["N"]
         assert set(inputs) == {"A_q", "A_scale", "V"}
