@@ -31,7 +31,7 @@ def test_workload_parses_the_family_shape_syntax_and_names_bad_input():
     assert autosched.workload("sgemm", "8x16x32_ta").trans_a == 1
     with pytest.raises(AutoschedError, match="12288"):
         autosched.workload("gemv-q4f16", "12288")
-    with pytest.raises(ValueError, match="unknown operator 'gemm'; available: gemv-q4f16, sgemm, hgemm"):
+    with pytest.raises(ValueError, match="unknown operator 'gemm'; available: gemv-q4f16, gemv-dense, sgemm, hgemm"):
         autosched.workload("gemm", "1x1x1")
 
 

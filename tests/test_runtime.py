@@ -81,7 +81,7 @@ def test_scalar_gives_the_parameter_type():
     for dtype, t in SCALAR_TYPES.items():
         v = scalar(SimpleNamespace(dtype=dtype, value=3))
         assert type(v) is t and v == 3
-    assert set(SCALAR_TYPES) == {"i32", "i64", "u32", "f32"}
+    assert set(SCALAR_TYPES) == {"i32", "i64", "u32", "u64", "f32"}      # u64: a null pointer argument (gemv-dense)
     with pytest.raises(KeyError):
         scalar(SimpleNamespace(dtype="f16", value=1))
 
