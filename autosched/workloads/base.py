@@ -94,6 +94,33 @@ class Workload:
                          "(unwritten or overflowed)")
         return None
 
+    def require_inputs(self, inputs: dict[str, np.ndarray], want: dict[str, tuple[tuple, type]]) -> None:
+        """WorkloadError naming the first of `want` (name -> (shape, dtype)) that `inputs` lacks or
+        holds with another shape or dtype."""
+        for name, (shape, dtype) in want.items():
+            if name not in inputs:
+                raise WorkloadError(f"missing input {name}; {self!r} needs {sorted(want)}")
+            a = inputs[name]
+            if a.shape != shape or a.dtype != dtype:
+                raise WorkloadError(f"{name} must be {shape} {np.dtype(dtype).name} for {self!r}, "
+                                    f"got {a.shape} {a.dtype}")
+
+    @classmethod
+    def check_vector(cls, out: np.ndarray, ref: np.ndarray, rms_frac: float, rel_l2_max: float) -> Check:
+        """A float-accumulated vector stored in fp16: the largest error within `rms_frac` of the output's
+        rms plus 2e-3 of its largest magnitude, and the relative L2 error within `rel_l2_max`."""
+        o = out.astype(np.float64)
+        failed = cls.unusable(o, ref)
+        if failed:
+            return failed
+        err = np.abs(o - ref)
+        scale = float(np.sqrt(np.mean(ref ** 2))) or 1.0
+        rel_l2 = float(np.linalg.norm(o - ref) / (np.linalg.norm(ref) or 1.0))
+        max_err = float(err.max())
+        ok = max_err <= rms_frac * scale + 2e-3 * float(np.abs(ref).max()) and rel_l2 <= rel_l2_max
+        msg = "" if ok else f"max abs err {max_err:.3g} (output rms {scale:.3g}), rel L2 {rel_l2:.3g}"
+        return Check(ok, max_err, rel_l2, msg)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
 

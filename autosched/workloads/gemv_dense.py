@@ -50,13 +50,7 @@ class GemvDense(Workload):
 
     def validate_inputs(self, inputs: dict[str, np.ndarray]) -> None:
         want = {"W": ((self.N, self.K), np.float16), "V": ((self.K,), np.float16)}
-        for name, (shape, dtype) in want.items():
-            if name not in inputs:
-                raise WorkloadError(f"missing input {name}; {self!r} needs {sorted(want)}")
-            a = inputs[name]
-            if a.shape != shape or a.dtype != dtype:
-                raise WorkloadError(f"{name} must be {shape} {np.dtype(dtype).name} for {self!r}, "
-                                    f"got {a.shape} {a.dtype}")
+        self.require_inputs(inputs, want)
 
     def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         self.validate_inputs(inputs)
@@ -79,14 +73,4 @@ class GemvDense(Workload):
 
     def check(self, out: np.ndarray, ref: np.ndarray) -> Check:
         """fp16 output of a float-accumulated sum: error relative to the output's scale."""
-        o = out.astype(np.float64)
-        failed = self.unusable(o, ref)
-        if failed:
-            return failed
-        err = np.abs(o - ref)
-        scale = float(np.sqrt(np.mean(ref ** 2))) or 1.0
-        rel_l2 = float(np.linalg.norm(o - ref) / (np.linalg.norm(ref) or 1.0))
-        max_err = float(err.max())
-        ok = max_err <= 1e-2 * scale + 2e-3 * float(np.abs(ref).max()) and rel_l2 <= 3e-3
-        msg = "" if ok else f"max abs err {max_err:.3g} (output rms {scale:.3g}), rel L2 {rel_l2:.3g}"
-        return Check(ok, max_err, rel_l2, msg)
+        return self.check_vector(out, ref, 1e-2, 3e-3)

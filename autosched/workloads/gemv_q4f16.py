@@ -80,13 +80,7 @@ class GemvQ4F16(Workload):
         want = {"A_q": ((self.N, self.K // 8), np.uint32),
                 "A_scale": ((self.N, self.K // GROUP), np.float16),
                 "V": ((self.K,), np.float16)}
-        for name, (shape, dtype) in want.items():
-            if name not in inputs:
-                raise WorkloadError(f"missing input {name}; {self!r} needs {sorted(want)}")
-            a = inputs[name]
-            if a.shape != shape or a.dtype != dtype:
-                raise WorkloadError(f"{name} must be {shape} {np.dtype(dtype).name} for {self!r}, "
-                                    f"got {a.shape} {a.dtype}")
+        self.require_inputs(inputs, want)
 
     def dequantize(self, a_q: np.ndarray, a_scale: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
         q = unpack_q4(a_q[rows]).astype(np.float64) - 7.0
@@ -114,15 +108,5 @@ class GemvQ4F16(Workload):
 
     def check(self, out: np.ndarray, ref: np.ndarray) -> Check:
         """fp16 output of an fp32/fp16-accumulated sum: error relative to the output's scale."""
-        o = out.astype(np.float64)
-        failed = self.unusable(o, ref)
-        if failed:
-            return failed
-        err = np.abs(o - ref)
-        scale = float(np.sqrt(np.mean(ref ** 2))) or 1.0
-        rel_l2 = float(np.linalg.norm(o - ref) / (np.linalg.norm(ref) or 1.0))
-        max_err = float(err.max())
         # fp16 rounding of the output alone is 2^-11 relative; half2 partial sums add a few ulps
-        ok = max_err <= 2e-2 * scale + 2e-3 * float(np.abs(ref).max()) and rel_l2 <= 5e-3
-        msg = "" if ok else f"max abs err {max_err:.3g} (output rms {scale:.3g}), rel L2 {rel_l2:.3g}"
-        return Check(ok, max_err, rel_l2, msg)
+        return self.check_vector(out, ref, 2e-2, 5e-3)
