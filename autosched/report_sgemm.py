@@ -112,7 +112,7 @@ def hgemm_tables(doc: dict) -> str:
     out = [f"**FP16 / BF16 GEMM on tensor cores**, {doc['device']}, {doc['date']}, commit "
            f"`{str(doc.get('commit', ''))[:10]}` (`{Path(doc['_path']).name}`; cuBLAS through torch on the same "
            "buffers, FP32 accumulation; every kernel checked against float64 first; each template tuned on "
-           "its own, its best configs re-timed here" + ("; % of cuBLAS: the median of rounds alternating ours "
+           "its own, its best configs re-timed here" + ("; % of cuBLAS of the fastest: the median of rounds alternating it "
                                                         "and cuBLAS, their range in brackets"
                                                         if any(t.get("paired") for r in rows
                                                                for t in r.get("templates", {}).values()) else "")
