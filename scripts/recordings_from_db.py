@@ -9,8 +9,10 @@ configs stay, and the database's measurement wins where both have one (the newer
 import datetime
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
+from autosched.build import build_id
 from autosched.database import Database
 from autosched.device import DeviceInfo
 from autosched.measure.protocol import Protocol
@@ -29,9 +31,6 @@ def main(db_path, device_json, out_dir, date=None):
             t = template_named(family)      # a family of several templates records each on its own
             # the build the GPU measured: this source, compiled by the GPU machine's NVRTC (which may
             # differ from this machine's); none of this source: the rows timed older kernels, skipped
-            from collections import Counter
-
-            from autosched.build import build_id
             src = build_id(t).split("/")[0]
             builds = Counter(r.build for r in db.measured(wkey, dkey, family).values()
                              if r.build and r.build.split("/")[0] == src)
