@@ -13,6 +13,7 @@ import json
 import multiprocessing as mp
 import os
 import re
+import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -185,6 +186,10 @@ class Builder:
         self.cache = cache if cache is not None else BuildCache()
         self._pool: ProcessPoolExecutor | None = None
         self._nvrtc = nvrtc_version()
+        # builds in flight by key: a spec asked for again before its first build returns (a compile
+        # report, then the probes of the same binary) waits on that build instead of starting a second
+        self._inflight: dict[str, Future] = {}
+        self._lock = threading.Lock()
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -194,12 +199,26 @@ class Builder:
 
     def submit(self, spec: KernelSpec) -> Future:
         key = cache_key(spec, self._nvrtc)
+        with self._lock:
+            running = self._inflight.get(key)
+            if running is not None and not running.done():
+                return running
         hit = self.cache.get(key)
         if hit is not None:
             fut: Future = Future()
             fut.set_result(hit)
             return fut
-        return self._executor().submit(_pool_compile, spec, str(self.cache.root))
+        with self._lock:
+            running = self._inflight.get(key)
+            if running is None or running.done():
+                running = self._inflight[key] = self._executor().submit(_pool_compile, spec, str(self.cache.root))
+                running.add_done_callback(lambda f, k=key: self._forget(k, f))
+        return running
+
+    def _forget(self, key: str, fut: Future) -> None:
+        with self._lock:
+            if self._inflight.get(key) is fut:
+                del self._inflight[key]
 
     def build(self, spec: KernelSpec) -> Binary:
         return self.submit(spec).result()

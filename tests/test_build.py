@@ -135,6 +135,16 @@ def test_rebuild_right_after_build_is_a_cache_hit(default_spec, tmp_path, monkey
     assert first.ok and second.cached
 
 
+def test_a_spec_asked_for_again_while_in_flight_joins_its_build(default_spec, tmp_path):
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as builder:
+        first = builder.submit(default_spec)
+        again = builder.submit(dataclasses.replace(default_spec))   # equal spec, another object
+        assert again is first, "a second compile of a kernel already building was started"
+        assert first.result().ok and not first.result().cached
+        later = builder.submit(default_spec)                         # done: now from the disk cache
+        assert later is not first and later.result().cached
+
+
 def test_broken_source_is_a_failed_binary_not_an_exception(default_spec, tmp_path):
     broken = dataclasses.replace(default_spec, source="this is not C++ {\n")
     with Builder(workers=2, cache=BuildCache(tmp_path)) as builder:

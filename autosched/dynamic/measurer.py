@@ -75,17 +75,20 @@ def wgmma_registers(config: dict) -> int:
     return min(255, (c["bm"] // 64) * c["bn"] // 2 + 64)
 
 
-def compile_report(template, config: dict, workload, device, builder=None) -> CompileReport:
+def compile_report(template, config: dict, workload, device, builder=None, built=None) -> CompileReport:
     """Threads, registers (ptxas with a builder, else estimated), shared memory and blocks an SM
     holds.  hgemm_wgmma is persistent (its grid at most #SMs, one CTA an SM by launch bounds): one
-    block an SM whatever the resources would admit."""
+    block an SM whatever the resources would admit.  `built`: the binary's Future when the caller
+    submitted the build already (so that many configs compile side by side)."""
     c = config
+    if built is None and builder is not None:
+        built = builder.submit(template.render(workload, config, device))
     if template.family == "hgemm_wgmma":
         from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
         t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])
         regs, spills, source = wgmma_registers(c), 0, "estimate"
-        if builder is not None:
-            b = builder.submit(template.render(workload, config, device)).result()
+        if built is not None:
+            b = built.result()
             if b.ok:
                 regs, spills, source = b.resources.registers, b.resources.spills, "ptxas"
                 smem += b.resources.smem_static
@@ -97,8 +100,8 @@ def compile_report(template, config: dict, workload, device, builder=None) -> Co
     need = registers_needed(c["wm"], c["wn"])
     regs = min(need, launch_bounds_registers(t, device))
     spills, source = need - regs, "estimate"
-    if builder is not None:
-        b = builder.submit(template.render(workload, config, device)).result()
+    if built is not None:
+        b = built.result()
         if b.ok:
             regs, spills, source = b.resources.registers, b.resources.spills, "ptxas"
             smem += b.resources.smem_static
@@ -128,8 +131,12 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
     device = runner.device_info
     build = runner.build_id(template)
     out, items, where = [], [], []
-    for cfg in configs:
-        rep = compile_report(template, cfg, dw.largest, device, builder)
+    # every config's build is submitted before the first report waits on one: NVRTC runs on all cores
+    # (one at a time, a wgmma micro-kernel's ~2 s compile each made most of a dynamic run's time)
+    built = [builder.submit(template.render(dw.largest, cfg, device)) if builder is not None else None
+             for cfg in configs]
+    for cfg, fut in zip(configs, built):
+        rep = compile_report(template, cfg, dw.largest, device, builder, built=fut)
         mk = MicroKernel(dict(cfg), rep, {}, family=template.family)
         out.append(mk)
         if rep.blocks_per_sm < 1:

@@ -166,8 +166,17 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     def draw() -> tuple[str, dict]:
         return sketch.sample_any(spaces, extents, rng, local_pad=rng.choice(local_pad))
 
+    def prebuild(pairs) -> None:
+        """Submit the builds of (family, config) pairs of every template at once: measure_micro_kernels
+        goes template by template, and the second's NVRTC work would otherwise wait on the first's
+        measuring (the Builder joins a later submit of the same kernel to the build in flight)."""
+        if builder is not None:
+            for fam, cfg in pairs:
+                builder.submit(by_family[fam].render(dw.largest, cfg, device))
+
     # the seeds: measured before the first round, besides its sampled sketches
     seeded = sketch.seed_kernels(dw, templates, device) if seeds else []
+    prebuild((f, c) for f, c, _ in seeded)
     for fam, t in by_family.items():
         cfgs = [c for f, c, _ in seeded if f == fam]
         if cfgs:
@@ -211,6 +220,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         rest = ranked[per_round - n_explore:]
         picks += rng.sample(rest, min(n_explore, len(rest)))
         new = []
+        prebuild(picks)
         for fam, t in by_family.items():
             cfgs = [c for f, c in picks if f == fam]
             if cfgs:
