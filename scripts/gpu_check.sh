@@ -33,6 +33,11 @@
 #                                        # in dynamic-partial.json as each workload finishes)
 #   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
 #                                        # finished shapes kept in model-transfer-partial.json)
+#   bash scripts/gpu_check.sh model-tune   # issue 17's model figures: llama3.2-1b decode before, tune-model (budget
+#                                         # MODEL_TUNE_MIN, default 4), after; the 7B q4f16_1 as shipped
+#                                         # (MODEL_TUNE_PHASES to run some, MODEL_TUNE_MERGE=JSON to keep an earlier
+#                                         # call's rows; the tuned database is $OUT/model-tune.db: carry it
+#                                         # back for `after`) (at most MODEL_TUNE_S, default 580 s)
 #   bash scripts/gpu_check.sh persistent   # the persistent decode step (fp16): GPU tests vs the per-kernel
 #                                         # step (the phase-timeline build's too), then llama3.2-1b tokens/s
 #                                         # both ways and --phases: where a step's time goes, phase by phase
@@ -163,6 +168,14 @@ transfer)
   timeout ${TRANSFER_S:-540} "$PY" -m autosched.benchmarks.transfer --gpu --out "$OUT" \
     ${TRANSFER_SHAPES:+--shapes "$TRANSFER_SHAPES"} ${TRANSFER_MERGE:+--merge "$TRANSFER_MERGE"} 2>&1 \
     | tee "$OUT/bench-transfer.log" | tail -14
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+model-tune)
+  stage "model figures: llama3.2-1b before / tune-model / after, 7B q4f16_1 as shipped (issue 17)"
+  [ -n "${MODEL_TUNE_DB:-}" ] && cp "$MODEL_TUNE_DB" "$OUT/model-tune.db"
+  timeout ${MODEL_TUNE_S:-580} "$PY" -m autosched.benchmarks.model_tune --out "$OUT" --budget-min ${MODEL_TUNE_MIN:-4} \
+    ${MODEL_TUNE_PHASES:+--phases "$MODEL_TUNE_PHASES"} ${MODEL_TUNE_MERGE:+--merge "$MODEL_TUNE_MERGE"} 2>&1 \
+    | tee "$OUT/bench-model-tune.log" | grep -v "━" | tail -30
   echo "rc=${PIPESTATUS[0]}"
   ;;
 bench-gemv)
