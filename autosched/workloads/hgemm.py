@@ -28,7 +28,6 @@ import numpy as np
 
 from autosched.bf16 import EPS_BF16, bf16_bits_to_float32, float32_to_bf16_bits
 from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
-from autosched.workloads.matmul64 import matmul64
 from autosched.workloads.sgemm import EPS32, Sgemm, check_gemm_dims
 
 EPS16 = float(np.finfo(np.float16).eps)
@@ -195,7 +194,7 @@ class Hgemm(Workload):
 
     def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         a, b = self.logical(inputs)
-        return self._out(matmul64(a, b))
+        return self._out(a @ b)
 
     def error_bound(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """Per element: the rounding of the output to the dtype (up to an eps relative: FP16 2^-10,
@@ -203,9 +202,9 @@ class Hgemm(Workload):
         sqrt(K) * eps of sum |a||b|; products of FP16 or BF16 values (11 or 8 significant bits) are
         exact in fp32's 24."""
         a, b = self.logical(inputs)
-        mag = matmul64(np.abs(a), np.abs(b))
+        mag = np.abs(a) @ np.abs(b)
         eps_out = EPS_BF16 if self.bf16 else EPS16
-        return self._out(eps_out * np.abs(matmul64(a, b)) + 8.0 * np.sqrt(self.K) * EPS32 * mag + 1e-30)
+        return self._out(eps_out * np.abs(a @ b) + 8.0 * np.sqrt(self.K) * EPS32 * mag + 1e-30)
 
     def output_spec(self):
         shape = (self.M // TILE, self.N // TILE, TILE, TILE) if self.blocked else (self.M, self.N)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
-from autosched.workloads.matmul64 import matmul64
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -76,12 +75,12 @@ class Sgemm(Workload):
         return inputs["A"].T if self.trans_a else inputs["A"]
 
     def reference(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        return matmul64(self._a(inputs), inputs["B"])
+        return self._a(inputs).astype(np.float64) @ inputs["B"].astype(np.float64)
 
     def error_bound(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
         """Per-element bound for an fp32 kernel: a few sqrt(K) * eps of sum |a||b| (the typical
         rounding of a K-term fp32 sum), far below what a missing or doubled tile would change."""
-        mag = matmul64(np.abs(self._a(inputs)), np.abs(inputs["B"]))
+        mag = np.abs(self._a(inputs)).astype(np.float64) @ np.abs(inputs["B"]).astype(np.float64)
         return 8.0 * np.sqrt(self.K) * EPS32 * mag + 1e-30
 
     def output_spec(self):
