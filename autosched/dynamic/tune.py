@@ -54,6 +54,9 @@ class DynamicResult:
     history: list[dict] = field(default_factory=list)   # per round: measured, best weighted score
     seeds: int = 0                        # of `measured`, the rule-based seeds (sketch.seed_kernels)
     artifact: object = None               # where front.tune_dynamic saved it (a Path); not in the JSON
+    # seconds by phase (seeds, probes: builds and probe timings; search: the models' fits and the
+    # evolution; verify: the instances' builds and timings; tree): where a run's time went
+    phase_s: dict = field(default_factory=dict)
 
     @property
     def flagged(self) -> list[dict]:
@@ -65,7 +68,7 @@ class DynamicResult:
                 "kernels": [k.to_json() for k in self.kernels], "measured": self.measured,
                 "verification": self.verification, "dispatcher": self.dispatcher.to_json(),
                 "elapsed_s": self.elapsed_s, "measurements": self.measurements, "history": self.history,
-                "seeds": self.seeds}
+                "seeds": self.seeds, "phase_s": self.phase_s}
 
     @classmethod
     def from_json(cls, d: dict) -> "DynamicResult":
@@ -73,7 +76,7 @@ class DynamicResult:
         return cls(DynamicWorkload.from_json(d["workload"]), d["device_key"], d["runner"], d["template"],
                    d["build"], [MicroKernel.from_json(k) for k in d["kernels"]], d["measured"], d["verification"],
                    Dispatcher.from_json(d["dispatcher"]), d.get("elapsed_s", 0.0), d.get("measurements", 0),
-                   d.get("history", []), d.get("seeds", 0))
+                   d.get("history", []), d.get("seeds", 0), phase_s=d.get("phase_s", {}))
 
 
 def coverage(P: np.ndarray, weights) -> float:
@@ -162,6 +165,13 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
 
     measured: dict[str, MicroKernel] = {}
     history = []
+    phase_s: dict[str, float] = {}
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phase_s[name] = phase_s.get(name, 0.0) + now - clock[0]
+        clock[0] = now
 
     def draw() -> tuple[str, dict]:
         return sketch.sample_any(spaces, extents, rng, local_pad=rng.choice(local_pad))
@@ -183,6 +193,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
             for mk in measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers):
                 calls += len(mk.probes)
                 measured[_key(mk.family, mk.config)] = mk
+    lap("seeds")
     if measured:
         probe_model.fit(list(measured.values()))
 
@@ -219,6 +230,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         picks = ranked[: per_round - n_explore]
         rest = ranked[per_round - n_explore:]
         picks += rng.sample(rest, min(n_explore, len(rest)))
+        lap("search")
         new = []
         prebuild(picks)
         for fam, t in by_family.items():
@@ -228,6 +240,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         calls += sum(len(mk.probes) for mk in new)
         for mk in new:
             measured[_key(mk.family, mk.config)] = mk
+        lap("probes")
         probe_model.fit(list(measured.values()))
         good = [mk for mk in measured.values() if mk.ok]
         P = model.throughput(good, insts)
@@ -248,6 +261,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     pred_us = model.predict_us(kernels, insts)
     assign = [int(np.argmin(pred_us[:, j])) for j in range(len(insts))]
 
+    lap("search")
     # performance verification: every instance with its kernel, before anything is output
     specs = [by_family[kernels[k].family].render(dw.at(M), kernels[k].config, device) for M, k in zip(insts, assign)]
     items = [(j, s, builder.submit(s) if builder is not None else None) for j, s in enumerate(specs)]
@@ -267,6 +281,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
                              "flagged": bool((not m.ok) or abs(err) > tolerance)})
         if m.ok:
             obs.append((kernels[k], M, us))
+    lap("verify")
     # the correction learns from those measurements; the tree learns from the corrected model over
     # the whole range and, at the instances, from the verified assignment
     model.fit(obs)
@@ -279,6 +294,8 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     sw = [1.0] * len(ms) + [float(len(ms)) / len(insts) * 0.5] * len(insts)
     tree = fit_tree(x, y, sw, max_leaf_nodes=max(2, 4 * len(kernels)), seed=seed)
     disp = Dispatcher(tree_nodes(tree), [k.config for k in kernels], dw.lo, dw.hi, [k.family for k in kernels])
+    lap("tree")
     return DynamicResult(dw, device.key, runner.name, "+".join(by_family), "+".join(builds.values()), kernels,
                          len(measured),
-                         verification, disp, time.perf_counter() - t0, calls, history, seeds=len(seeded))
+                         verification, disp, time.perf_counter() - t0, calls, history, seeds=len(seeded),
+                         phase_s=phase_s)

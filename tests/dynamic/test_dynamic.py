@@ -328,3 +328,12 @@ def test_cli_synthetic_run_and_export(cli, tmp_path):
     assert rc == 0, err
     assert "SYNTHETIC" in out and "MODELLED" in out and "dispatch: M 16.." in out
     assert (tmp_path / "b.cu").exists() and list((tmp_path / "dynamic").glob("*.json"))
+
+
+def test_the_run_says_where_its_time_went(tuned):
+    res = tuned[0]
+    assert set(res.phase_s) == {"seeds", "search", "probes", "verify", "tree"}
+    assert all(v >= 0 for v in res.phase_s.values())
+    # the laps cover the run from its first measurement to the tree: nothing large left uncounted
+    assert 0.8 * res.elapsed_s <= sum(res.phase_s.values()) <= res.elapsed_s
+    assert DynamicResult.from_json(json.loads(json.dumps(res.to_json()))).phase_s == res.phase_s
