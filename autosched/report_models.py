@@ -1,0 +1,79 @@
+"""The README's "models" block: dynamic-shape tuning (dynamic-*.json), configs for unseen shapes
+(model-transfer-*.json) and whole-model tuning (model-tune-*.json), each table from the newest
+results file of its benchmark, every figure beside its bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autosched.report import _f, latest_results
+
+
+def _bar(v, bar, at_most=False) -> str:
+    if v is None:
+        return "not measured"
+    return "met" if (v <= bar if at_most else v >= bar) else "not met"
+
+
+def dynamic_table(doc: dict) -> str:
+    s = doc["summary"]
+    bars = s.get("bars", {})
+    out = [f"DietCode (`python -m autosched.benchmarks.dynamic`), {doc['device']}, {doc['date']} "
+           f"(`{Path(doc.get('_path', '')).name}`; settings {s.get('settings', {})}):", "",
+           "| workload | dynamic run (s) | 8 per-instance runs (s) | tuning-time ratio | untuned vs per-instance | "
+           "vs cuBLAS, M <= 256 |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in doc["rows"]:
+        per = [u for u in r["untuned"] if u.get("vs_per_instance")]
+        small = [u["vs_cublas"] for u in r["untuned"] if u["M"] <= 256 and u.get("vs_cublas")]
+        gm = lambda xs: float(__import__("numpy").exp(__import__("numpy").mean(__import__("numpy").log(xs)))) if xs else None  # noqa: E731
+        out.append(f"| `{r['shape']}` M {r['range'][0]}..{r['range'][1]} | {_f(r['dynamic_tune_s'], '{:.1f}')} | "
+                   f"{_f(r['per_instance_tune_s'], '{:.1f}')} | {_f(r['tuning_time_speedup'])} | "
+                   f"{_f(gm([u['vs_per_instance'] for u in per]), '{:.3f}')} | {_f(gm(small), '{:.3f}')} |")
+    out += ["", "| summary key | measured | bar | |", "| --- | --- | --- | --- |"]
+    for k in ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256"):
+        out.append(f"| `{k}` | {_f(s.get(k), '{:.3f}')} | >= {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0))} |")
+    out.append(f"| `dispatcher_overhead_ns` | {_f(s.get('dispatcher_overhead_ns'), '{:.0f}')} | | |")
+    return "\n".join(out)
+
+
+def transfer_table(doc: dict) -> str:
+    s = doc["summary"]
+    out = [f"Configs for shapes no recording holds (`python -m autosched.benchmarks.transfer --gpu`), "
+           f"{doc['device']}, {doc['date']}: each as a ratio to a 512-trial tuning of the same shape.", "",
+           "| shape (N x K) | zero-trial (predicted) | 32 trials | rule-based default |", "| --- | --- | --- | --- |"]
+    for r in doc["rows"]:
+        out.append(f"| {r.get('shape', '?')} | {_f(r.get('zero_trial'), '{:.3f}')} | {_f(r.get('trials32'), '{:.3f}')} | "
+                   f"{_f(r.get('default'), '{:.3f}')} |")
+    out.append(f"| **geomean ({s.get('shapes')} shapes)** | **{_f(s.get('zero_trial_geomean'), '{:.3f}')}** "
+               f"(bar >= 0.87: {_bar(s.get('zero_trial_geomean'), 0.87)}) | **{_f(s.get('trials32_geomean'), '{:.3f}')}** "
+               f"(bar >= 0.95: {_bar(s.get('trials32_geomean'), 0.95)}) | {_f(s.get('default_geomean'), '{:.3f}')} |")
+    return "\n".join(out)
+
+
+def model_tune_table(doc: dict) -> str:
+    s = doc["summary"]
+    out = [f"Whole models (`python -m autosched.benchmarks.model_tune`), {doc['device']}, {doc['date']}: decode "
+           "tokens/s at batch 1 against the weight-bandwidth limit (weight bytes a step reads over the "
+           "device-to-device copy bandwidth of the same run).", "",
+           "| model | format | when | tokens/s | limit | % of limit |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in doc["rows"]:
+        out.append(f"| `{r['model']}` | {r['format']} | {r['phase']} | {_f(r['tokens_per_s'], '{:.0f}')} | "
+                   f"{_f(r['bw_limit_tokens_per_s'], '{:.0f}')} | {_f(r['pct_of_bw_limit'], '{:.1f}')} |")
+    bars = s.get("bars", {})
+    out += ["", "| summary key | measured | bar | |", "| --- | --- | --- | --- |"]
+    for k in ("tune_model_1b_minutes", "pct_of_bw_limit_1b_fp16", "pct_of_bw_limit_1b_q4",
+              "pct_of_bw_limit_7b_q4_as_shipped"):
+        at_most = k == "tune_model_1b_minutes"
+        out.append(f"| `{k}` | {_f(s.get(k), '{:.2f}')} | {'<=' if at_most else '>='} {bars.get(k)} | "
+                   f"{_bar(s.get(k), bars.get(k, 0), at_most)} |")
+    return "\n".join(out)
+
+
+def models_block(results_dir: Path) -> str | None:
+    """The block's text from the newest file of each benchmark; None when none of them has run."""
+    parts = []
+    for name, table in (("dynamic", dynamic_table), ("model-transfer", transfer_table), ("model-tune", model_tune_table)):
+        doc = latest_results(Path(results_dir), name)
+        if doc is not None:
+            parts.append(table(doc))
+    return "\n\n".join(parts) if parts else None
