@@ -189,6 +189,7 @@ class Plan:
     coverage: list[str]              # what a replay can answer for, per template
     total: int                       # configs the run will evaluate at most
     stale: int = 0                   # rows of this workload in the database from other builds (kept, unused)
+    empty: list[str] = field(default_factory=list)   # templates with no config for this shape, and why
 
 
 @dataclass
@@ -231,7 +232,8 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
         device = run.device_info
         full = SearchSpace(w, ts, device)          # every template's pruned space, for the plan
         size = full.size()
-        coverage = [n for t in ts if (n := run.coverage_note(w.key, t.family, full.size(t.family)))]
+        coverage = [n for t in ts if t.family not in full.empty
+                    and (n := run.coverage_note(w.key, t.family, full.size(t.family)))]
         # what the run searches: a replay only what its recordings hold (sized once, here)
         search = SearchSpace(w, ts, device, run) if run.partial else full
         total = search.size()
@@ -242,7 +244,7 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
         stale = sum(n for (wk, _, tf), n in database.stale(builds, device.key).items()
                     if wk == w.key and tf in builds)
         plan = Plan(w, device, note, [t.family for t in ts], full.space.raw_size(), size,
-                    full.space.prune_report(), coverage, total, stale)
+                    full.space.prune_report(), coverage, total, stale, full.empty_notes())
         if on_start:
             on_start(plan)
         builder = Builder(jobs) if (run.needs_binary or build) else None

@@ -97,6 +97,8 @@ def _print_plan(plan) -> None:
     for name, n in plan.prune_report:
         t.add_row(name, f"{n:,}")
     console.print(t)
+    for note in plan.empty:
+        console.print(note)
     for note in plan.coverage:
         console.print("[yellow]REPLAY[/]: " + note)
     if plan.stale:
@@ -635,7 +637,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tuning time limit per shape (s); hgemm: split over its templates (default: what fits "
                         "the run in about 9 minutes)")
     s.add_argument("--split", default=None, help="hgemm: each template's share of a shape's tuning time "
-                                                 "(default wgmma=0.6,mma=0.2,wmma=0.2)")
+                                                 "(default wgmma=0.6,mma=0.2,wmma=0.2,wgmma_splitk=0.3; "
+                                                 "wgmma_splitk's share is taken out of wgmma's)")
     s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_bench)

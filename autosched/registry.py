@@ -120,7 +120,7 @@ def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
 def _hgemm_picks(template, workload, device) -> list[dict]:
     if template.family == "hgemm_wmma":
         return _hgemm_wmma_picks(template, workload, device)
-    if template.family == "hgemm_wgmma":
+    if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk"):
         return _hgemm_wgmma_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
@@ -143,13 +143,15 @@ def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
     picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
              max(single, key=tile)] + _default_and_random(template, workload, device)
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
+
+
 def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
     smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
-    default, then two random ones; none where the GPU has no wgmma (an empty space).  With the
-    split-K knob in the space, split_k = 4 on the smallest tile and on the most shared memory come
-    first (so PER_TEMPLATE=4 keeps them); with the cluster knobs, cluster = 2 along M and along N on
-    the smallest tile and on the most shared memory come before those."""
+    default, then two random ones; none where the GPU has no wgmma or the shape no split (an empty
+    space).  Of hgemm_wgmma_splitk, split_k = 4 on the smallest tile and on the most shared memory
+    come first (so PER_TEMPLATE=2 keeps them); with the cluster knobs, cluster = 2 along M and along
+    N on the smallest tile and on the most shared memory come before the rest."""
     from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
     cfgs = template.space(workload, device).enumerate()
     if not cfgs:
@@ -159,7 +161,7 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
              max(cfgs, key=lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]), c["bn"], -c["group"]))]
     picks += [c for c in _default_and_random(template, workload, device) if c not in picks]
     split = [c for c in cfgs if c.get("split_k", 1) == 4]
-    if split:   # the split-K switch is on: its deepest split first (partials, counters, the last CTA's sum)
+    if split:   # hgemm_wgmma_splitk: its deepest split first (partials, counters, the last CTA's sum)
         picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
     pairs = [c for c in cfgs if c.get("cluster", 1) == 2]
     if pairs:   # the cluster switch is on: pairs along M and N (multicast B, A) on the smallest tile (the
@@ -180,6 +182,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_mma import HgemmMmaTemplate
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
     from autosched.workloads.hgemm import DTYPES, LAYOUTS
@@ -207,8 +210,10 @@ def _families() -> dict[str, Family]:
                sanitize_shapes=("300x260x200", "300x260x200_ta"), sanitize_picks=_sgemm_picks,
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
         # hgemm_mma first: its default serves every GPU since sm_80; hgemm_wmma (the seed's design,
-        # every layout) and hgemm_wgmma (sm_90a) beside it
-        Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate()),
+        # every layout) and hgemm_wgmma (sm_90a) beside it, and hgemm_wgmma's split-K where its switch
+        # is on (a candidate of tuning and selection, never the default: its space is empty on most shapes)
+        Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
+                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -62,7 +62,13 @@ class SearchSpace:
     """What a tuning run searches for one workload: the space of its one template, or the union of
     several templates' spaces with the template as a knob (`space.SpaceUnion`).  Results are stored
     per template with the template's own knobs, so a single-template run and its database rows are
-    exactly what they were before unions existed."""
+    exactly what they were before unions existed.
+
+    Of several templates, those whose space holds no config here (`empty`: split-K on a shape whose
+    tiles fill the GPU already, wgmma on a GPU without it, a replay without a recording of it) are
+    left out of the union (`searched` are the others): such a template has no default config to
+    take its derived features from, and its measurements of other shapes would train the model on
+    a template never proposed.  Its size is 0 and its name stays in `templates`."""
 
     def __init__(self, workload, templates, device, runner=None):
         self.templates = {t.family: t for t in templates}
@@ -75,13 +81,18 @@ class SearchSpace:
                 sp = sp.restricted("measured in the recording",
                                    lambda c, f=t.family: runner.covers(workload.key, f, c))
             self.spaces[t.family] = sp
+        self.empty = [f for f, sp in self.spaces.items() if next(iter(sp), None) is None]
+        # all empty: nothing to search either way, and the union keeps its members' names
+        members = {f: sp for f, sp in self.spaces.items() if f not in self.empty} or self.spaces
+        self.searched = [self.templates[f] for f in members]
         self.union = len(self.spaces) > 1
-        self.space = SpaceUnion(self.spaces) if self.union else next(iter(self.spaces.values()))
+        self.space = SpaceUnion(members) if self.union else next(iter(members.values()))
         self._sizes: dict[str, int] = {}
         self.workload, self.device = workload, device
         if self.union:      # every template's derived features, zero where a template has none
-            self._derived_keys = sorted({k for t in templates for k in t.derived_features(
-                t.default_config(workload, device), workload.params, device)})
+            self._derived_keys = sorted({k for t in self.searched if t.family not in self.empty
+                                         for k in t.derived_features(t.default_config(workload, device),
+                                                                     workload.params, device)})
 
     def size(self, family: str | None = None) -> int:
         """Configs in the searched space (or in one template's part of it), enumerated once: a
@@ -103,9 +114,20 @@ class SearchSpace:
         return self.space.join(template.family, config) if self.union else config
 
     def derived_features(self, config: dict, params: dict) -> dict:
+        """The template's derived features; in a union, every member's columns (zero where a template
+        has none), so that the cost model's rows are all of one length."""
         t, rest = self.split(config)
         d = t.derived_features(rest, params, self.device)
-        return {**dict.fromkeys(self._derived_keys, 0.0), **d} if self.union else d
+        return {k: d.get(k, 0.0) for k in self._derived_keys} if self.union else d
+
+    def empty_notes(self) -> list[str]:
+        """Why each template of `empty` has no config here: the rule that removed the most."""
+        out = []
+        for f in self.empty:
+            rules = self.spaces[f].prune_report()
+            why = f" (most removed by: {max(rules, key=lambda r: r[1])[0]})" if rules else ""
+            out.append(f"{f} has no config for this shape{why}: not searched")
+        return out
 
 
 def _templates(workload, templates) -> list:
@@ -131,6 +153,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     templates = _templates(workload, templates)
     device = runner.device_info
     search = search or SearchSpace(workload, templates, device, runner)
+    searched = search.searched
     space = search.space
     n_space = search.size()
     res = TuneResult(workload.key, device.key, "+".join(search.templates), runner.name, n_space)
@@ -147,14 +170,14 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         held = [r for r in done.values() if space.contains(r.config)]
         # everything these templates have measured on this GPU trains the model; what this workload
         # already has is not proposed again
-        prior = [(search.join(t, c), p, us) for t in templates
+        prior = [(search.join(t, c), p, us) for t in searched
                  for c, p, us in db.samples(device.key, t.family, build=builds[t.family])]
         # and every recording of these templates taken on this GPU model, other shapes included, so
         # a shape never measured starts from a model (search/transfer.py); a replay answers from its
         # own shape's recording, which the model must not have seen beforehand
         from autosched.search.transfer import recorded_samples, recordings_of, scale_for
         own = (workload.key,) if runner.partial else ()
-        prior += [(search.join(t, c), p, us) for t in templates
+        prior += [(search.join(t, c), p, us) for t in searched
                   for c, p, us in recorded_samples(recordings_of(device.key, t.family, recordings, own))]
         context = {"workload_params": workload.params, "prior": prior, "exclude": set(done),
                    "derive": search.derived_features, "scale": scale_for(workload.name)}

@@ -116,9 +116,9 @@ def test_every_hgemm_layout_and_dtype_has_a_template():
     for dtype in ("fp16", "bf16"):
         for layout in ("nn", "nt", "tn", "tt"):
             assert [t.family for t in templates_for(h.parse("16x16x16", layout=layout, dtype=dtype))] == [
-                "hgemm_mma", "hgemm_wmma", "hgemm_wgmma"], (layout, dtype)
+                "hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk"], (layout, dtype)
         assert [t.family for t in templates_for(h.parse("16x16x16_bb", dtype=dtype))] == ["hgemm_wmma"]
-        # hgemm_wgmma's TMA store needs C's rows 16-byte aligned: N % 8
+        # hgemm_wgmma's TMA store needs C's rows 16-byte aligned: N % 8 (and so its split-K's)
         assert [t.family for t in templates_for(h.parse("16x12x16_bt", dtype=dtype))] == ["hgemm_mma", "hgemm_wmma"]
 
 

@@ -104,3 +104,47 @@ def test_replay_searches_only_the_templates_it_has_recordings_of(synthetic, two,
     assert res.best_template == synthetic.template.family
     assert res.space_size == len(first.entries)
     assert "no recording of gemv_q4f16_alt" in runner.coverage_note(synthetic.workload.key, AltTemplate.family, 10)
+
+
+class EmptyTemplate(GemvQ4F16Template):
+    """A template of the workload with no config for it (every point breaks a rule), so no default:
+    split-K where the tiles fill the GPU, wgmma on a GPU without it."""
+    family = "gemv_q4f16_none"
+
+    def space(self, workload, device):
+        sp = super().space(workload, device)
+        first = sp.knobs[0].name
+        return Space(sp.knobs, [*sp.constraints, Constraint("never on this shape", (first,), lambda v: False)])
+
+    def default_config(self, workload, device):
+        raise ConfigError("the space is empty")
+
+    def derived_features(self, config, params, device):
+        return {"only_mine": 1.0, **super().derived_features(config, params, device)}
+
+
+def test_a_template_without_configs_is_passed_over(synthetic, two, tmp_path):
+    """Among others, a template whose space is empty is left out of the union (nothing to search,
+    no default to take its features from) yet named in the run; the others are tuned as before."""
+    from autosched.tuner import SearchSpace
+    first, alt = two
+    ts = [synthetic.template, EmptyTemplate(), AltTemplate()]
+    search = SearchSpace(synthetic.workload, ts, synthetic.device)
+    assert search.empty == ["gemv_q4f16_none"] and search.size("gemv_q4f16_none") == 0
+    assert [t.family for t in search.searched] == [ts[0].family, ts[2].family] and search.union
+    assert search.size() == 2 * len(first.entries)
+    assert search.empty_notes() == ["gemv_q4f16_none has no config for this shape (most removed by: never on "
+                                    "this shape): not searched"]
+    row = search.derived_features({"template": ts[0].family, **synthetic.configs[0]}, synthetic.workload.params)
+    assert "only_mine" not in row and row == ts[0].derived_features(synthetic.configs[0], synthetic.workload.params,
+                                                                   synthetic.device)
+    with Database(tmp_path / "db") as db:
+        res = tune(synthetic.workload, ts, ReplayRunner([first, alt]), db, strategy="model", trials=24, seed=1)
+        assert not db.measured(synthetic.workload.key, first.device.key, EmptyTemplate.family)
+    assert res.measured_now == 24 and res.template == "gemv_q4f16+gemv_q4f16_none+gemv_q4f16_alt"
+    assert res.best_template in (ts[0].family, ts[2].family)
+    # every template empty: nothing to search, and nothing breaks
+    with Database(tmp_path / "db2") as db:
+        other = type("OtherEmpty", (EmptyTemplate,), {"family": "gemv_q4f16_none2"})()
+        res = tune(synthetic.workload, [EmptyTemplate(), other], ReplayRunner([first]), db, strategy="model", trials=10)
+    assert res.trials == 0 and res.best is None

@@ -2,8 +2,9 @@
 torch) on the shapes issue 15 asks to be measured, in one process under one protocol.
 
 For each shape, each template that serves it (registry order; a template may refuse a shape, e.g.
-wgmma one with N % 8, or a GPU without wgmma) is tuned separately with its own share of the shape's
-time (model-guided; the database keeps every measurement, so a rerun resumes and a trial count it
+wgmma one with N % 8, or a GPU without wgmma, and a template whose space holds no config for it is
+passed over: split-K where the tiles fill the GPU already) is tuned separately with its own share of
+the shape's time (model-guided; the database keeps every measurement, so a rerun resumes and a trial count it
 already holds measures nothing new).  Then, with the tuner's worker gone, this process times per
 template the best few configs of the database afresh (re-rank), the template's default, and cuBLAS
 via torch.matmul on the same A, B and C buffers in the same logical layout and dtype; every kernel
@@ -39,8 +40,13 @@ def default_shapes() -> list[str]:
 # -- the budget -----------------------------------------------------------------------------------
 
 # share of a shape's tuning time per template: wgmma carries the bars (>= 95% of cuBLAS, prefill >= 90%);
-# wmma needs only to clear 30% (its default measured 32.6% at 4096^3); mma is kept for pre-Hopper GPUs
-SPLIT = {"hgemm_wgmma": 0.6, "hgemm_mma": 0.2, "hgemm_wmma": 0.2}
+# wmma needs only to clear 30% (its default measured 32.6% at 4096^3); mma is kept for pre-Hopper GPUs.
+# wgmma's split-K has configs only where the tiles are few (prefill M = 128 and 512, 1024^3), and there
+# it is what reaches the prefill bar (128x4096x4096: 90.5% of cuBLAS at split_k 2, 79.0% without)
+SPLIT = {"hgemm_wgmma": 0.6, "hgemm_mma": 0.2, "hgemm_wmma": 0.2, "hgemm_wgmma_splitk": 0.3}
+# a template whose share is taken out of another's where both serve a shape, rather than added beside
+# it: the other templates' shares, and so the plan's total, stay those of a run without it
+CARVED_FROM = {"hgemm_wgmma_splitk": "hgemm_wgmma"}
 TARGET_S = 500          # what the default plan may take, all in (the gpu_check stage allows 560)
 TUNE_DEADLINE = 0.75    # of TARGET_S: past it the default plan tunes no further (the timing phase must still
                         # fit: a run killed before it writes no results at all)
@@ -70,7 +76,7 @@ def first_configs(t, w, device) -> list[dict]:
 # 0.19 ms; mma / wmma 0.49-0.56 ms), a searched config taken as SLOWDOWN x the best; a timed run also
 # pays the 256 MB flush and its events; each config is checked twice (output to the host, compared
 # on 16 cores), and NVRTC takes 0.3-0.7 s a build, 16 at a time
-RATE_TFLOPS = {"hgemm_wgmma": 700.0, "hgemm_mma": 270.0, "hgemm_wmma": 270.0}
+RATE_TFLOPS = {"hgemm_wgmma": 700.0, "hgemm_mma": 270.0, "hgemm_wmma": 270.0, "hgemm_wgmma_splitk": 700.0}
 SLOWDOWN = 1.8
 FLUSH_US = 100.0        # 256 MB memset at ~2.6 TB/s
 RUN_OVERHEAD_US = 15.0  # launch and two events a timed run
@@ -117,9 +123,14 @@ class Budget:
 
 def split_time(families, time_s: float, split: dict | None = None) -> dict[str, float]:
     """A shape's tuning time over the templates that serve it, by `split` (SPLIT), renormalized over
-    those present: a template that refuses the shape gives its share to the others."""
+    those present: a template that refuses the shape gives its share to the others, but a template of
+    CARVED_FROM gives its share back to the one it was taken from."""
     split = split or SPLIT
     weights = {f: float(split.get(f, 0.0)) for f in families}
+    for f, parent in CARVED_FROM.items():
+        if f in weights and parent in weights:
+            weights[f] = min(weights[f], weights[parent])
+            weights[parent] -= weights[f]
     total = sum(weights.values())
     if total <= 0:
         weights, total = {f: 1.0 for f in families}, float(len(families) or 1)
@@ -133,12 +144,13 @@ def plan(workloads, device, time_per_shape_s: float | None = None, split: dict |
     the plan within `target_s`.  A template's trials: what its time
     buys at config_cost_s (at least its default and a few more), at most its space; `trials` caps."""
     from autosched.registry import family_of
-    serving = {}
+    serving, sizes = {}, {}
     for w in workloads:
         fam = family_of(w)
-        serving[w.key] = [t for t in fam.templates_for(w)
-                          if not (hasattr(t, "device_refuses") and t.device_refuses(device))]
-    sizes = {(w.key, t.family): len(t.space(w, device).enumerate()) for w in workloads for t in serving[w.key]}
+        ts = [t for t in fam.templates_for(w) if not (hasattr(t, "device_refuses") and t.device_refuses(device))]
+        sizes.update({(w.key, t.family): t.space(w, device).size() for t in ts})
+        # a template with no config for the shape has nothing to tune, nor a default to time
+        serving[w.key] = [t for t in ts if sizes[(w.key, t.family)]]
     if time_per_shape_s is None:
         # the largest time per shape whose whole plan is estimated within target_s (at least 3 s)
         lo, hi = 3.0, 600.0

@@ -1,9 +1,10 @@
 // Split-K for the wgmma + TMA GEMM of hgemm_wgmma.cuh: the same producer and consumer warpgroups,
 // mbarrier ring and TMA-store epilogue, but the persistent grid walks work units (output tile,
 // K slice), so that a GEMM with few output tiles and a long K (128 prefill rows: 64 tiles of
-// 128 x 64 for 132 SMs) still fills the GPU.  The template renders hgemm_wgmma itself for
-// SPLIT_K = 1; this kernel lives in its own file so that hgemm_wgmma.cuh, whose hash is the build
-// id every measurement of the family is keyed by, stays byte for byte what was measured.
+// 128 x 64 for 132 SMs) still fills the GPU.  Its template (templates/hgemm_wgmma_splitk.py)
+// renders SPLIT_K 2 to 4: one slice is hgemm_wgmma itself.  This kernel lives in its own file so
+// that hgemm_wgmma.cuh, whose hash is the build id every measurement of hgemm_wgmma is keyed by,
+// stays byte for byte what was measured.
 //
 // Work units: u = tile * SPLIT_K + slice, walked u = blockIdx.x; u += gridDim.x by every role, so
 // the slices of one tile run side by side on neighbouring CTAs (they finish together, and their
@@ -49,7 +50,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
   static constexpr int TILE_VEC = BM * BN / 4;              // float4s of one tile's partial
   static constexpr int REDUCE_BAR = 3;                      // all consumers (1 and 2: one warpgroup each)
 
-  static_assert(SPLIT_K >= 1 && SPLIT_K <= 4, "split-K into 1 to 4 slices");
+  static_assert(SPLIT_K >= 2 && SPLIT_K <= 4, "split-K into 2 to 4 slices (1 is hgemm_wgmma itself)");
   static_assert(VEC * CT == TILE_VEC, "the consumers' fragments cover the tile once");
 
   static __device__ __forceinline__ float4* partial(unsigned char* ws, int tiles, int slice, int tile) {

@@ -15,6 +15,8 @@ Backends (`backend=`):
     which encode the buffers' base addresses: TensorMapCache encodes one per (buffer address, rows,
     kernel) on first sight and keeps its 128-byte device copy alive; the prefill reuses the same
     scratch buffers and weights, so after the first prompt of a length every call hits the cache.
+    Never split-K (hgemm_wgmma_splitk): its workspace and its rule on tiles follow M, and one binary
+    here serves every M (load() refuses a kernel that takes a workspace).
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);

@@ -8,19 +8,15 @@ group.  Serves nn, nt, tn and tt in FP16 and BF16 (wgmma transposes 16-bit opera
 memory); the operands reach the kernel as TMA tensor maps (ArgSpec role "tensormap", encoded per
 buffer by autosched.runtime.encode_tensormap).  Needs sm_90 (compiled for sm_90a).
 
-Split-K (knob split_k, kernels/hgemm_wgmma_splitk.cuh): work units of (output tile, K slice), the last
-slice of a tile to finish sums the others' FP32 partials from a workspace (ArgSpec role "workspace")
-and stores C.  Gated: the knob enters the space only with SPLIT_K_VERIFIED (or the environment's
-AUTOSCHED_WGMMA_SPLIT_K=1), and never in the dynamic-M template (the workspace follows M).  Without
-it the space, the default and every rendered source are what they were before split-K existed.
+Split-K is a template of its own (templates/hgemm_wgmma_splitk.py): a knob here would change this
+template's build id and config keys, staling every recording and database row of it.
 
 Clusters (knobs cluster and cluster_dim, kernels/hgemm_wgmma_cluster.cuh): two CTAs of a thread-block
 cluster compute two tiles adjacent along M (sharing B) or N (sharing A); each loads half of the
 shared slot with TMA multicast into both CTAs' shared memory, so that operand crosses from L2 once
-for two tiles.  Gated like split-K: the knobs enter the space only with CLUSTER_VERIFIED (or
+for two tiles.  Gated: the knobs enter the space only with CLUSTER_VERIFIED (or
 AUTOSCHED_WGMMA_CLUSTER=1), never in the dynamic-M template (its grid follows M at the call and the
-pairing rule reads M).  With split-K: never both in one config (cluster 2 needs split_k 1: the
-split-K kernel's work units are not paired).  cluster = 1 renders hgemm_wgmma byte for byte.
+pairing rule reads M).  cluster = 1 renders hgemm_wgmma byte for byte.
 
 Not here: clusters of 4, the blocked layout.
 """
@@ -40,20 +36,6 @@ C_BOX = 64              # the epilogue stores 64 x 64 boxes (128 bytes of 16-bit
 SMEM_CAP_SM90 = 232448  # the .cuh's static_assert: the sm_90 opt-in maximum per block
 
 _ARG_ORDER = ("BF16", "A_MN", "B_MN", "BM", "BN", "SWZ", "STAGES", "CONSUMERS", "GROUP")
-
-# THE split-K switch: off until `bash scripts/gpu_check.sh splitk` has passed on an H100 (its tests,
-# memcheck and racecheck); the session that sees it pass flips this constant.  The environment
-# variable overrides it for one process (=1: try it).
-SPLIT_K_VERIFIED = False
-SPLIT_K_HEADER = "hgemm_wgmma_splitk.cuh"
-SPLIT_K_VALUES = (1, 2, 3, 4)               # the .cuh's static_assert: 1 to 4 slices
-WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counters a launch may ask for
-
-
-def split_k_enabled() -> bool:
-    env = os.environ.get("AUTOSCHED_WGMMA_SPLIT_K")
-    return SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
-
 
 # THE cluster switch: off until `bash scripts/gpu_check.sh cluster` has passed on an H100 (its tests,
 # memcheck and racecheck); the session that sees it pass flips this constant.  The environment
@@ -84,15 +66,6 @@ def cluster_l2_bytes_saved(M: int, N: int, K: int, bm: int, bn: int, swizzle: in
     _, full = cluster_pairs(M, N, bm, bn, dim)
     k_padded = -(-K // bk_of(swizzle)) * bk_of(swizzle)
     return full * (bn if dim == "m" else bm) * k_padded * 2
-
-
-def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
-    """HgemmWgmmaSplitK's workspace: a u32 counter per output tile padded to 256 bytes, then
-    split_k x tiles FP32 partial tiles of bm x bn (0 for split_k = 1: no workspace)."""
-    if split_k == 1:
-        return 0
-    tiles = -(-M // bm) * -(-N // bn)
-    return -(-tiles * 4 // 256) * 256 + split_k * tiles * bm * bn * 4
 
 
 def bk_of(swizzle: int) -> int:
@@ -126,26 +99,19 @@ class HgemmWgmmaTemplate(Template):
     header = "hgemm_wgmma.cuh"
     dynamic_m = False         # True: no rule reads M (HgemmWgmmaDynTemplate)
 
-    def split_k(self) -> bool:
-        """Whether the space has the split_k knob: the switch is on and M is known."""
-        return not self.dynamic_m and split_k_enabled()
-
     def cluster(self) -> bool:
         """Whether the space has the cluster knobs: the switch is on and M is known."""
         return not self.dynamic_m and cluster_enabled()
 
     def source_hash(self) -> str:
-        """With split-K or clusters on, the hash of the headers in use (each inlines hgemm_wgmma.cuh;
-        two are joined by a NUL), so an edit to any of them stales the measurements; with both off,
-        hgemm_wgmma.cuh's as before (and with split-K alone, the split-K header's as before)."""
-        headers = tuple(h for h, on in ((SPLIT_K_HEADER, self.split_k()), (CLUSTER_HEADER, self.cluster())) if on)
-        if not headers:
+        """With clusters on, the cluster header's hash (it inlines hgemm_wgmma.cuh), so an edit to
+        either stales the measurements; with them off, the header's (Template.source_hash)."""
+        if not self.cluster():
             return super().source_hash()
         cache = self.__dict__.setdefault("_source_hashes", {})
-        if headers not in cache:
-            text = "\0".join(kernel_source(h) for h in headers)
-            cache[headers] = hashlib.sha256(text.encode()).hexdigest()
-        return cache[headers]
+        if CLUSTER_HEADER not in cache:
+            cache[CLUSTER_HEADER] = hashlib.sha256(kernel_source(CLUSTER_HEADER).encode()).hexdigest()
+        return cache[CLUSTER_HEADER]
 
     def refuses(self, workload) -> str | None:
         """The kernel reads the row layouts through TMA, whose row strides must be multiples of 16
@@ -208,39 +174,20 @@ class HgemmWgmmaTemplate(Template):
               "staging + barriers + alignment)", ("bm", "bn", "swizzle", "stages"),
               lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= min(device.smem_per_block_optin, SMEM_CAP_SM90)),
         ]
-        if self.split_k():
-            knobs.append(Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last"))
-            rules += self._split_k_rules(workload, device)
         if self.cluster():
             knobs += [Knob("cluster", CLUSTER_VALUES, "CTAs of a cluster sharing one operand by TMA multicast"),
                       Knob("cluster_dim", CLUSTER_DIMS, "a cluster pairs tiles along M (shares B) or N (shares A)")]
-            rules += self._cluster_rules(workload, self.split_k())
+            rules += self._cluster_rules(workload)
         if dev_why is not None:        # an empty space that says why, rather than kernels that cannot run
             rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
         return Space(knobs, rules)
 
     @staticmethod
-    def _split_k_rules(workload, device) -> list:
-        M, N, K, sms = workload.M, workload.N, workload.K, device.sm_count
-        tiles = lambda bm, bn: -(-M // bm) * -(-N // bn)  # noqa: E731
-        C = Constraint
-        return [
-            # with two waves of tiles or more the persistent grid is full already: the partials'
-            # traffic and the reduction would only cost
-            C(f"split_k 1, or fewer output tiles than 2 x {sms} SMs", ("bm", "bn", "split_k"),
-              lambda bm, bn, sk: sk == 1 or tiles(bm, bn) < 2 * sms),
-            C("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
-              lambda sw, sk: -(-K // bk_of(sw)) >= sk),
-            C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bm", "bn", "split_k"),
-              lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
-        ]
-
-    @staticmethod
-    def _cluster_rules(workload, with_split_k: bool) -> list:
+    def _cluster_rules(workload) -> list:
         M, N = workload.M, workload.N
         C = Constraint
         along = lambda bm, bn, d: -(-M // bm) if d == "m" else -(-N // bn)  # noqa: E731
-        rules = [
+        return [
             # a cluster of 1 shares nothing: one config, not two equal ones
             C("cluster_dim m where cluster is 1 (a lone CTA pairs with nothing)", ("cluster", "cluster_dim"),
               lambda c, d: c == 2 or d == "m"),
@@ -248,10 +195,6 @@ class HgemmWgmmaTemplate(Template):
             C("cluster 1, or at least 2 tiles along the cluster dim (one whole pair; a grid of 2 or more)",
               ("bm", "bn", "cluster", "cluster_dim"), lambda bm, bn, c, d: c == 1 or along(bm, bn, d) >= 2),
         ]
-        if with_split_k:
-            rules.append(C("cluster 1 or split_k 1 (split-K's work units are not paired)", ("split_k", "cluster"),
-                           lambda sk, c: sk == 1 or c == 1))
-        return rules
 
     def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
         """Tiles, the persistent waves over the SMs, tile use in M and N, shared memory."""
@@ -260,13 +203,7 @@ class HgemmWgmmaTemplate(Template):
         out = {"tiles": tiles, "waves": tiles / device.sm_count,
                "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
                **tile_use(M, N, c["bm"], c["bn"])}
-        if "split_k" in c:             # only where the knob exists: the features of other configs stay as they were
-            sk = c["split_k"]
-            k_blocks = -(-params["K"] // bk_of(c["swizzle"]))
-            out.update({"split_k": sk, "work_units": tiles * sk, "waves": tiles * sk / device.sm_count,
-                        "k_blocks_per_unit": k_blocks / sk,
-                        "workspace_bytes": workspace_bytes(M, N, c["bm"], c["bn"], sk)})
-        if "cluster" in c:             # likewise only where the knobs exist
+        if "cluster" in c:             # only where the knobs exist: the features of other configs stay as they were
             cl, dim = c["cluster"], c["cluster_dim"]
             out.update({"cluster": cl, "cluster_n": int(cl == 2 and dim == "n"), "l2_bytes_saved": 0})
             if cl == 2:
@@ -282,8 +219,6 @@ class HgemmWgmmaTemplate(Template):
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
         cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
-        if self.split_k():
-            cfg["split_k"] = 1
         if self.cluster():
             cfg.update(cluster=1, cluster_dim="m")
         return self.space(workload, device).nearest(cfg)
@@ -322,31 +257,34 @@ class HgemmWgmmaTemplate(Template):
             raise WorkloadError(f"{self.family} cannot render for this GPU: {why}")
         cfg = self.space(workload, device).validate(config)
         M, N, K = workload.M, workload.N, workload.K
-        values = self.kernel_values(workload, cfg)
-        tiles = -(-M // cfg["bm"]) * -(-N // cfg["bn"])
-        split, cluster = cfg.get("split_k", 1), cfg.get("cluster", 1)
+        header, expr, grid, cluster_shape, extra = self._kernel(workload, cfg, device)
         args = (*self.tensormaps(workload, cfg), ArgSpec("M", "scalar", value=M, ctype="int"),
-                ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int"))
-        grid, cluster_shape = min(tiles * split, device.sm_count), None    # persistent: a CTA per SM at most
-        if split == 1 and cluster == 1:    # hgemm_wgmma itself: the source and name every measurement was of
-            header, expr = self.header, "hgemm_wgmma<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">"
-        elif cluster == 2:
-            header = CLUSTER_HEADER
-            cdim = CLUSTER_DIMS.index(cfg["cluster_dim"])
-            expr = "hgemm_wgmma_cluster<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + f", 2, {cdim}>"
-            units, _ = cluster_pairs(M, N, cfg["bm"], cfg["bn"], cfg["cluster_dim"])
-            grid, cluster_shape = 2 * min(units, device.sm_count // 2), (2, 1, 1)   # a cluster per 2 SMs
-        else:
-            header = SPLIT_K_HEADER
-            expr = "hgemm_wgmma_splitk<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + f", {split}>"
-            args += (ArgSpec("workspace", "workspace", value=workspace_bytes(M, N, cfg["bm"], cfg["bn"], split),
-                             ctype="unsigned char*"),)
+                ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int"), *extra)
         return KernelSpec(
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(header), name_expression=expr,
             grid=(grid, 1, 1), block=(128 * (cfg["consumers"] + 1), 1, 1),
             smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
             args=args, arch="sm_90a", cluster=cluster_shape)
+
+    def _kernel(self, workload, cfg: dict, device) -> tuple:
+        """(header, name expression, grid.x, cluster shape or None, arguments after M, N, K) of a
+        validated config: what a variant of this kernel (HgemmWgmmaSplitKTemplate) renders differently."""
+        tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
+        targs = template_args(self.kernel_values(workload, cfg))
+        if cfg.get("cluster", 1) == 2:
+            cdim = CLUSTER_DIMS.index(cfg["cluster_dim"])
+            units, _ = cluster_pairs(workload.M, workload.N, cfg["bm"], cfg["bn"], cfg["cluster_dim"])
+            # a cluster per 2 SMs
+            return (CLUSTER_HEADER, f"hgemm_wgmma_cluster<{targs}, 2, {cdim}>",
+                    2 * min(units, device.sm_count // 2), (2, 1, 1), ())
+        # hgemm_wgmma itself: the source and name every measurement was of; persistent, a CTA per SM at most
+        return self.header, f"hgemm_wgmma<{targs}>", min(tiles, device.sm_count), None, ()
+
+
+def template_args(values: dict) -> str:
+    """The template arguments HgemmWgmma and its variants share, in their order."""
+    return ", ".join(str(values[a]) for a in _ARG_ORDER)
 
 
 class HgemmWgmmaDynTemplate(HgemmWgmmaTemplate):

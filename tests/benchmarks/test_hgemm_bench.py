@@ -65,6 +65,36 @@ def test_wgmma_is_left_out_of_the_plan_where_it_refuses(h100):
     assert "hgemm_wgmma" not in hb.plan([w], a100, time_per_shape_s=6)[w.key]
 
 
+def test_split_k_takes_its_time_out_of_wgmma_s(h100, monkeypatch):
+    """hgemm_wgmma_splitk is planned only where its space has configs (few tiles: prefill M = 128 and
+    512, 1024^3), with a share carved out of hgemm_wgmma's: every shape's time, the other templates'
+    shares and the run's estimate stay what they are without it."""
+    import dataclasses
+
+    from autosched import registry
+    t = hb.split_time(["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk"], 10.0)
+    assert t == pytest.approx({"hgemm_mma": 2.0, "hgemm_wmma": 2.0, "hgemm_wgmma": 3.0, "hgemm_wgmma_splitk": 3.0})
+    assert hb.parse_split("wgmma_splitk=0.5,wgmma=1") == {"hgemm_wgmma_splitk": 0.5, "hgemm_wgmma": 1.0}
+    ws = [Hgemm.from_shape(s) for s in hb.default_shapes()]
+    plan = hb.plan(ws, h100)
+    with_split = {w.shape_str for w in ws if "hgemm_wgmma_splitk" in plan[w.key]}
+    assert with_split == {s for s in hb.default_shapes() if s.startswith(("128x", "512x", "1024x"))}
+    est = hb.plan_estimate_s(ws, h100, plan)
+    h = registry.FAMILIES["hgemm"]
+    monkeypatch.setitem(registry.FAMILIES, "hgemm", dataclasses.replace(
+        h, templates=tuple(x for x in h.templates if x.family != "hgemm_wgmma_splitk")))
+    without = hb.plan(ws, h100)
+    for w in ws:
+        p, q = plan[w.key], without[w.key]
+        assert sum(b.time_s for b in p.values()) == pytest.approx(sum(b.time_s for b in q.values()), rel=0.01)
+        assert p["hgemm_mma"].time_s == pytest.approx(q["hgemm_mma"].time_s, rel=0.01)
+        if w.shape_str in with_split:
+            assert p["hgemm_wgmma"].time_s + p["hgemm_wgmma_splitk"].time_s == pytest.approx(q["hgemm_wgmma"].time_s,
+                                                                                          rel=0.01)
+            assert p["hgemm_wgmma_splitk"].space > 0 and p["hgemm_wgmma_splitk"].trials >= 4
+    assert est <= hb.TARGET_S and est == pytest.approx(hb.plan_estimate_s(ws, h100, without), rel=0.02)
+
+
 def test_seeds_are_in_the_spaces_they_are_meant_for(h100):
     from autosched.registry import template_named
     w = Hgemm.from_shape("8192x8192x8192")

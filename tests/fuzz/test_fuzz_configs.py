@@ -22,7 +22,8 @@ BOUNDED = settings(max_examples=examples(60), deadline=None, suppress_health_che
 SHAPES = {"gemv-q4f16": ["64x256", "264x4128", "1x256"], "sgemm": ["64x64x64", "300x260x200_ta", "1x1x1"],
           "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8"], "gemv-dense": ["64x256", "264x4128", "1x8"]}
 assert set(SHAPES) == set(FAMILIES), "a family without fuzz shapes: add some above"
-# every template on every shape it serves (hgemm_wgmma refuses N % 8, so not 300x260x200_bt)
+# every template on every shape it serves (hgemm_wgmma and its split-K refuse N % 8, so not 300x260x200_bt;
+# split-K serves 1x8x8 with an empty space: K = 8 is one k-block, no two slices)
 CASES = [(name, shape, i) for name, shapes in SHAPES.items() for shape in shapes
          for i in range(len(FAMILIES[name].templates))
          if FAMILIES[name].templates[i].refuses(FAMILIES[name].parse(shape)) is None]
@@ -42,6 +43,15 @@ def space_of(case, device):
         space = t.space(w, device)
         _SPACES[case] = (t, w, space, space.enumerate())
     return _SPACES[case]
+
+
+def with_configs(case, device):
+    """space_of(case) for the properties that draw a config: a case whose space is empty has none to
+    draw (test_an_empty_space_is_ordinary covers it)."""
+    got = space_of(case, device)
+    if not got[3]:
+        pytest.skip(f"{got[0].family} has no config for {got[1].shape_str}")
+    return got
 
 
 def check_spec(spec: KernelSpec, template, workload, cfg, device):
@@ -67,7 +77,7 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
     # covers every output
     if workload.bytes_moved() < 1 << 20:
         assert set(inputs) == set(workload.inputs(0))
-    if "consumers" in cfg:      # hgemm_wgmma: a persistent grid walks the tiles
+    if "consumers" in cfg:      # hgemm_wgmma and its split-K: a persistent grid walks the tiles (or work units)
         tiles = -(-p["M"] // cfg["bm"]) * -(-p["N"] // cfg["bn"])
         assert spec.grid == (min(tiles * cfg.get("split_k", 1), device.sm_count), 1, 1)
         assert set(inputs) == {"A", "B"}
@@ -100,7 +110,7 @@ def test_arbitrary_values_are_config_errors(case, cfg, h100):
 def test_a_broken_knob_is_named(case, data, h100):
     """A valid config with one knob changed (to any value, or dropped), or one knob added: valid, or
     a ConfigError naming that knob, from validate and from render alike."""
-    t, w, space, configs = space_of(case, h100)
+    t, w, space, configs = with_configs(case, h100)
     cfg = dict(data.draw(st.sampled_from(configs)))
     knob = data.draw(st.sampled_from(space.names + ["extra"]))
     how = data.draw(st.sampled_from(["value", "drop", "declared"]))
@@ -126,7 +136,7 @@ def test_a_broken_knob_is_named(case, data, h100):
 @BOUNDED
 @given(data=st.data())
 def test_every_valid_config_renders_within_limits(case, data, h100):
-    t, w, space, configs = space_of(case, h100)
+    t, w, space, configs = with_configs(case, h100)
     cfg = data.draw(st.sampled_from(configs))
     assert space.validate(cfg) == cfg and not space.violations(cfg)
     check_spec(t.render(w, cfg, h100), t, w, cfg, h100)
@@ -141,11 +151,33 @@ def test_any_valid_workload_renders_sampled_and_default_configs(name, data, h100
     w = data.draw(VALID_WORKLOADS[name])
     for t in FAMILIES[name].templates_for(w):
         space = t.space(w, h100)
+        if next(iter(space), None) is None:    # split-K where the tiles fill the GPU: nothing to render
+            assert t.family == "hgemm_wgmma_splitk", (t.family, w.key)
+            with pytest.raises(ConfigError):
+                t.default_config(w, h100)
+            continue
         cfg = space.sample(random.Random(data.draw(st.integers(0, 2**32))))
         check_spec(t.render(w, cfg, h100), t, w, space.validate(cfg), h100)
         if w.name != "gemv_q4f16" or w.N * w.K <= 2**26:      # nearest() may walk a large GEMV space
             default = t.default_config(w, h100)
             check_spec(t.render(w, default, h100), t, w, default, h100)
+
+
+def test_an_empty_space_is_ordinary(h100):
+    """A template may serve a shape and have no config for it: its space enumerates nothing, a
+    sample and the default are ConfigErrors, and render refuses any config; no other case is empty."""
+    empty = [IDS[i] for i, case in enumerate(CASES) if not space_of(case, h100)[3]]
+    assert empty == ["hgemm_wgmma_splitk-1x8x8"]
+    for case in CASES:
+        t, w, space, configs = space_of(case, h100)
+        if configs:
+            continue
+        with pytest.raises(ConfigError):
+            space.sample(random.Random(0), max_tries=100)
+        with pytest.raises(ConfigError):
+            t.default_config(w, h100)
+        with pytest.raises(ConfigError, match="rule broken"):
+            t.render(w, {k.name: k.values[0] for k in space.knobs}, h100)
 
 
 # -- config_hash --------------------------------------------------------------------------------------
@@ -154,7 +186,7 @@ def test_any_valid_workload_renders_sampled_and_default_configs(name, data, h100
 @BOUNDED
 @given(data=st.data())
 def test_config_hash_is_stable(case, data, h100):
-    t, w, space, configs = space_of(case, h100)
+    t, w, space, configs = with_configs(case, h100)
     a, b = data.draw(st.sampled_from(configs)), data.draw(st.sampled_from(configs))
     shuffled = dict(data.draw(st.permutations(list(a.items()))))
     h = config_hash(a)

@@ -1,8 +1,8 @@
-"""On an sm_90 GPU, with the split-K switch on: hgemm_wgmma's split_k 2, 3 and 4 are correct against
-float64 on ragged shapes (slices of unequal length, tiles clipped at M and N), the prefill shape
-split-K is for, and a tn BF16 case.  The worker checks each config, times it (dozens of launches on
-the same workspace) and checks it again, so a tile counter the last CTA failed to reset shows as a
-wrong second check; the Launchable path (benchmarks, scripts) is checked twice in a row as well."""
+"""On an sm_90 GPU: hgemm_wgmma_splitk's split_k 2, 3 and 4 are correct against float64 on ragged
+shapes (slices of unequal length, tiles clipped at M and N), the prefill shape split-K is for, and a
+tn BF16 case.  The worker checks each config, times it (dozens of launches on the same workspace) and
+checks it again, so a tile counter the last CTA failed to reset shows as a wrong second check; the
+Launchable path (benchmarks, scripts) is checked twice in a row as well."""
 
 import random
 
@@ -12,21 +12,13 @@ import pytest
 from autosched.build import BuildCache, Builder
 from autosched.measure.gpu import GpuRunner
 from autosched.measure.protocol import Protocol
-from autosched.templates import HgemmWgmmaTemplate
+from autosched.templates import HgemmWgmmaSplitKTemplate
 from autosched.templates.hgemm_wgmma import smem_bytes
 from autosched.workloads import Hgemm
 
 pytestmark = pytest.mark.gpu
 
 SHAPES = ["136x264x4104_bt", "128x4096x4096_bt", "128x1032x4104_tn_bf16", "296x264x200_tt"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def split_k_on():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AUTOSCHED_WGMMA_SPLIT_K", "1")
-    yield
-    mp.undo()
 
 
 def picks(t, w, device, split_k):
@@ -44,7 +36,7 @@ def picks(t, w, device, split_k):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    t = HgemmWgmmaTemplate()
+    t = HgemmWgmmaSplitKTemplate()
     with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=2, repeat=10), timeout_s=60) as runner, \
             Builder(cache=BuildCache(tmp_path_factory.mktemp("splitk"))) as builder:
         dev = runner.device_info
@@ -83,7 +75,7 @@ def test_launchable_twice_on_the_same_workspace():
     from autosched.device import query
     from autosched.runtime import allow_dynamic_smem
     info = query(0)
-    t = HgemmWgmmaTemplate()
+    t = HgemmWgmmaSplitKTemplate()
     if t.device_refuses(info):
         pytest.skip(t.device_refuses(info))
     Device(0).set_current()

@@ -11,6 +11,9 @@ from autosched.templates import HgemmMmaTemplate
 from autosched.templates.hgemm_mma import registers_needed, smem_bytes, threads
 from autosched.workloads import Hgemm
 
+# every hgemm template serves these shapes (split-K too: its space may be empty, that is not a refusal)
+HGEMM_TEMPLATES = ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk"]
+
 
 @pytest.fixture(scope="module")
 def t():
@@ -73,7 +76,7 @@ def test_refuses_the_blocked_layout(t, h100, shape):
 ])
 def test_serves_a_col_and_bf16(t, h100, shape, expr, smem):
     w = Hgemm.from_shape(shape)
-    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma"]
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == HGEMM_TEMPLATES
     spec = t.render(w, t.default_config(w, h100), h100)
     assert (spec.name_expression, spec.smem_bytes) == (expr, smem)
     elem = "__nv_bfloat16" if w.bf16 else "half"
@@ -92,7 +95,7 @@ def test_serves_a_col_and_bf16(t, h100, shape, expr, smem):
 ])
 def test_still_serves_fp16_nn_and_nt_as_before(t, h100, shape, size, default):
     w = Hgemm.from_shape(shape)
-    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma"]
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == HGEMM_TEMPLATES
     cfgs = t.space(w, h100).enumerate()
     assert len(cfgs) == size
     spec = t.render(w, t.default_config(w, h100), h100)

@@ -1,8 +1,9 @@
 """Clusters of 2 with TMA multicast for the wgmma GEMM (kernels/hgemm_wgmma_cluster.cuh): the switch
 leaves everything as it was when off; when on, cluster = 1 configs render as before, the pairing
-rules and the split-K exclusion, the rendered kernel (name, grid in pairs, cluster shape, half-slot
-tensor-map boxes), features, build id, sanitizer picks, the static_asserts agreeing with the Python
-rules, NVRTC builds without spills or serialized wgmma; the exporter refuses a cluster spec."""
+rules, split-K (its own template) never in a cluster, the rendered kernel (name, grid in pairs,
+cluster shape, half-slot tensor-map boxes), features, build id, sanitizer picks, the static_asserts
+agreeing with the Python rules, NVRTC builds without spills or serialized wgmma; the exporter
+refuses a cluster spec."""
 
 import dataclasses
 import hashlib
@@ -15,7 +16,7 @@ import pytest
 import autosched.templates.hgemm_wgmma as hw
 from autosched.build import BuildCache, Builder, build_id, compile_spec
 from autosched.registry import family
-from autosched.templates import HgemmWgmmaTemplate
+from autosched.templates import HgemmWgmmaSplitKTemplate, HgemmWgmmaTemplate
 from autosched.templates.base import kernel_source
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, cluster_l2_bytes_saved, cluster_pairs
 from autosched.workloads import Hgemm
@@ -26,10 +27,8 @@ C128 = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "grou
 
 @pytest.fixture
 def off(monkeypatch):
-    for var in ("AUTOSCHED_WGMMA_CLUSTER", "AUTOSCHED_WGMMA_SPLIT_K"):
-        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("AUTOSCHED_WGMMA_CLUSTER", raising=False)
     monkeypatch.setattr(hw, "CLUSTER_VERIFIED", False)
-    monkeypatch.setattr(hw, "SPLIT_K_VERIFIED", False)
     return HgemmWgmmaTemplate()
 
 
@@ -103,24 +102,17 @@ def test_rules_name_what_they_refuse(on, h100):
     assert [c for c in one if c["bm"] >= 128 and c["bn"] == 256 and c["cluster"] == 2] == []
 
 
-def test_with_split_k_never_both(on, h100, monkeypatch):
-    monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "1")
-    t = HgemmWgmmaTemplate()
+def test_split_k_is_never_in_a_cluster(on, h100):
+    """Split-K is a template of its own whose work units are not paired: with the cluster switch on,
+    hgemm_wgmma gains the cluster knobs and no split_k, the split-K template no cluster knobs, and its
+    build id stays its own header's (no cluster source joined to it)."""
     w = Hgemm.from_shape("128x4096x4096_bt")
-    space = t.space(w, h100)
-    assert space.names[-3:] == ["split_k", "cluster", "cluster_dim"]
-    c = {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 128, "stages": 6, "group": 1}
-    assert space.contains({**c, "split_k": 2, "cluster": 1, "cluster_dim": "m"})
-    assert space.contains({**c, "split_k": 1, "cluster": 2, "cluster_dim": "n"})
-    assert any("cluster 1 or split_k 1" in v for v in space.violations({**c, "split_k": 2, "cluster": 2, "cluster_dim": "n"}))
-    cfgs = space.enumerate()
-    assert any(x["split_k"] > 1 for x in cfgs) and any(x["cluster"] == 2 for x in cfgs)
-    assert not any(x["split_k"] > 1 and x["cluster"] == 2 for x in cfgs)
-    assert t.default_config(w, h100)["split_k"] == 1 and t.default_config(w, h100)["cluster"] == 1
-    # both switches: the build id covers both headers
-    both = hashlib.sha256((kernel_source("hgemm_wgmma_splitk.cuh") + "\0" +
-                           kernel_source("hgemm_wgmma_cluster.cuh")).encode()).hexdigest()
-    assert t.source_hash() == both
+    assert on.space(w, h100).names[-3:] == ["group", "cluster", "cluster_dim"]
+    sk = HgemmWgmmaSplitKTemplate()
+    space = sk.space(w, h100)
+    assert space.names[-2:] == ["group", "split_k"] and space.size() > 0
+    assert not any("cluster" in c for c in space) and sk.render(w, sk.default_config(w, h100), h100).cluster is None
+    assert sk.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_splitk.cuh").encode()).hexdigest()
 
 
 @pytest.mark.parametrize("shape", [BIG, "300x264x200", "136x264x4104_bt", "296x1032x200_tt_bf16"])

@@ -1,0 +1,108 @@
+"""Split-K of the wgmma GEMM (kernels/hgemm_wgmma_splitk.cuh): the persistent grid walks work units of
+(output tile, K slice); the last slice of a tile to finish sums the others' FP32 partials from a
+workspace (ArgSpec role "workspace": allocated zeroed once by the launcher, left zeroed by the
+kernel) and stores C.  For GEMMs with few output tiles and a long K, which hgemm_wgmma leaves short
+of a full GPU (128 prefill rows: 64 tiles of 128 x 64 for 132 SMs).
+
+A template of its own beside hgemm_wgmma, not a knob of it: a knob would change hgemm_wgmma's build
+id and the keys of its configs, so none of its recordings or database rows would count any more.
+Here hgemm_wgmma stays what was measured, split_k 1 is hgemm_wgmma itself (this space holds 2 to 4),
+and tuning searches both as templates of the hgemm family, selection serving the fastest measured.
+Knobs: hgemm_wgmma's (no clusters: the work units are not paired) and split_k.  Its space is empty
+on shapes whose every tile leaves two waves of tiles or more (4096^3): there the grid is full
+without it, and the tuner and the bench pass over it.  Never dynamic-M (ops.HgemmDispatch,
+autosched.dynamic): the workspace and the rule on tiles follow M.
+"""
+
+from __future__ import annotations
+
+import os
+
+from autosched.space import Constraint, Knob, Space
+from autosched.templates.base import ArgSpec, Template
+from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate, bk_of, template_args
+from autosched.workloads.base import WorkloadError
+
+# THE split-K switch, read when the registry is built (registry._families): on since `bash
+# scripts/gpu_check.sh splitk` passed on an H100 (2026-11-23: GPU tests, memcheck and racecheck
+# clean; 128x4096x4096 B(N,K) 90.5% of cuBLAS with split_k 2, 79.0% on hgemm_wgmma).
+# AUTOSCHED_WGMMA_SPLIT_K=0 in the environment leaves the template out of the family for one process.
+SPLIT_K_VERIFIED = True
+SPLIT_K_VALUES = (2, 3, 4)                  # the .cuh's static_assert (1 is hgemm_wgmma)
+WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counters a launch may ask for
+
+
+def split_k_enabled() -> bool:
+    env = os.environ.get("AUTOSCHED_WGMMA_SPLIT_K")
+    return SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+
+
+def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
+    """HgemmWgmmaSplitK's workspace: a u32 counter per output tile padded to 256 bytes, then
+    split_k x tiles FP32 partial tiles of bm x bn."""
+    tiles = -(-M // bm) * -(-N // bn)
+    return -(-tiles * 4 // 256) * 256 + split_k * tiles * bm * bn * 4
+
+
+class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
+    family = "hgemm_wgmma_splitk"
+    header = "hgemm_wgmma_splitk.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
+
+    def cluster(self) -> bool:
+        # the split-K kernel's work units are not paired: never the cluster knobs, whatever their switch
+        return False
+
+    def source_hash(self) -> str:
+        # the split-K header's, whatever the cluster switch (hgemm_wgmma's becomes the cluster header's with it)
+        return Template.source_hash(self)
+
+    def default_on(self, device) -> bool:
+        # hgemm_wgmma's default serves untuned shapes; this one wins only where measured
+        return False
+
+    def _space(self, workload, device) -> Space:
+        base = super()._space(workload, device)
+        M, N, K, sms = workload.M, workload.N, workload.K, device.sm_count
+        tiles = lambda bm, bn: -(-M // bm) * -(-N // bn)  # noqa: E731
+        C = Constraint
+        rules = [
+            # with two waves of tiles or more the persistent grid is full already: the partials'
+            # traffic and the reduction would only cost (read by bm and bn alone, so the walk prunes
+            # a tile before it reaches the knobs after it)
+            C(f"fewer output tiles than 2 x {sms} SMs", ("bm", "bn"), lambda bm, bn: tiles(bm, bn) < 2 * sms),
+            C("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
+              lambda sw, sk: -(-K // bk_of(sw)) >= sk),
+            C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bm", "bn", "split_k"),
+              lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
+        ]
+        knob = Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last")
+        return Space([*base.knobs, knob], [*base.constraints, *rules])
+
+    def default_config(self, workload, device) -> dict:
+        """hgemm_wgmma's default with two K slices, or the config of the space nearest to it."""
+        why = self.device_refuses(device)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
+        cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8, "split_k": 2}
+        return self.space(workload, device).nearest(cfg)
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """hgemm_wgmma's, the waves counted in work units, and the split's own: every config of this
+        template has the same features, so its rows of the cost model are all of one length."""
+        c, M, N = config, params["M"], params["N"]
+        out = super().derived_features(c, params, device)
+        sk = c["split_k"]
+        k_blocks = -(-params["K"] // bk_of(c["swizzle"]))
+        out.update({"split_k": sk, "work_units": out["tiles"] * sk, "waves": out["tiles"] * sk / device.sm_count,
+                    "k_blocks_per_unit": k_blocks / sk,
+                    "workspace_bytes": workspace_bytes(M, N, c["bm"], c["bn"], sk)})
+        return out
+
+    def _kernel(self, workload, cfg: dict, device) -> tuple:
+        M, N, split = workload.M, workload.N, cfg["split_k"]
+        tiles = -(-M // cfg["bm"]) * -(-N // cfg["bn"])
+        expr = f"hgemm_wgmma_splitk<{template_args(self.kernel_values(workload, cfg))}, {split}>"
+        workspace = ArgSpec("workspace", "workspace", value=workspace_bytes(M, N, cfg["bm"], cfg["bn"], split),
+                            ctype="unsigned char*")
+        # persistent: a CTA per work unit up to one per SM
+        return self.header, expr, min(tiles * split, device.sm_count), None, (workspace,)
