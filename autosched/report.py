@@ -127,6 +127,10 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
     doc = latest_results(results_dir, "search-efficiency")
     if doc is not None and readme is not None:
         readme.write_text(replace_block(readme.read_text(), "search", search_table(doc)))
+    from autosched.report_models import models_block
+    block = models_block(Path(results_dir))
+    if block is not None and readme is not None:
+        readme.write_text(replace_block(readme.read_text(), "models", block))
     return written
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from autosched.report import _f, latest_results
+
+
+def _geomean(xs) -> float | None:
+    return float(np.exp(np.mean(np.log(xs)))) if xs else None
 
 
 def _bar(v, bar, at_most=False) -> str:
@@ -25,10 +31,9 @@ def dynamic_table(doc: dict) -> str:
     for r in doc["rows"]:
         per = [u for u in r["untuned"] if u.get("vs_per_instance")]
         small = [u["vs_cublas"] for u in r["untuned"] if u["M"] <= 256 and u.get("vs_cublas")]
-        gm = lambda xs: float(__import__("numpy").exp(__import__("numpy").mean(__import__("numpy").log(xs)))) if xs else None  # noqa: E731
         out.append(f"| `{r['shape']}` M {r['range'][0]}..{r['range'][1]} | {_f(r['dynamic_tune_s'], '{:.1f}')} | "
                    f"{_f(r['per_instance_tune_s'], '{:.1f}')} | {_f(r['tuning_time_speedup'])} | "
-                   f"{_f(gm([u['vs_per_instance'] for u in per]), '{:.3f}')} | {_f(gm(small), '{:.3f}')} |")
+                   f"{_f(_geomean([u['vs_per_instance'] for u in per]), '{:.3f}')} | {_f(_geomean(small), '{:.3f}')} |")
     out += ["", "| summary key | measured | bar | |", "| --- | --- | --- | --- |"]
     for k in ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256"):
         out.append(f"| `{k}` | {_f(s.get(k), '{:.3f}')} | >= {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0))} |")
@@ -40,11 +45,13 @@ def transfer_table(doc: dict) -> str:
     s = doc["summary"]
     out = [f"Configs for shapes no recording holds (`python -m autosched.benchmarks.transfer --gpu`), "
            f"{doc['device']}, {doc['date']}: each as a ratio to a 512-trial tuning of the same shape.", "",
-           "| shape (N x K) | zero-trial (predicted) | 32 trials | rule-based default |", "| --- | --- | --- | --- |"]
+           "| shape (N x K) | from | 512 trials (us) | zero-trial (predicted) | 32 trials | rule-based default |",
+           "| --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
-        out.append(f"| {r.get('shape', '?')} | {_f(r.get('zero_trial'), '{:.3f}')} | {_f(r.get('trials32'), '{:.3f}')} | "
-                   f"{_f(r.get('default'), '{:.3f}')} |")
-    out.append(f"| **geomean ({s.get('shapes')} shapes)** | **{_f(s.get('zero_trial_geomean'), '{:.3f}')}** "
+        out.append(f"| {r['N']}x{r['K']} | {r.get('model', '')} | {_f(r.get('trials512_us'))} | "
+                   f"{_f(r.get('zero_trial_vs_512'), '{:.3f}')} | {_f(r.get('trials32_vs_512'), '{:.3f}')} | "
+                   f"{_f(r.get('default_vs_512'), '{:.3f}')} |")
+    out.append(f"| **geomean ({s.get('shapes')} shapes)** | | | **{_f(s.get('zero_trial_geomean'), '{:.3f}')}** "
                f"(bar >= 0.87: {_bar(s.get('zero_trial_geomean'), 0.87)}) | **{_f(s.get('trials32_geomean'), '{:.3f}')}** "
                f"(bar >= 0.95: {_bar(s.get('trials32_geomean'), 0.95)}) | {_f(s.get('default_geomean'), '{:.3f}')} |")
     return "\n".join(out)

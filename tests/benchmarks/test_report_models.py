@@ -1,0 +1,46 @@
+"""The README's models block: each table from its benchmark's newest file, every summary figure
+with its bar and a verdict that follows the figure, nothing rendered for a benchmark never run."""
+
+import json
+
+from autosched.report_models import dynamic_table, model_tune_table, models_block, transfer_table
+
+
+def _doc(name, rows, summary):
+    return {"benchmark": name, "device": "GPU X", "date": "2026-01-01", "rows": rows, "summary": summary}
+
+
+def test_dynamic_table_geomeans_and_verdicts():
+    rows = [{"shape": "Mx64x64_bt", "range": [1, 64], "dynamic_tune_s": 2.0, "per_instance_tune_s": 12.0,
+             "tuning_time_speedup": 6.0,
+             "untuned": [{"M": 10, "vs_per_instance": 0.5, "vs_cublas": 2.0},
+                         {"M": 300, "vs_per_instance": 2.0, "vs_cublas": 0.1}]}]
+    s = {"tuning_time_speedup": 6.0, "untuned_geomean_vs_per_instance": 1.0, "geomean_vs_cublas_m_le_256": 2.0,
+         "bars": {"tuning_time_speedup": 5.0, "untuned_geomean_vs_per_instance": 0.9, "geomean_vs_cublas_m_le_256": 1.0}}
+    t = dynamic_table(_doc("dynamic", rows, s))
+    assert "| 2.0 | 12.0 | 6.00 | 1.000 | 2.000 |" in t      # geomean of 0.5 and 2; only M <= 256 vs cuBLAS
+    assert "| `tuning_time_speedup` | 6.000 | >= 5.0 | met |" in t
+
+
+def test_transfer_and_model_tables_say_not_met_and_not_measured():
+    tr = _doc("model-transfer", [{"N": 8, "K": 16, "model": "m", "trials512_us": 1.0, "zero_trial_vs_512": 0.8,
+                                  "trials32_vs_512": 0.9, "default_vs_512": 0.7}],
+              {"shapes": 1, "zero_trial_geomean": 0.8, "trials32_geomean": 0.9, "default_geomean": 0.7})
+    t = transfer_table(tr)
+    assert "| 8x16 | m | 1.00 | 0.800 | 0.900 | 0.700 |" in t and "(bar >= 0.87: not met)" in t
+    mt = _doc("model-tune", [{"model": "a", "format": "fp16", "phase": "after", "tokens_per_s": 10.0,
+                              "bw_limit_tokens_per_s": 20.0, "pct_of_bw_limit": 50.0}],
+              {"tune_model_1b_minutes": 11.0, "pct_of_bw_limit_1b_fp16": 50.0,
+               "bars": {"tune_model_1b_minutes": 10.0, "pct_of_bw_limit_1b_fp16": 75.0,
+                        "pct_of_bw_limit_1b_q4": 45.0, "pct_of_bw_limit_7b_q4_as_shipped": 80.0}})
+    t = model_tune_table(mt)
+    assert "| `tune_model_1b_minutes` | 11.00 | <= 10.0 | not met |" in t
+    assert "| `pct_of_bw_limit_7b_q4_as_shipped` | – | >= 80.0 | not measured |" in t
+
+
+def test_block_from_the_newest_files_only(tmp_path):
+    assert models_block(tmp_path) is None
+    mt = _doc("model-tune", [], {"tune_model_1b_minutes": 3.0, "bars": {}})
+    (tmp_path / "model-tune-GPU_X-2026-01-01.json").write_text(json.dumps(mt))
+    block = models_block(tmp_path)
+    assert "Whole models" in block and "DietCode" not in block
