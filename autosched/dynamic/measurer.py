@@ -150,6 +150,10 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             spec = template.render(w, cfg, device)
             items.append((len(where), spec, builder.submit(spec) if builder is not None else None))
             where.append((mk, g, w))
+    # grouped by probe shape: a GPU worker keeps one workload's inputs and float64 reference at a
+    # time, so configs alternating between shapes would make it draw and compute them afresh for
+    # every probe (many micro-kernels share a probe shape: the same tile and grid)
+    items.sort(key=lambda it: it[1].workload_key)
     for i, m in runner.measure_stream(items):
         mk, g, w = where[i]
         if db is not None:

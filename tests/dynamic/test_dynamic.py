@@ -337,3 +337,28 @@ def test_the_run_says_where_its_time_went(tuned):
     # the laps cover the run from its first measurement to the tree: nothing large left uncounted
     assert 0.8 * res.elapsed_s <= sum(res.phase_s.values()) <= res.elapsed_s
     assert DynamicResult.from_json(json.loads(json.dumps(res.to_json()))).phase_s == res.phase_s
+
+
+def test_probes_of_one_shape_are_measured_together(h100, dw):
+    """A GPU worker holds one workload's inputs and reference at a time: probes sent shape by shape
+    cost one reference per shape, not one per probe."""
+    class Recording(SyntheticRunner):
+        def measure_stream(self, items):
+            items = list(items)
+            self.order = [spec.workload_key for _, spec, _ in items]
+            return super().measure_stream(items)
+
+    t = HgemmDynTemplate()
+    space = t.space(dw.largest, h100)
+    rng = random.Random(7)
+    cfgs = []
+    while len(cfgs) < 12:
+        fam, c = sketch.sample_any({t.family: space}, (dw.hi, dw.N), rng, local_pad=1)
+        if c not in cfgs:
+            cfgs.append(c)
+    runner = Recording(h100)
+    mks = measure_micro_kernels(t, cfgs, dw, runner)
+    runs = [k for i, k in enumerate(runner.order) if i == 0 or runner.order[i - 1] != k]
+    assert len(runs) == len(set(runner.order)), "a probe shape was left and came back"
+    assert len(set(runner.order)) < len(runner.order), "no two probes shared a shape: the test shows nothing"
+    assert all(mk.probes for mk in mks if not mk.error)
