@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The device-side checks of the project, in stages, each bounded in time, logs under $OUT.
-#   bash scripts/gpu_check.sh tests      # install, the GPU test suite (less the splitk/cluster/prefill-tc-attn files)
+#   bash scripts/gpu_check.sh tests      # install, the GPU test suite (less the splitk/dyn-splitk/cluster/prefill-tc-attn files)
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
 #   bash scripts/gpu_check.sh record-hgemm   # recordings at 4096^3: hgemm_wgmma whole, hgemm_mma sampled
@@ -12,6 +12,11 @@
 #                                        # memcheck and racecheck of split_k=4, timings of split 1 (hgemm_wgmma)
 #                                        # and split_k 2..4 vs cuBLAS (at most 150 s); passed on an H100 on
 #                                        # 2026-11-23, so templates/hgemm_wgmma_splitk.py SPLIT_K_VERIFIED is True
+#   bash scripts/gpu_check.sh dyn-splitk # split-K micro-kernels for a dynamic M (switch on for the stage): GPU
+#                                        # tests of HgemmDispatch serving them vs float64 over ragged Ms through
+#                                        # one reused workspace, memcheck + racecheck, timings at M = 1..256 of
+#                                        # 4096^2 vs the non-split kernels and cuBLAS (at most ~200 s); when it
+#                                        # passes, flip templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED to True
 #   bash scripts/gpu_check.sh cluster    # hgemm_wgmma clusters of 2 + TMA multicast (switch on for the stage): GPU
 #                                        # tests, memcheck and racecheck of pairs along m and n, timings of 4096^3
 #                                        # nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when it
@@ -58,9 +63,9 @@ case "$what" in
 tests)
   stage pytest
   # the whole GPU suite has outgrown one call with split-K, clusters and the tensor-core attention: their
-  # own stages (splitk, cluster, prefill-tc-attn) cover those files, so they are left out here
+  # own stages (splitk, dyn-splitk, cluster, prefill-tc-attn) cover those files, so they are left out here
   timeout 540 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu --ignore=tests/gpu/test_hgemm_wgmma_splitk_gpu.py \
-    --ignore=tests/gpu/test_hgemm_wgmma_cluster_gpu.py --ignore=tests/gpu/test_prefill_tc_attn_gpu.py 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
+    --ignore=tests/gpu/test_dynamic_splitk_gpu.py --ignore=tests/gpu/test_hgemm_wgmma_cluster_gpu.py --ignore=tests/gpu/test_prefill_tc_attn_gpu.py 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25
   ;;
 sanitize)
   for fam in gemv-q4f16 sgemm hgemm; do
@@ -117,6 +122,25 @@ splitk)
   timeout 40 "$PY" scripts/wgmma_splitk_timing.py 128x4096x4096_bt 128x4096x11008_bt 2>&1 | tee "$OUT/timing-splitk.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_SPLIT_K
+  ;;
+dyn-splitk)
+  # the dispatcher serves split-K micro-kernels only with the dynamic switch on
+  export AUTOSCHED_DYN_SPLIT_K=1
+  stage "pytest dynamic split-K"
+  timeout 70 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_dynamic_splitk_gpu.py 2>&1 \
+    | tee "$OUT/pytest-dyn-splitk.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  # a ragged shape, split_k 2..4, Ms growing and shrinking the shared workspace
+  for tool in memcheck racecheck; do
+    stage "$tool dynamic split-K"
+    timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" scripts/sanitize_dyn_splitk.py \
+      >"$OUT/$tool-dyn-splitk.log" 2>&1
+    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$|WRONG" "$OUT/$tool-dyn-splitk.log" | tail -6
+  done
+  stage "timing dynamic split-K vs non-split vs cuBLAS, 4096x4096, M = 1..256"
+  timeout 55 "$PY" scripts/dyn_splitk_timing.py 4096 4096 1 16 64 128 256 2>&1 | tee "$OUT/timing-dyn-splitk.log" | tail -16
+  echo "rc=${PIPESTATUS[0]}"
+  unset AUTOSCHED_DYN_SPLIT_K
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1

@@ -163,7 +163,11 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
     timing_builder = Builder(cache=BuildCache(scratch.path / "timing-build"))
     # the micro-kernel templates: hgemm_dyn everywhere, and wgmma's where the GPU has it (sm_90), as the
     # per-instance tuning searches every registry template, wgmma included
-    cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else [])
+    # and the split-K micro-kernels beside wgmma's while their dynamic switch is on (off until the
+    # dyn-splitk GPU stage passes); the settings record which templates ran
+    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
+    cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else []) + (
+        [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else [])
     cands = [t for t in cands if getattr(t, "device_refuses", lambda d: None)(runner.device_info) is None]
     dyn_t = {t.family: t for t in cands}
 

@@ -55,13 +55,19 @@ def export_cu(result, out, device) -> Path:
     """The standalone .cu of a result whose micro-kernels are all hgemm_dyn.  hgemm_wgmma ones are
     refused by name: they take TMA tensor maps, encoded per buffer on the host by the driver
     (cuTensorMapEncodeTiled), which a plain (A, B, C, M) launcher does not have; such a result is
-    served from its JSON artifact by autosched.ops.HgemmDispatch (backend wgmma)."""
+    served from its JSON artifact by autosched.ops.HgemmDispatch (backend wgmma).  hgemm_wgmma_splitk
+    ones are refused for that reason and one more: they take a workspace whose size follows M and
+    whose tile counters must stay zeroed between launches (HgemmDispatch's WorkspaceCache), which a
+    plain launcher would have to allocate and lay out itself."""
     dw = result.workload
     wg = [i for i, k in enumerate(result.kernels) if getattr(k, "family", "hgemm_dyn") != "hgemm_dyn"]
     if wg:
+        split = [i for i in wg if result.kernels[i].family == "hgemm_wgmma_splitk"]
+        extra = (f" (and {split} are hgemm_wgmma_splitk, which also take a workspace of FP32 partials and tile "
+                 "counters sized by M and kept zeroed between launches)") if split else ""
         raise ValueError(f"export_cu: micro-kernels {wg} of {dw.key} are hgemm_wgmma, whose operands are TMA "
-                         "tensor maps encoded per buffer on the host (cuTensorMapEncodeTiled): the standalone .cu "
-                         "exports hgemm_dyn micro-kernels only.  Serve this result from its JSON artifact "
+                         f"tensor maps encoded per buffer on the host (cuTensorMapEncodeTiled){extra}: the standalone "
+                         ".cu exports hgemm_dyn micro-kernels only.  Serve this result from its JSON artifact "
                          "(autosched.ops.HgemmDispatch, backend wgmma), or tune with templates=('hgemm_dyn',)")
     name = c_name(result)
     b_col = int(dw.layout == "nt")

@@ -69,9 +69,11 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     written to the database `db`, the selected ones verified on every instance, and the result (the
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
     micro-kernel with NVRTC for its register count even where the runner needs no binary.
-    templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma"); default hgemm_dyn,
-    plus hgemm_wgmma on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO is on (a result holding wgmma
-    kernels is served by the wgmma backend only, and its .cu export is refused)."""
+    templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk");
+    default hgemm_dyn, plus hgemm_wgmma on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO is on, plus
+    hgemm_wgmma_splitk beside it while templates/hgemm_wgmma_splitk.py's dynamic switch is on
+    (DYN_SPLIT_K_VERIFIED, AUTOSCHED_DYN_SPLIT_K), which asking for it by name needs too (a result
+    holding wgmma kernels is served by the wgmma backend only, and its .cu export is refused)."""
     from autosched.build import Builder
     from autosched.dynamic.export import save_result
     from autosched.dynamic.tune import tune_dynamic as run
@@ -82,18 +84,26 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
-    known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate}
+    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
+    known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
+             "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate}
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
         bad = [t for t in templates if t not in known]
         if bad or not templates:
             raise AutoschedError(f"templates must be among {', '.join(known)}, got {templates!r}")
+        if "hgemm_wgmma_splitk" in templates and not dyn_split_k_enabled():
+            # its kernels would be tuned into an artifact that ops.HgemmDispatch then refuses to serve
+            raise AutoschedError("hgemm_wgmma_splitk micro-kernels are off until `scripts/gpu_check.sh dyn-splitk` "
+                                 "passes on a GPU (templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
+                                 "AUTOSCHED_DYN_SPLIT_K=1 turns them on for one process")
     r, note = open_dynamic_runner(runner)
     with r, _database(db) as database:
         if templates is None:
             from autosched.ops.hgemm import wgmma_in_auto
             wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and wgmma_in_auto()
-            names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else [])
+            names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else []) + (
+                ["hgemm_wgmma_splitk"] if wg_ok and dyn_split_k_enabled() else [])
         else:
             names = templates
         template = [known[n]() for n in names]

@@ -11,6 +11,10 @@ BN): the K of the workload, so each tile does the real work, and no change to th
 persistent loop or a grid override would time a different program from the one dispatched), and the
 output is still whole, so the runner's correctness check holds as for any measurement.  Of the
 factorizations the widest b (closest to the real N) is taken.
+
+A split-K micro-kernel (hgemm_wgmma_splitk) runs work units, (tile, K slice), on its persistent grid:
+its probe grids count work units, and its probe instance holds grid // split_k tiles, so that one
+probe is one full wave of work units with the partials' traffic and the last slice's sum in it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from autosched.dynamic.sketch import WG_FAMILIES
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
 from autosched.templates.gemm_tiles import threads
@@ -44,7 +49,7 @@ class MicroKernel:
     report: CompileReport
     probes: dict                # grid (blocks) -> median us; two entries when measured
     error: str = ""
-    family: str = "hgemm_dyn"   # the template: hgemm_dyn or hgemm_wgmma (a sketch dimension)
+    family: str = "hgemm_dyn"   # the template: hgemm_dyn, hgemm_wgmma or hgemm_wgmma_splitk (a sketch dimension)
 
     @property
     def ok(self) -> bool:
@@ -83,7 +88,7 @@ def compile_report(template, config: dict, workload, device, builder=None, built
     c = config
     if built is None and builder is not None:
         built = builder.submit(template.render(workload, config, device))
-    if template.family == "hgemm_wgmma":
+    if template.family in WG_FAMILIES:
         from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
         t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])
         regs, spills, source = wgmma_registers(c), 0, "estimate"
@@ -116,11 +121,13 @@ def probe_shape(config: dict, grid: int, N: int) -> tuple[int, int]:
 
 
 def probe_workloads(config: dict, report: CompileReport, dw, device) -> dict:
-    """grid -> the concrete workload of its probe (grid #SMs and blocks_per_sm x #SMs)."""
+    """grid -> the concrete workload of its probe (grid #SMs and blocks_per_sm x #SMs; of a split-K
+    micro-kernel in work units, its instance holding grid // split_k tiles)."""
     from autosched.workloads import Hgemm
     out = {}
+    split = config.get("split_k", 1)
     for g in sorted({device.sm_count, max(1, report.blocks_per_sm) * device.sm_count}):
-        m, n = probe_shape(config, g, dw.N)
+        m, n = probe_shape(config, max(1, g // split), dw.N)
         out[g] = Hgemm.from_shape(f"{m}x{n}x{dw.K}", layout=dw.layout, dtype=dw.dtype)
     return out
 

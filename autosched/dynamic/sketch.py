@@ -128,20 +128,35 @@ def describe(config: dict) -> str:
 # / 2 <= 128 floats a consumer thread) and the largest extents, then the swizzle (the K slice),
 # stages under the shared memory, and the raster group.  The unroll (wgmma a consumer issues per
 # slot: mw * BK / 16) is derived, never drawn.  `mutate_wgmma` keeps the consumers.
-DYN, WG = "hgemm_dyn", "hgemm_wgmma"
+#
+# hgemm_wgmma_splitk (behind templates/hgemm_wgmma_splitk.py's dyn_split_k_enabled) is the same
+# kernel with K cut in split_k slices: one more inner tile of K, drawn last and mutated like the
+# ring depth; the tiles bound to threads are wgmma's, so the same sampler and mutation serve both.
+DYN, WG, WGS = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk"
+WG_FAMILIES = (WG, WGS)       # warpgroup tiles: TMA, persistent grid, one CTA an SM
 WG_THREAD_TILES = ("consumers",)
 WG_N = (64, 128, 192, 256)
 
 
 def wgmma_decision(config: dict) -> dict:
     c = config
-    return {"consumers": c["consumers"], "mw": c["bm"] // (64 * c["consumers"]), "bn": c["bn"],
-            "swizzle": c["swizzle"], "stages": c["stages"], "group": c["group"]}
+    d = {"consumers": c["consumers"], "mw": c["bm"] // (64 * c["consumers"]), "bn": c["bn"],
+         "swizzle": c["swizzle"], "stages": c["stages"], "group": c["group"]}
+    if "split_k" in c:
+        d["split_k"] = c["split_k"]
+    return d
 
 
 def wgmma_config_of(d: dict) -> dict:
-    return {"bm": 64 * d["mw"] * d["consumers"], "bn": d["bn"], "consumers": d["consumers"],
-            "swizzle": d["swizzle"], "stages": d["stages"], "group": d["group"]}
+    c = {"bm": 64 * d["mw"] * d["consumers"], "bn": d["bn"], "consumers": d["consumers"],
+         "swizzle": d["swizzle"], "stages": d["stages"], "group": d["group"]}
+    if "split_k" in d:
+        c["split_k"] = d["split_k"]
+    return c
+
+
+def _splits(space: Space) -> tuple:
+    return space.knob("split_k").values if "split_k" in space.names else ()
 
 
 def wgmma_unroll(config: dict) -> int:
@@ -155,8 +170,9 @@ def _wg_caps(extents):
 
 
 def sample_wgmma(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
-    """One hgemm_wgmma micro-kernel (HgemmWgmmaDynTemplate's space), drawn jointly for the largest
-    extents (M_max, N): ConfigError if none is found."""
+    """One hgemm_wgmma micro-kernel (HgemmWgmmaDynTemplate's space), or hgemm_wgmma_splitk's
+    (HgemmWgmmaSplitKDynTemplate's: its split_k drawn last), drawn jointly for the largest extents
+    (M_max, N): ConfigError if none is found."""
     cap_m, cap_n = _wg_caps(extents)
     for _ in range(max_tries):
         cons = rng.choice(space.knob("consumers").values)
@@ -168,6 +184,8 @@ def sample_wgmma(space: Space, extents: tuple[int, int], rng: random.Random, max
         mw, bn = rng.choice(inner)
         d = {"consumers": cons, "mw": mw, "bn": bn, "swizzle": rng.choice(space.knob("swizzle").values),
              "stages": rng.choice(space.knob("stages").values), "group": rng.choice(space.knob("group").values)}
+        if _splits(space):
+            d["split_k"] = rng.choice(_splits(space))
         cfg = wgmma_config_of(d)
         if space.contains(cfg):
             return cfg
@@ -177,7 +195,8 @@ def sample_wgmma(space: Space, extents: tuple[int, int], rng: random.Random, max
 def mutate_wgmma(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
                  max_tries: int = 50) -> dict | None:
     """A neighbour keeping the consumer warpgroups (the threads): a factor of 2 moved between mw and
-    BN (same accumulators), BN or mw resampled, or the swizzle, ring depth or raster group changed."""
+    BN (same accumulators), BN or mw resampled, or the swizzle, ring depth, raster group or (of a
+    split-K space) split_k changed."""
     cap_m, cap_n = _wg_caps(extents)
     base = wgmma_decision(config)
     for _ in range(max_tries):
@@ -194,7 +213,7 @@ def mutate_wgmma(space: Space, config: dict, rng: random.Random, extents: tuple[
             else:
                 d["mw"] = 3 - d["mw"]
         else:
-            knob = rng.choice(("swizzle", "stages", "group"))
+            knob = rng.choice(("swizzle", "stages", "group") + (("split_k",) * 2 if _splits(space) else ()))
             d[knob] = rng.choice(space.knob(knob).values)
         if d == base or d["mw"] * d["bn"] // 2 > 128 or (64 * d["mw"] * d["consumers"] > max(64 * d["consumers"], cap_m)):
             continue
@@ -206,8 +225,9 @@ def mutate_wgmma(space: Space, config: dict, rng: random.Random, extents: tuple[
 
 def wgmma_describe(config: dict) -> str:
     d = wgmma_decision(config)
+    split = f" split{config['split_k']}" if "split_k" in config else ""
     return (f"wgmma {config['bm']}x{config['bn']}x{config['swizzle'] // 2} consumers {d['consumers']} mw {d['mw']} "
-            f"st{config['stages']} g{config['group']} unroll {wgmma_unroll(config)}")
+            f"st{config['stages']} g{config['group']}{split} unroll {wgmma_unroll(config)}")
 
 
 # -- either template ------------------------------------------------------------------------------
@@ -216,30 +236,30 @@ def sample_any(spaces: dict, extents: tuple[int, int], rng: random.Random, local
     """(family, config): the template drawn first (uniformly among `spaces`, family -> Space), then
     its tiles jointly."""
     fam = rng.choice(sorted(spaces)) if len(spaces) > 1 else next(iter(spaces))
-    if fam == WG:
+    if fam in WG_FAMILIES:
         return fam, sample_wgmma(spaces[fam], extents, rng)
     return fam, sample(spaces[fam], extents, rng, local_pad=local_pad)
 
 
 def mutate_any(spaces: dict, family: str, config: dict, rng: random.Random, extents) -> dict | None:
-    if family == WG:
+    if family in WG_FAMILIES:
         return mutate_wgmma(spaces[family], config, rng, extents)
     return mutate(spaces[family], config, rng, extents)
 
 
 def threads_of(family: str, config: dict) -> int:
-    if family == WG:
+    if family in WG_FAMILIES:
         return 128 * (config["consumers"] + 1)
     from autosched.templates.gemm_tiles import threads
     return threads(config["bm"], config["bn"], config["wm"], config["wn"])
 
 
 def unroll_of(family: str, config: dict) -> int:
-    return wgmma_unroll(config) if family == WG else unroll(config)
+    return wgmma_unroll(config) if family in WG_FAMILIES else unroll(config)
 
 
 def describe_any(family: str, config: dict) -> str:
-    return wgmma_describe(config) if family == WG else describe(config)
+    return wgmma_describe(config) if family in WG_FAMILIES else describe(config)
 
 
 # -- seeds: the rule-based configs --------------------------------------------------------------------

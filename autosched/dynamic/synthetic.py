@@ -1,4 +1,4 @@
-"""A synthetic runner for hgemm_dyn: modelled times, for testing the dynamic pipeline on a machine
+"""A synthetic runner for hgemm_dyn, hgemm_wgmma and hgemm_wgmma_splitk: modelled times, for testing the dynamic pipeline on a machine
 with no GPU and no recording of the shapes it asks for (the probe instances are made up per
 micro-kernel, so no recording could hold them).
 
@@ -85,9 +85,37 @@ def modelled_wgmma_us(config: dict, M: int, N: int, K: int, device) -> float:
     return (max(us, floor) + LAUNCH_US) * (1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5))
 
 
+SPLIT_SYNC_US = 0.3          # a work unit's counter atomic and the wait on its partial's visibility
+
+
+def modelled_wgmma_splitk_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma_splitk, persistent over work units (tile, K slice): ceil(tiles x split_k / #SMs)
+    rounds of one unit an SM.  A unit is a wgmma tile over K / split_k at the efficiency of
+    `modelled_wgmma_us`, plus its FP32 partial written and, for the last slice, the others' read back
+    (at an SM's share of the bandwidth) and a counter's sync.  So at a small M, whose few tiles leave
+    SMs idle, more units fill them; at a large M the rounds only grow by the partials' cost.  The
+    memory floor adds the partials' traffic to the operands'.  MODELLED, not measured."""
+    c, sk = config, config["split_k"]
+    tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
+    eff = min(1.0, ai / 85.0) * (0.85 if c["consumers"] == 1 else 1.0) * (0.8 if c["stages"] == 2 else 1.0)
+    eff *= {32: 0.8, 64: 0.9, 128: 1.0}[c["swizzle"]]
+    k_slice = -(-K // sk)
+    partial = c["bm"] * c["bn"] * 4
+    unit_us = (2.0 * c["bm"] * c["bn"] * k_slice / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6
+               + partial * (2 - 1 / sk) / (BANDWIDTH / device.sm_count) * 1e6 + SPLIT_SYNC_US)
+    us = -(-tiles * sk // device.sm_count) * unit_us
+    floor = (2.0 * (N * K + M * K + M * N) + 2.0 * tiles * sk * partial) / BANDWIDTH * 1e6
+    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K, "wgs")).encode()).hexdigest()[:8], 16)
+    return (max(us, floor) + LAUNCH_US) * (1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5))
+
+
+MODELLED = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk")
+
+
 class SyntheticRunner(Runner):
-    """Answers hgemm_dyn and hgemm_wgmma specs from `modelled_us` / `modelled_wgmma_us` (any M, N, K):
-    a test double of GpuRunner."""
+    """Answers hgemm_dyn, hgemm_wgmma and hgemm_wgmma_splitk specs from `modelled_us`,
+    `modelled_wgmma_us` and `modelled_wgmma_splitk_us` (any M, N, K): a test double of GpuRunner."""
 
     name = "synthetic"
     needs_binary = False
@@ -105,14 +133,15 @@ class SyntheticRunner(Runner):
 
     def measure(self, spec, binary=None) -> Measurement:
         self.calls += 1
-        if spec.family not in ("hgemm_dyn", "hgemm_wgmma"):
-            return Measurement(Status.NOT_RECORDED, error=f"the synthetic runner models hgemm_dyn and hgemm_wgmma "
+        if spec.family not in MODELLED:
+            return Measurement(Status.NOT_RECORDED, error=f"the synthetic runner models {', '.join(MODELLED)} "
                                f"only, not {spec.family}", source="synthetic:model")
         cfg = dict(spec.config)
         args = {a.name: a.value for a in spec.args if a.role == "scalar"}
-        if spec.family == "hgemm_wgmma":
+        if spec.family in ("hgemm_wgmma", "hgemm_wgmma_splitk"):
             from autosched.dynamic.measurer import wgmma_registers
-            us = modelled_wgmma_us(cfg, args["M"], args["N"], args["K"], self._device)
+            model = modelled_wgmma_splitk_us if spec.family == "hgemm_wgmma_splitk" else modelled_wgmma_us
+            us = model(cfg, args["M"], args["N"], args["K"], self._device)
             return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=wgmma_registers(cfg),
                                smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
         b_col = int("b_col=1" in spec.workload_key)

@@ -15,8 +15,12 @@ Backends (`backend=`):
     which encode the buffers' base addresses: TensorMapCache encodes one per (buffer address, rows,
     kernel) on first sight and keeps its 128-byte device copy alive; the prefill reuses the same
     scratch buffers and weights, so after the first prompt of a length every call hits the cache.
-    Never split-K (hgemm_wgmma_splitk): its workspace and its rule on tiles follow M, and one binary
-    here serves every M (load() refuses a kernel that takes a workspace).
+    Split-K micro-kernels (hgemm_wgmma_splitk, a dynamic tuning result's only, never the ladder's)
+    are served while templates/hgemm_wgmma_splitk.py's dynamic switch is on (DYN_SPLIT_K_VERIFIED,
+    AUTOSCHED_DYN_SPLIT_K); off, an artifact holding one is not served (the ladder serves every M).
+    Their workspace (FP32 partials + tile counters) follows M: WorkspaceCache keeps one buffer per
+    stream, grown (and zeroed) only when a call's M needs more than any before; the counters sit at
+    a fixed place in it (dynamic_workspace) so that launches of any M leave them zeroed for the next.
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);
@@ -39,7 +43,8 @@ Which kernel serves M:
         the 128 x 256 tile of two consumers (the template's default, ~95% of cuBLAS at 4096^3).
 
 Host cost per call: a bisect over M, on wgmma three dict lookups for the maps (a driver encode only on
-a miss), a dict lookup of the launch config per grid, and cuda.core's launch (`host_overhead_us`).
+a miss), on split-K the workspace's offset and one dict lookup (an allocation only when it grows), a
+dict lookup of the launch config per grid, and cuda.core's launch (`host_overhead_us`).
 """
 
 from __future__ import annotations
@@ -56,13 +61,15 @@ from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
 from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
                                               wgmma_estimate, wgmma_ladder)
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
+from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate, counter_bytes, dyn_split_k_enabled,
+                                                    dynamic_workspace)
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
 # H100 (2026-11-23): the 45 prefill-wgmma GPU tests pass, and the 7B prefill of 2048 tokens takes 94.3 ms
 # on wgmma against 171.9 ms on mma.  The environment variable overrides it for one process (=0: mma).
 WGMMA_IN_AUTO = True
 BACKENDS = ("auto", "wgmma", "mma")
-DYN, WG = "hgemm_dyn", "hgemm_wgmma"
+DYN, WG, WGS = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk"
 
 
 def wgmma_in_auto() -> bool:
@@ -146,6 +153,57 @@ class TensorMapCache:
         return len(self.maps)
 
 
+def workspace_grant(capacity: int, need: int, granule: int = 1 << 20) -> int:
+    """Bytes to allocate for a call needing `need` where `capacity` are held: 0 (reuse) when they
+    suffice, else `need` rounded up to `granule` (a run of growing Ms grows the buffer rarely)."""
+    return 0 if need <= capacity else -(-need // granule) * granule
+
+
+class WorkspaceCache:
+    """A split-K workspace per stream (launches on one stream run in order, so they may share one;
+    two streams' launches could overlap, so they may not), the largest grant so far.  A new buffer
+    is zeroed (the kernel expects zeroed counters and leaves them so), the one it replaces freed in
+    stream order after the launches that still read it.  allocate(nbytes, stream) -> (address,
+    handle), zero(address, nbytes, stream), free(handle, stream): the device's by default, a test's
+    where given."""
+
+    def __init__(self, allocate=None, zero=None, free=None):
+        self._allocate, self._zero, self._free = allocate or _ws_allocate, zero or _ws_zero, free or _ws_free
+        self.buffers: dict = {}        # stream key -> (address, capacity, handle)
+        self.allocations = 0
+
+    def address(self, stream, need: int) -> int:
+        key = None if stream is None else int(stream.handle)
+        held = self.buffers.get(key)
+        if held is not None and need <= held[1]:
+            return held[0]
+        nbytes = workspace_grant(held[1] if held else 0, need)
+        addr, handle = self._allocate(nbytes, stream)
+        self._zero(addr, nbytes, stream)
+        self.allocations += 1
+        if held is not None:
+            self._free(held[2], stream)
+        self.buffers[key] = (addr, nbytes, handle)
+        return addr
+
+
+def _ws_allocate(nbytes: int, stream):
+    from cuda.core import Device
+    buf = Device().allocate(nbytes, stream=stream)
+    return int(buf.handle), buf
+
+
+def _ws_zero(address: int, nbytes: int, stream) -> None:
+    from cuda.bindings import driver
+
+    from autosched.runtime import check
+    check(driver.cuMemsetD8Async(address, 0, nbytes, int(stream.handle)))
+
+
+def _ws_free(handle, stream) -> None:
+    handle.close(stream)
+
+
 def _upload(blob: bytes, stream):
     """128 bytes to a new device buffer, ordered on `stream` before the launch that reads them."""
     from cuda.bindings import driver
@@ -203,7 +261,7 @@ class HgemmDispatch:
             raise ValueError(f"K={K}: rows of X and W are read in 16-byte chunks, so K must be a multiple of 8")
         self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
         self.backend = resolve_backend(backend, N, K, dtype, device)
-        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate()}
+        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate(), WGS: HgemmWgmmaSplitKDynTemplate()}
         self.template = self.templates[self.backend]
         if result is None and db_path is not None:
             result = find_dynamic_result(db_path, N, K, device.key, dtype)
@@ -213,6 +271,10 @@ class HgemmDispatch:
         if result is not None and self.backend == DYN and any(k.family != DYN for k in result.kernels):
             self.note = (f"the dynamic artifact holds {WG} micro-kernels, which backend mma does not launch: "
                          "its ladder serves every M")
+            result = None
+        if result is not None and any(k.family == WGS for k in result.kernels) and not dyn_split_k_enabled():
+            self.note = (f"the dynamic artifact holds {WGS} micro-kernels, not yet verified on a GPU "
+                         "(DYN_SPLIT_K_VERIFIED off; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
             result = None
         self.result = result
         self.configs: list[dict] = []
@@ -239,13 +301,18 @@ class HgemmDispatch:
         self._tops = [t for t, _ in self._ladder]
         self._kernels = None
         self.tensormaps = TensorMapCache()
+        # the split-K counters' place in the workspace: room for the most tiles any served M makes
+        top = max(m_max, self.hi)
+        self.counter_region = max([counter_bytes(-(-top // c["bm"]) * -(-N // c["bn"]))
+                                   for c, f in zip(self.configs, self.families) if f == WGS] or [0])
+        self.workspaces = WorkspaceCache()
 
     def _space(self, family: str):
         from autosched.workloads import Hgemm
         if family == DYN:
             return micro_kernel_space(self.N, 1, self.device)
         w = Hgemm(self.m_max, self.N, self.K, b_col=1, bf16=int(self.dtype == "bf16"))
-        return self.templates[WG].space(w, self.device)
+        return self.templates[family].space(w, self.device)
 
     # -- host side: which kernel, its spec -------------------------------------------------------
     def index(self, M: int) -> int:
@@ -260,7 +327,7 @@ class HgemmDispatch:
         return self.configs[self.index(M)]
 
     def family(self, M: int) -> str:
-        """hgemm_dyn or hgemm_wgmma: the template of the kernel that serves M."""
+        """hgemm_dyn, hgemm_wgmma or hgemm_wgmma_splitk: the template of the kernel that serves M."""
         return self.families[self.index(M)]
 
     def source(self, M: int) -> str:
@@ -273,8 +340,9 @@ class HgemmDispatch:
 
     def _grid(self, i: int, M: int) -> tuple[int, int, int]:
         c = self.configs[i]
-        if self.families[i] == WG:             # persistent: a CTA per SM at most
-            return (min(-(-M // c["bm"]) * -(-self.N // c["bn"]), self.device.sm_count), 1, 1)
+        if self.families[i] in (WG, WGS):      # persistent over work units: a CTA per SM at most
+            units = -(-M // c["bm"]) * -(-self.N // c["bn"]) * c.get("split_k", 1)
+            return (min(units, self.device.sm_count), 1, 1)
         return (-(-self.N // c["bn"]), -(-M // c["bm"]), 1)
 
     def workload(self, M: int):
@@ -307,12 +375,18 @@ class HgemmDispatch:
         return f"{n}x{k} {self.dtype} GEMM: default {name} configs by M ({rungs}) ({why})"
 
     # -- device side --------------------------------------------------------------------------
+    def workspace(self, i: int, M: int) -> tuple[int, int]:
+        """(offset, bytes) of kernel i's workspace at M in this dispatcher's shared layout."""
+        c = self.configs[i]
+        return dynamic_workspace(M, self.N, c["bm"], c["bn"], c["split_k"], self.counter_region)
+
     def load(self, builder) -> None:
         from autosched.launch import LoadedKernel
         specs = self.specs()
-        scratch = [s.name_expression for s in specs if any(a.role == "workspace" for a in s.args)]
+        # __call__ passes the workspace of split-K kernels (WorkspaceCache); no other kernel may want one
+        scratch = [s.name_expression for s, f in zip(specs, self.families)
+                   if f != WGS and any(a.role == "workspace" for a in s.args)]
         if scratch:
-            # __call__ passes maps and sizes only; the dynamic-M space has no split-K to pick
             raise ValueError(f"HgemmDispatch cannot launch kernels that take a workspace: {scratch}")
         list(builder.build_many(specs))
         self._kernels = [LoadedKernel(s, builder) for s in specs]
@@ -327,14 +401,22 @@ class HgemmDispatch:
             raise RuntimeError("HgemmDispatch.load(builder) first")
         i = self.index(M)
         c = self.configs[i]
-        if self.families[i] == WG:
+        fam = self.families[i]
+        if fam in (WG, WGS):
             xa, wa, ya = int(ptr(x)), int(ptr(w)), int(ptr(y))
             tm = self.tensormaps
             # keys: what each map encodes beyond the kernel i (its boxes): the address and the rows
             a = tm.get((0, xa, M, i), lambda: self._map_params(i, 0, M), xa, stream)
             b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa, stream)
             cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya, stream)
-            grid = (min(-(-M // c["bm"]) * -(-self.N // c["bn"]), self.device.sm_count), 1, 1)
+            tiles = -(-M // c["bm"]) * -(-self.N // c["bn"])
+            if fam == WGS:
+                off, need = self.workspace(i, M)
+                ws = np.uint64(self.workspaces.address(stream, need) + off)
+                self._kernels[i].launch(stream, (min(tiles * c["split_k"], self.device.sm_count), 1, 1), a, b, cm,
+                                        np.int32(M), np.int32(self.N), np.int32(self.K), ws)
+                return
+            grid = (min(tiles, self.device.sm_count), 1, 1)
             self._kernels[i].launch(stream, grid, a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
             return
         self._kernels[i].launch(stream, (-(-self.N // c["bn"]), -(-M // c["bm"]), 1), ptr(x), ptr(w), ptr(y),
@@ -342,8 +424,9 @@ class HgemmDispatch:
 
 
 def _short(family: str, c: dict) -> str:
-    if family == WG:
-        return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}"
+    if family in (WG, WGS):
+        split = f" split{c['split_k']}" if family == WGS else ""
+        return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}{split}"
     return f"mma {c['bm']}x{c['bn']} warp {c['wm']}x{c['wn']} bk{c['bk']}"
 
 

@@ -10,8 +10,13 @@ Here hgemm_wgmma stays what was measured, split_k 1 is hgemm_wgmma itself (this 
 and tuning searches both as templates of the hgemm family, selection serving the fastest measured.
 Knobs: hgemm_wgmma's (no clusters: the work units are not paired) and split_k.  Its space is empty
 on shapes whose every tile leaves two waves of tiles or more (4096^3): there the grid is full
-without it, and the tuner and the bench pass over it.  Never dynamic-M (ops.HgemmDispatch,
-autosched.dynamic): the workspace and the rule on tiles follow M.
+without it, and the tuner and the bench pass over it.
+
+HgemmWgmmaSplitKDynTemplate is the same kernel as a dynamic-M micro-kernel (autosched.dynamic,
+ops.HgemmDispatch): M is a run-time argument of the kernel already, so only the rules that read M
+(tiles against the SMs, the workspace cap) leave its space, and the workspace is sized per launch by
+whoever launches it (dynamic_workspace below).  Gated by its own switch, DYN_SPLIT_K_VERIFIED: the
+static switch was earned by GPU tests of one workspace per M, not of one workspace reused across Ms.
 """
 
 from __future__ import annotations
@@ -37,11 +42,49 @@ def split_k_enabled() -> bool:
     return SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
 
 
+# THE dynamic-M split-K switch: off until `bash scripts/gpu_check.sh dyn-splitk` has passed on an H100
+# (dispatched split-K micro-kernels vs float64 over ragged Ms through one reused workspace, memcheck,
+# racecheck); the session that sees it pass flips this constant.  AUTOSCHED_DYN_SPLIT_K=1 in the
+# environment turns it on for one process (=0 off).  Off, the dynamic tuner never samples the family
+# and ops.HgemmDispatch serves no artifact's split-K micro-kernel.
+DYN_SPLIT_K_VERIFIED = False
+
+
+def dyn_split_k_enabled() -> bool:
+    env = os.environ.get("AUTOSCHED_DYN_SPLIT_K")
+    return DYN_SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+
+
 def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
     """HgemmWgmmaSplitK's workspace: a u32 counter per output tile padded to 256 bytes, then
     split_k x tiles FP32 partial tiles of bm x bn."""
     tiles = -(-M // bm) * -(-N // bn)
-    return -(-tiles * 4 // 256) * 256 + split_k * tiles * bm * bn * 4
+    return counter_bytes(tiles) + split_k * tiles * bm * bn * 4
+
+
+def counter_bytes(tiles: int) -> int:
+    """The counters' part of the workspace: a u32 per tile, padded to 256 bytes (the .cuh's
+    HgemmWgmmaSplitK::partial)."""
+    return -(-tiles * 4 // 256) * 256
+
+
+def dynamic_workspace(M: int, N: int, bm: int, bn: int, split_k: int, counter_region: int) -> tuple[int, int]:
+    """(offset, bytes needed) of one launch in a workspace that launches of any M and any tile share.
+
+    The kernel puts its counters at its pointer and its partials right after ceil(tiles * 4 / 256)
+    * 256 bytes, both following its tiles; it resets each counter it used and expects the buffer
+    zeroed once.  Sharing one buffer between launches of different tile counts as is would put one
+    launch's counters on another's stale partials.  So the pointer is moved forward by
+    counter_region - counter_bytes(tiles): every launch's counters then end at counter_region, in
+    the first counter_region bytes that no partial ever touches (zeroed once, left zeroed by every
+    launch), and every launch's partials start at counter_region.  counter_region: counter_bytes of
+    the most tiles any launch may have (the largest M served, the smallest tile)."""
+    tiles = -(-M // bm) * -(-N // bn)
+    cb = counter_bytes(tiles)
+    if cb > counter_region:
+        raise ValueError(f"M={M}: {tiles} tiles of {bm}x{bn} need {cb} B of counters, over the {counter_region} "
+                         "B the workspace was laid out for")
+    return counter_region - cb, counter_region + split_k * tiles * bm * bn * 4
 
 
 class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
@@ -106,3 +149,22 @@ class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
                             ctype="unsigned char*")
         # persistent: a CTA per work unit up to one per SM
         return self.header, expr, min(tiles * split, device.sm_count), None, (workspace,)
+
+
+class HgemmWgmmaSplitKDynTemplate(HgemmWgmmaSplitKTemplate):
+    """hgemm_wgmma_splitk as a dynamic-M micro-kernel (as HgemmWgmmaDynTemplate is hgemm_wgmma's):
+    the same kernel, family and knobs; its space reads no M, so one binary serves every M.  The
+    rules that read M (fewer tiles than two waves, the workspace cap) are the cost model's business
+    here: a split-K micro-kernel is picked only where it is predicted fastest, and the workspace of
+    a launch follows that launch's M.  The workspace ArgSpec is sized for the M rendered for (what
+    the measuring worker allocates); ops.HgemmDispatch lays one buffer out for all Ms instead
+    (dynamic_workspace)."""
+    dynamic_m = True
+
+    def _space(self, workload, device) -> Space:
+        base = HgemmWgmmaTemplate._space(self, workload, device)     # dynamic_m: no rule on M
+        K = workload.K
+        rule = Constraint("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
+                          lambda sw, sk: -(-K // bk_of(sw)) >= sk)
+        knob = Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last")
+        return Space([*base.knobs, knob], [*base.constraints, rule])

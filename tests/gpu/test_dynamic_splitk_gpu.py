@@ -1,0 +1,136 @@
+"""On an sm_90 GPU: split-K micro-kernels (hgemm_wgmma_splitk) served for a dynamic M by
+ops.HgemmDispatch, against float64, on ragged Ms called in a row through one dispatcher, so one
+workspace per stream is reused by launches of other Ms, other tile counts and other configs, and
+grown (M larger than the first call's) and shrunk (smaller) in between: a counter a launch failed to
+reset, or a partial landing on another launch's counters, shows as a wrong result of a later call.
+What must pass (with scripts/gpu_check.sh dyn-splitk's sanitizers) before DYN_SPLIT_K_VERIFIED flips."""
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+WGS, WG = "hgemm_wgmma_splitk", "hgemm_wgmma"
+# one per split, the smallest tile and the prefill's 128 x 64 of two consumers among them
+SPLITS = [
+    {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 4, "group": 8, "split_k": 2},
+    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 4, "group": 1, "split_k": 4},
+    {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 64, "stages": 6, "group": 8, "split_k": 3},
+]
+PLAIN = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
+# kernel i serves M up to TOPS[i]: each split-K kernel a range, the plain wgmma one the rest
+TOPS = [64, 200, 700]
+SEQUENCE = [100, 1, 7, 64, 65, 129, 300, 777, 33, 700, 2048, 5, 100]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def switch_and_sm90():
+    from cuda.core import Device
+
+    from autosched.device import query
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+    Device(0).set_current()
+    why = HgemmWgmmaTemplate().device_refuses(query(0))
+    if why:
+        pytest.skip(why)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AUTOSCHED_DYN_SPLIT_K", "1")
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory):
+    from autosched.build import BuildCache, Builder
+    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
+        yield b
+
+
+def dispatcher(builder, N, K, kernels, tops, m_max=2048):
+    from autosched.device import query
+    from autosched.dynamic.handmade import handmade_result
+    from autosched.dynamic.workload import DynamicWorkload
+    from autosched.ops import HgemmDispatch
+    dev = query(0)
+    dw = DynamicWorkload.parse("hgemm", f"Mx{N}x{K}_bt", (1, m_max))
+    g = HgemmDispatch(N, K, dev, result=handmade_result(dw, kernels, tops, dev.key), backend="wgmma", m_max=m_max)
+    g.load(builder)
+    return g
+
+
+def _stream():
+    from cuda.core import Stream
+    return Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+
+
+def _check(y, x, w):
+    want = x.double() @ w.double().t()
+    assert torch.isfinite(y).all()
+    torch.testing.assert_close(y.double(), want, rtol=0, atol=1e-2 * float(want.abs().max()))
+
+
+@pytest.mark.parametrize("n, k", [(4096, 4096), (264, 4104), (1032, 520)])
+def test_dispatched_split_k_on_ragged_ms_through_one_workspace(builder, n, k):
+    g = dispatcher(builder, n, k, [(WGS, c) for c in SPLITS] + [(WG, PLAIN)], TOPS)
+    assert [g.family(m) for m in (1, 100, 300, 2048)] == [WGS, WGS, WGS, WG]
+    s = _stream()
+    gen = torch.Generator(device="cuda").manual_seed(n + k)
+    w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
+    grants = []
+    for M in SEQUENCE:
+        x = torch.randn((M, k), device="cuda", generator=gen).half()
+        y = torch.full((M, n), float("nan"), device="cuda").half()
+        g(s, x, w, y, M)
+        torch.cuda.synchronize()
+        _check(y, x, w)
+        grants.append(g.workspaces.allocations)
+    assert grants[0] == 1 and grants[-1] >= 2          # M larger than the first call's grew it
+    assert grants[-1] < len(SEQUENCE)                  # and smaller ones reused it
+
+
+@pytest.mark.parametrize("split", range(len(SPLITS)))
+def test_each_split_serves_every_m_on_one_workspace(builder, split):
+    """One split-K config over the whole range: the same workspace through tile counts from 1 to
+    hundreds, the same M twice in a row (its counters reset by the first)."""
+    g = dispatcher(builder, 4096, 4096, [(WGS, SPLITS[split])], [])
+    s = _stream()
+    w = (torch.randn((4096, 4096), device="cuda") / 64).half()
+    for M in (256, 1, 256, 17, 1000, 1000, 128, 2048, 3):
+        x = torch.randn((M, 4096), device="cuda").half()
+        y = torch.full((M, 4096), float("nan"), device="cuda").half()
+        g(s, x, w, y, M)
+        torch.cuda.synchronize()
+        _check(y, x, w)
+
+
+def test_two_streams_two_workspaces(builder):
+    g = dispatcher(builder, 1032, 520, [(WGS, SPLITS[0])], [])
+    w = (torch.randn((1032, 520), device="cuda") / 23).half()
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    from cuda.core import Stream
+    outs = []
+    for i, ts in enumerate(streams):
+        M = 100 + 37 * i
+        x = torch.randn((M, 520), device="cuda").half()
+        y = torch.full((M, 1032), float("nan"), device="cuda").half()
+        torch.cuda.synchronize()
+        g(Stream.from_handle(ts.cuda_stream), x, w, y, M)
+        outs.append((y, x))
+    torch.cuda.synchronize()
+    assert len(g.workspaces.buffers) == 2
+    for y, x in outs:
+        _check(y, x, w)
+
+
+def test_host_overhead_with_split_k(builder):
+    from autosched.ops.hgemm import host_overhead_us
+    g = dispatcher(builder, 4096, 4096, [(WGS, c) for c in SPLITS] + [(WG, PLAIN)], TOPS)
+    s = _stream()
+    x, w = torch.randn((2048, 4096), device="cuda").half(), torch.randn((4096, 4096), device="cuda").half()
+    y = torch.empty((2048, 4096), device="cuda").half()
+    us = host_overhead_us(g, s, x, w, y, [1, 64, 100, 300, 2048])
+    torch.cuda.synchronize()
+    n = g.workspaces.allocations
+    host_overhead_us(g, s, x, w, y, [1, 64, 100, 300, 2048], reps=50)
+    assert g.workspaces.allocations == n                 # warm: no allocation on the hot path
+    assert us < 40, us
