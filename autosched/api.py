@@ -524,5 +524,14 @@ __all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices
            "dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic"]
 
 
-# DietCode (autosched/dynamic): one tuning run for a whole range of M, a decision-tree dispatcher
-from autosched.dynamic.front import dynamic_dispatcher, dynamic_workload, export_dynamic, tune_dynamic  # noqa: E402,F401
+# DietCode (autosched/dynamic): one tuning run for a whole range of M, a decision-tree dispatcher.
+# Resolved on first use (PEP 562): dynamic.front imports this module, so importing it here at the end
+# made `import autosched.dynamic.front` on its own fail on a partly initialised module.
+_DYNAMIC = ("dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic")
+
+
+def __getattr__(name: str):
+    if name in _DYNAMIC:
+        from autosched.dynamic import front
+        return getattr(front, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -362,3 +362,12 @@ def test_probes_of_one_shape_are_measured_together(h100, dw):
     assert len(runs) == len(set(runner.order)), "a probe shape was left and came back"
     assert len(set(runner.order)) < len(runner.order), "no two probes shared a shape: the test shows nothing"
     assert all(mk.probes for mk in mks if not mk.error)
+
+
+def test_the_dynamic_front_imports_on_its_own():
+    """api re-exports the dynamic front, which imports api: either may be imported first."""
+    import sys
+    for first in ("autosched.dynamic.front", "autosched.api"):
+        r = subprocess.run([sys.executable, "-c", f"import {first}; import autosched; autosched.tune_dynamic"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, f"import {first} first: {r.stderr[-400:]}"
