@@ -145,6 +145,19 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
     return rows, summary
 
 
+def micro_kernel_templates(device, wgmma: bool = True) -> list:
+    """The dynamic run's micro-kernel templates on `device`: hgemm_dyn everywhere; wgmma's where the
+    GPU has it (sm_90), as the per-instance tuning searches every registry template, wgmma included;
+    and the split-K micro-kernels beside wgmma's while their dynamic switch is on (off until the
+    dyn-splitk GPU stage passes).  The results' settings record which ran."""
+    from autosched.templates.hgemm_dyn import HgemmDynTemplate
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
+    cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else []) + (
+        [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else [])
+    return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]
+
+
 def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool = True):
     """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
     the tuner's protocol), the dispatched kernel timed through the same runner, cuBLAS through torch
@@ -155,20 +168,11 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
     from autosched.database import Database
     from autosched.dynamic.tune import tune_dynamic
     from autosched.measure.gpu import GpuRunner
-    from autosched.templates.hgemm_dyn import HgemmDynTemplate
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
     from autosched.tuner import tune
     runner = GpuRunner()
     scratch = _Scratch(tempfile.mkdtemp(prefix="autosched-bench-dynamic-"))
     timing_builder = Builder(cache=BuildCache(scratch.path / "timing-build"))
-    # the micro-kernel templates: hgemm_dyn everywhere, and wgmma's where the GPU has it (sm_90), as the
-    # per-instance tuning searches every registry template, wgmma included
-    # and the split-K micro-kernels beside wgmma's while their dynamic switch is on (off until the
-    # dyn-splitk GPU stage passes); the settings record which templates ran
-    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
-    cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else []) + (
-        [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else [])
-    cands = [t for t in cands if getattr(t, "device_refuses", lambda d: None)(runner.device_info) is None]
+    cands = micro_kernel_templates(runner.device_info, wgmma)
     dyn_t = {t.family: t for t in cands}
 
     def cold(label: str, db_file=None):

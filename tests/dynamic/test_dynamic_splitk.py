@@ -9,7 +9,6 @@ import random
 
 import pytest
 
-import autosched.api  # noqa: F401  (autosched.dynamic.front imports it first)
 from autosched.api import AutoschedError
 from autosched.build import BuildCache, Builder
 from autosched.dynamic import sketch
@@ -353,14 +352,19 @@ def test_export_refuses_split_k_saying_why(mixed, h100, tmp_path):
         export_cu(mixed, tmp_path / "x.cu", h100)
 
 
-def test_the_bench_records_the_family_when_on(monkeypatch):
-    """gpu_harness's template list, read without a GPU: the source names the switch."""
-    import inspect
-
-    from autosched.benchmarks import dynamic as bench
-    src = inspect.getsource(bench.gpu_harness)
-    assert "HgemmWgmmaSplitKDynTemplate()" in src and "dyn_split_k_enabled()" in src
-    assert '"micro_kernel_templates": sorted(h.templates)' in inspect.getsource(bench.run_benchmark)
+def test_the_bench_runs_the_family_only_when_on(monkeypatch, h100):
+    """The dynamic bench's micro-kernel templates: split-K beside wgmma's only with its switch on,
+    neither where the GPU has no wgmma (the bench's settings record the list)."""
+    from autosched.benchmarks.dynamic import micro_kernel_templates
+    from autosched.device import DeviceInfo
+    fams = lambda dev, **kw: [t.family for t in micro_kernel_templates(dev, **kw)]  # noqa: E731
+    monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", "1")
+    assert fams(h100) == ["hgemm_dyn", "hgemm_wgmma", WGS]
+    assert fams(h100, wgmma=False) == ["hgemm_dyn"]
+    a100 = DeviceInfo(**{**h100.__dict__, "name": "A100", "cc": (8, 0)})
+    assert fams(a100) == ["hgemm_dyn"]
+    monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", "0")
+    assert fams(h100) == ["hgemm_dyn", "hgemm_wgmma"]
 
 
 # -- what the GPU stage will launch ---------------------------------------------------------------
