@@ -8,12 +8,13 @@ import re
 
 import pytest
 
-from autosched.build import BuildCache, Builder
 from autosched.registry import family, templates_for
 from autosched.runtime import tensormap_request
 from autosched.templates import HgemmWgmmaTemplate
 from autosched.templates.hgemm_wgmma import MAX_ACC, m_blocks, smem_bytes
 from autosched.workloads import Hgemm, WorkloadError
+
+from .wgmma_builds import assert_wgmma_builds_clean
 
 LAYOUTS = ("nn", "nt", "tn", "tt")
 
@@ -240,17 +241,4 @@ def test_corner_and_sampled_configs_compile_for_sm90a_without_spills(t, h100, tm
         cfgs = t.space(w, h100).enumerate()
         picks = _corners(cfgs) + rng.sample(cfgs, 1) + [t.default_config(w, h100)]
         specs += [t.render(w, c, h100) for c in picks]
-    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
-        for spec, binary in zip(specs, b.build_many(specs)):
-            assert binary.ok, (spec.name_expression, binary.error)
-            r = binary.resources
-            assert binary.cubin[:4] == b"\x7fELF"
-            assert r.spills == 0 and r.stack_bytes == 0, (spec.name_expression, r)
-            assert "sm_90a" in binary.log and "C7508" not in binary.log, binary.log
-            assert "Potential Performance Loss" not in binary.log, (spec.name_expression, binary.log)
-            consumers = dict(spec.config)["consumers"]
-            if consumers == 2:
-                # setmaxnreg.inc waits for registers the producer's .dec frees in the CTA's pool:
-                # 128 x 40 + 256 x 232 must fit in the 384 x R the CTA holds at entry
-                assert 128 * 40 + 256 * 232 <= 384 * r.registers, (spec.name_expression, r)
-            assert r.registers * spec.threads <= h100.regs_per_block
+    assert_wgmma_builds_clean(specs, tmp_path, h100)

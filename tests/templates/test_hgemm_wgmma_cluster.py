@@ -14,12 +14,14 @@ import types
 import pytest
 
 import autosched.templates.hgemm_wgmma as hw
-from autosched.build import BuildCache, Builder, build_id, compile_spec
+from autosched.build import build_id, compile_spec
 from autosched.registry import family
 from autosched.templates import HgemmWgmmaSplitKTemplate, HgemmWgmmaTemplate
 from autosched.templates.base import kernel_source
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, cluster_l2_bytes_saved, cluster_pairs
 from autosched.workloads import Hgemm
+
+from .wgmma_builds import assert_wgmma_builds_clean
 
 BIG = "4096x4096x4096_bt"
 C128 = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
@@ -239,13 +241,4 @@ def test_pair_configs_compile_for_sm90a_without_spills(on, h100, tmp_path):
             specs += [on.render(w, c, h100) for c in picks]
     names = {s.name_expression for s in specs}
     assert {n.rsplit(",", 1)[1] for n in names} == {" 0>", " 1>"}
-    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
-        for spec, binary in zip(specs, b.build_many(specs)):
-            assert binary.ok, (spec.name_expression, binary.error)
-            r = binary.resources
-            assert r.spills == 0 and r.stack_bytes == 0, (spec.name_expression, r)
-            # ptxas C7518 ("Potential Performance Loss: wgmma.mma_async instructions are serialized")
-            assert "Potential Performance Loss" not in binary.log, (spec.name_expression, binary.log)
-            assert r.registers * spec.threads <= h100.regs_per_block
-            if dict(spec.config)["consumers"] == 2:
-                assert 128 * 40 + 256 * 232 <= 384 * r.registers, (spec.name_expression, r)
+    assert_wgmma_builds_clean(specs, tmp_path, h100)

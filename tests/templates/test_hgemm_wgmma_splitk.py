@@ -17,7 +17,7 @@ import pytest
 
 import autosched.templates.hgemm_wgmma_splitk as hs
 from autosched import registry
-from autosched.build import BuildCache, Builder, build_id, compile_spec
+from autosched.build import build_id, compile_spec
 from autosched.measure.recording import Recording, shipped_recordings
 from autosched.registry import family
 from autosched.space import ConfigError
@@ -26,6 +26,8 @@ from autosched.templates.base import ArgSpec, kernel_source
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, m_blocks, smem_bytes
 from autosched.templates.hgemm_wgmma_splitk import workspace_bytes
 from autosched.workloads import Hgemm
+
+from .wgmma_builds import assert_wgmma_builds_clean
 
 SMALL = "128x4096x4096_bt"      # 64 tiles of 128 x 64: the prefill shape split-K is for
 BASE_KNOBS = ["bm", "bn", "consumers", "swizzle", "stages", "group"]
@@ -427,15 +429,7 @@ def test_extreme_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
         picks += rng.sample(cfgs, 1)
         specs += [t.render(w, c, h100) for c in picks]
     assert {dict(s.config)["split_k"] for s in specs} == {2, 3, 4}
-    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
-        for spec, binary in zip(specs, b.build_many(specs)):
-            assert binary.ok, (spec.name_expression, binary.error)
-            r = binary.resources
-            assert r.spills == 0 and r.stack_bytes == 0, (spec.name_expression, r)
-            assert "Potential Performance Loss" not in binary.log, (spec.name_expression, binary.log)
-            assert r.registers * spec.threads <= h100.regs_per_block
-            if dict(spec.config)["consumers"] == 2:
-                assert 128 * 40 + 256 * 232 <= 384 * r.registers, (spec.name_expression, r)
+    assert_wgmma_builds_clean(specs, tmp_path, h100)
 
 
 # -- the "workspace" role --------------------------------------------------------------------
