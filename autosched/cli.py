@@ -595,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "count even with the synthetic runner")
     s.add_argument("--templates", default=None, metavar="hgemm_dyn,hgemm_wgmma",
                    help="micro-kernel templates sampled (default: hgemm_dyn, with hgemm_wgmma on an sm_90 GPU, "
-                   "and hgemm_wgmma_splitk beside it once AUTOSCHED_DYN_SPLIT_K=1 or DYN_SPLIT_K_VERIFIED; "
+                   "and hgemm_wgmma_splitk beside it unless AUTOSCHED_DYN_SPLIT_K=0; "
                    "with --export hgemm_dyn only, since a result with wgmma kernels has no .cu export)")
     s.set_defaults(fn=cmd_tune_dynamic)
 

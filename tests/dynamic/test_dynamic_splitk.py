@@ -2,7 +2,8 @@
 no M, NVRTC builds its extremes for sm_90a, the workspace layout that launches of every M share keeps
 the counters apart from every partial, the dispatcher's workspace cache grows only when it must, the
 tuner (synthetic runner: MODELLED times) picks split-K at small M and not at large M with the switch
-on and never with it off, and the JSON artifact keeps the family.  Nothing here ran on a GPU."""
+on and never with it off, and the JSON artifact keeps the family.  Nothing here needs a GPU
+(tests/gpu/test_dynamic_splitk_gpu.py is the GPU side)."""
 
 import json
 import random
@@ -44,21 +45,22 @@ def on(monkeypatch):
 
 @pytest.fixture
 def off(monkeypatch):
-    monkeypatch.delenv("AUTOSCHED_DYN_SPLIT_K", raising=False)
+    monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", "0")
 
 
 # -- the switch ---------------------------------------------------------------------------------
 
-def test_switch_is_off_by_default_and_the_environment_overrides_it(monkeypatch):
+def test_switch_is_on_by_default_and_the_environment_overrides_it(monkeypatch):
     import autosched.templates.hgemm_wgmma_splitk as hs
     monkeypatch.delenv("AUTOSCHED_DYN_SPLIT_K", raising=False)
-    assert hs.DYN_SPLIT_K_VERIFIED is False and not dyn_split_k_enabled()
+    # flipped after `gpu_check.sh dyn-splitk` passed on an H100 (2026-11-23)
+    assert hs.DYN_SPLIT_K_VERIFIED is True and dyn_split_k_enabled()
     for v, want in (("1", True), ("0", False), ("", False), ("no", False)):
         monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", v)
         assert dyn_split_k_enabled() is want
     monkeypatch.delenv("AUTOSCHED_DYN_SPLIT_K")
-    monkeypatch.setattr(hs, "DYN_SPLIT_K_VERIFIED", True)
-    assert dyn_split_k_enabled()
+    monkeypatch.setattr(hs, "DYN_SPLIT_K_VERIFIED", False)
+    assert not dyn_split_k_enabled()
 
 
 # -- the template -------------------------------------------------------------------------------
