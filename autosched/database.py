@@ -123,10 +123,11 @@ class Database:
             # sqlite creates the file on connect: a refused new path must not leave an empty one
             if not existed and self.path.exists() and self.path.stat().st_size == 0:
                 self.path.unlink()
-            # a connection that could not write leaves the -wal and -shm it made (it cannot
-            # checkpoint; one that can removes them on close, and those left then are another
-            # process's): an empty -wal holds nothing, and no writer shares a file none can write
-            if isinstance(e, _Unwritable) and not any(_nonempty(p) for p in new_sides if p.name.endswith("-wal")):
+            # a refused connection can leave the -wal and -shm it made: one that could not write
+            # (it cannot checkpoint), and one on a damaged file (switching it to WAL mode made them
+            # before the damage showed).  An empty -wal holds nothing, so sides this open created
+            # go while their -wal is empty; a non-empty one may hold another process's pages
+            if not any(_nonempty(p) for p in new_sides if p.name.endswith("-wal")):
                 for p in new_sides:
                     p.unlink(missing_ok=True)
             if isinstance(e, sqlite3.OperationalError):        # locked, disk full, cannot open
