@@ -149,7 +149,7 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
     smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
     default, then two random ones; none where the GPU has no wgmma or the shape no split (an empty
-    space).  Of hgemm_wgmma_splitk, split_k = 4 on the smallest tile and on the most shared memory
+    space).  Of hgemm_wgmma_splitk, its deepest split on the smallest tile and on the most shared memory
     come first (so PER_TEMPLATE=2 keeps them); with the cluster knobs, cluster = 2 along M and along
     N on the smallest tile and on the most shared memory come before the rest."""
     from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
@@ -160,7 +160,8 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     picks = [max(cfgs, key=smem), min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
              max(cfgs, key=lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]), c["bn"], -c["group"]))]
     picks += [c for c in _default_and_random(template, workload, device) if c not in picks]
-    split = [c for c in cfgs if c.get("split_k", 1) == 4]
+    deepest = max((c.get("split_k", 1) for c in cfgs), default=1)
+    split = [c for c in cfgs if deepest > 1 and c["split_k"] == deepest]
     if split:   # hgemm_wgmma_splitk: its deepest split first (partials, counters, the last CTA's sum)
         picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
     pairs = [c for c in cfgs if c.get("cluster", 1) == 2]

@@ -1,7 +1,7 @@
 """Dynamic-M split-K against the non-split dynamic kernels and cuBLAS at small M (the weights-bound
 regime where 64 x 64 tiles leave SMs idle), N = K = 4096 by default: for each M, cuBLAS (torch), the
 wgmma ladder's kernel (what HgemmDispatch serves untuned), the best plain wgmma tile of
-dyn_splitk_common.TILES and the best split-K (those tiles x split_k 2..4), each served through
+dyn_splitk_common.TILES and the best split-K (those tiles x split_k 2..8), each served through
 HgemmDispatch (the workspace cache on the path), checked against float64 first, then timed as
 batches of back-to-back calls (CUDA events, median of batches: the host's per-call cost shows
 where it exceeds the kernel's).  Needs AUTOSCHED_DYN_SPLIT_K=1.
@@ -47,7 +47,7 @@ def main(N, K, ms) -> int:
         ladder = HgemmDispatch(N, K, query(0), backend="wgmma")
         ladder.load(b)
         kinds = {"plain": [(WG, config(*t)) for t in TILES],
-                 "split": [(WGS, config(*t, split_k=sk)) for t in TILES for sk in (2, 3, 4)]}
+                 "split": [(WGS, config(*t, split_k=sk)) for t in TILES for sk in (2, 3, 4, 6, 8)]}
         served = {k: [dispatcher(b, N, K, [fc], []) for fc in v] for k, v in kinds.items()}
         for M in ms:
             x = torch.randn((M, K), device="cuda").half()

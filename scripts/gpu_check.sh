@@ -9,8 +9,8 @@
 #                                        # (about 2 minutes; each step bounded, at most 5)
 #   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests, sanitizers, a timing (at most 200 s)
 #   bash scripts/gpu_check.sh splitk     # the template hgemm_wgmma_splitk (switch on for the stage): GPU tests,
-#                                        # memcheck and racecheck of split_k=4, timings of split 1 (hgemm_wgmma)
-#                                        # and split_k 2..4 vs cuBLAS (at most 150 s); passed on an H100 on
+#                                        # memcheck and racecheck of the deepest split, timings of split 1 (hgemm_wgmma)
+#                                        # and split_k 2..8 vs cuBLAS (at most 150 s); passed on an H100 on
 #                                        # 2026-11-23, so templates/hgemm_wgmma_splitk.py SPLIT_K_VERIFIED is True
 #   bash scripts/gpu_check.sh dyn-splitk # split-K micro-kernels for a dynamic M (switch on for the stage): GPU
 #                                        # tests of HgemmDispatch serving them vs float64 over ragged Ms through
@@ -111,14 +111,14 @@ splitk)
   timeout 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_splitk_gpu.py 2>&1 \
     | tee "$OUT/pytest-splitk.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
-  # the registry's picks of hgemm_wgmma_splitk put split_k = 4 first: PER_TEMPLATE=2 keeps just those
+  # the registry's picks of hgemm_wgmma_splitk put the deepest split first: PER_TEMPLATE=2 keeps just those
   for tool in memcheck racecheck; do
-    stage "$tool hgemm_wgmma_splitk split_k=4"
+    stage "$tool hgemm_wgmma_splitk, deepest split"
     TEMPLATES=hgemm_wgmma_splitk PER_TEMPLATE=2 timeout 25 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
       scripts/sanitize.py hgemm 300x264x200 136x264x520_tn_bf16 >"$OUT/$tool-splitk.log" 2>&1
     echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-splitk.log" | tail -6
   done
-  stage "timing split 1 (hgemm_wgmma), split_k 2..4 vs cuBLAS"
+  stage "timing split 1 (hgemm_wgmma), split_k 2..8 vs cuBLAS"
   timeout 40 "$PY" scripts/wgmma_splitk_timing.py 128x4096x4096_bt 128x4096x11008_bt 2>&1 | tee "$OUT/timing-splitk.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_SPLIT_K
@@ -130,7 +130,7 @@ dyn-splitk)
   timeout 70 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_dynamic_splitk_gpu.py 2>&1 \
     | tee "$OUT/pytest-dyn-splitk.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
-  # a ragged shape, split_k 2..4, Ms growing and shrinking the shared workspace
+  # a ragged shape, split_k 2..8, Ms growing and shrinking the shared workspace
   for tool in memcheck racecheck; do
     stage "$tool dynamic split-K"
     timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" scripts/sanitize_dyn_splitk.py \

@@ -5,7 +5,7 @@ float64:
     AUTOSCHED_DYN_SPLIT_K=1 compute-sanitizer --tool memcheck python3 scripts/sanitize_dyn_splitk.py
     AUTOSCHED_DYN_SPLIT_K=1 compute-sanitizer --tool racecheck python3 scripts/sanitize_dyn_splitk.py
 
-A ragged shape (N = 264, K = 520: tiles clipped at N, slices of unequal length), split_k 2, 4 and 3
+A ragged shape (N = 264, K = 520: tiles clipped at N, slices of unequal length), split_k 8, 4 and 3
 on the three tiles of dyn_splitk_common, Ms from 1 to 300 in an order that grows and shrinks the
 workspace.  Exit code 1 if any check failed.
 """
@@ -24,7 +24,7 @@ def main() -> int:
     Device(0).set_current()
     s = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
     N, K = 264, 520
-    kernels = [(WGS, config(*t, split_k=sk)) for t, sk in zip(TILES, (2, 4, 3))] + [(WG, config(*TILES[0]))]
+    kernels = [(WGS, config(*t, split_k=sk)) for t, sk in zip(TILES, (8, 4, 3))] + [(WG, config(*TILES[0]))]
     bad = n = 0
     with Builder() as b:
         g = dispatcher(b, N, K, kernels, [40, 90, 200], m_max=512)

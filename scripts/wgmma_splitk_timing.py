@@ -1,5 +1,5 @@
 """hgemm_wgmma_splitk beside hgemm_wgmma and cuBLAS on the prefill shapes with few output tiles: for
-each shape, split 1 (hgemm_wgmma itself) and split_k 2..4 (hgemm_wgmma_splitk), a few tiles (the best
+each shape, split 1 (hgemm_wgmma itself) and split_k 2..8 (hgemm_wgmma_splitk), a few tiles (the best
 of them printed per split), checked against float64 first, then timed as scripts/wgmma_timing.py
 times (CUDA events, median, L2 not flushed: a first look).  The templates are used directly, so the
 registry's split-K switch does not matter here.
@@ -30,7 +30,7 @@ def main(shapes):
     Device(0).set_current()
     torch.cuda.init()
     stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
-    templates = {1: HgemmWgmmaTemplate(), **dict.fromkeys((2, 3, 4), HgemmWgmmaSplitKTemplate())}
+    templates = {1: HgemmWgmmaTemplate(), **dict.fromkeys((2, 3, 4, 6, 8), HgemmWgmmaSplitKTemplate())}
     bad = 0
     with Builder() as builder:
         for shape in shapes:

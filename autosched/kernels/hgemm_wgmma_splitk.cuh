@@ -2,7 +2,8 @@
 // mbarrier ring and TMA-store epilogue, but the persistent grid walks work units (output tile,
 // K slice), so that a GEMM with few output tiles and a long K (128 prefill rows: 64 tiles of
 // 128 x 64 for 132 SMs) still fills the GPU.  Its template (templates/hgemm_wgmma_splitk.py)
-// renders SPLIT_K 2 to 4: one slice is hgemm_wgmma itself.  This kernel lives in its own file so
+// renders SPLIT_K 2, 3, 4, 6 and 8 (deep splits stream a skinny GEMM's weights through more SMs):
+// one slice is hgemm_wgmma itself.  This kernel lives in its own file so
 // that hgemm_wgmma.cuh, whose hash is the build id every measurement of hgemm_wgmma is keyed by,
 // stays byte for byte what was measured.
 //
@@ -50,7 +51,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
   static constexpr int TILE_VEC = BM * BN / 4;              // float4s of one tile's partial
   static constexpr int REDUCE_BAR = 3;                      // all consumers (1 and 2: one warpgroup each)
 
-  static_assert(SPLIT_K >= 2 && SPLIT_K <= 4, "split-K into 2 to 4 slices (1 is hgemm_wgmma itself)");
+  static_assert(SPLIT_K >= 2 && SPLIT_K <= 8, "split-K into 2 to 8 slices (1 is hgemm_wgmma itself)");
   static_assert(VEC * CT == TILE_VEC, "the consumers' fragments cover the tile once");
 
   static __device__ __forceinline__ float4* partial(unsigned char* ws, int tiles, int slice, int tile) {

@@ -151,7 +151,7 @@ class HgemmWgmmaTemplate(Template):
             Knob("bn", (64, 128, 192, 256), "columns of C a CTA tile holds: the wgmma N"),
             Knob("consumers", (1, 2), "consumer warpgroups issuing wgmma (one producer beside them)"),
             Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
-            Knob("stages", (2, 3, 4, 5, 6), "slots in the TMA ring"),
+            Knob("stages", (2, 3, 4, 5, 6, 7, 8), "slots in the TMA ring (deep rings keep a skinny GEMM's DRAM busy)"),
             Knob("group", (1, 4, 8, 16), "tile rows walked together by the persistent raster (L2 reuse)"),
         ]
         C = Constraint

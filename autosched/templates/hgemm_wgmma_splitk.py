@@ -6,7 +6,7 @@ of a full GPU (128 prefill rows: 64 tiles of 128 x 64 for 132 SMs).
 
 A template of its own beside hgemm_wgmma, not a knob of it: a knob would change hgemm_wgmma's build
 id and the keys of its configs, so none of its recordings or database rows would count any more.
-Here hgemm_wgmma stays what was measured, split_k 1 is hgemm_wgmma itself (this space holds 2 to 4),
+Here hgemm_wgmma stays what was measured, split_k 1 is hgemm_wgmma itself (this space holds 2, 3, 4, 6, 8),
 and tuning searches both as templates of the hgemm family, selection serving the fastest measured.
 Knobs: hgemm_wgmma's (no clusters: the work units are not paired) and split_k.  Its space is empty
 on shapes whose every tile leaves two waves of tiles or more (4096^3): there the grid is full
@@ -33,7 +33,7 @@ from autosched.workloads.base import WorkloadError
 # clean; 128x4096x4096 B(N,K) 90.5% of cuBLAS with split_k 2, 79.0% on hgemm_wgmma).
 # AUTOSCHED_WGMMA_SPLIT_K=0 in the environment leaves the template out of the family for one process.
 SPLIT_K_VERIFIED = True
-SPLIT_K_VALUES = (2, 3, 4)                  # the .cuh's static_assert (1 is hgemm_wgmma)
+SPLIT_K_VALUES = (2, 3, 4, 6, 8)            # within the .cuh's static_assert, 2 to 8 (1 is hgemm_wgmma)
 WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counters a launch may ask for
 
 
@@ -116,6 +116,9 @@ class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
             C(f"fewer output tiles than 2 x {sms} SMs", ("bm", "bn"), lambda bm, bn: tiles(bm, bn) < 2 * sms),
             C("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
               lambda sw, sk: -(-K // bk_of(sw)) >= sk),
+            # a deep split pays for partials that only a GPU short of tiles earns back
+            C(f"split_k above 4 only while its work units fill at most 2 x {sms} SMs", ("bm", "bn", "split_k"),
+              lambda bm, bn, sk: sk <= 4 or tiles(bm, bn) * sk <= 2 * sms),
             C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bm", "bn", "split_k"),
               lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
         ]

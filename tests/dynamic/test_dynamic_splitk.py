@@ -69,7 +69,7 @@ def test_the_space_reads_no_m(h100):
     t = HgemmWgmmaSplitKDynTemplate()
     assert t.family == WGS and t.dynamic_m and t.source_hash() == HgemmWgmmaSplitKTemplate().source_hash()
     spaces = [t.space(Hgemm.from_shape(f"{m}x4096x4096_bt"), h100) for m in (1, 100, 4096, 16384)]
-    assert spaces[0].names == BASE_KNOBS + ["split_k"] and spaces[0].knob("split_k").values == (2, 3, 4)
+    assert spaces[0].names == BASE_KNOBS + ["split_k"] and spaces[0].knob("split_k").values == (2, 3, 4, 6, 8)
     sets = [sorted(map(json.dumps, s.enumerate())) for s in spaces]
     assert sets[0] and all(x == sets[0] for x in sets)
     # 4096 x 4096 in 64 x 64 tiles fills the GPU many times over: the static template refuses it, not this one
@@ -284,13 +284,13 @@ def test_sketches_and_mutations_of_split_k(h100, dw):
     splits, moved = set(), False
     for _ in range(150):
         c = sketch.sample_wgmma(space, (dw.hi, dw.N), rng)
-        assert space.contains(c) and c["split_k"] in (2, 3, 4)
+        assert space.contains(c) and c["split_k"] in (2, 3, 4, 6, 8)
         splits.add(c["split_k"])
         m = sketch.mutate_wgmma(space, c, rng, (dw.hi, dw.N))
         if m is not None:
             assert m["consumers"] == c["consumers"] and space.contains(m) and m != c
             moved |= m["split_k"] != c["split_k"]
-    assert splits == {2, 3, 4} and moved
+    assert splits == {2, 3, 4, 6, 8} and moved
     assert "split" in sketch.describe_any(WGS, c) and sketch.threads_of(WGS, c) == 128 * (c["consumers"] + 1)
 
 

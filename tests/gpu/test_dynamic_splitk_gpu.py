@@ -14,7 +14,7 @@ WGS, WG = "hgemm_wgmma_splitk", "hgemm_wgmma"
 # one per split, the smallest tile and the prefill's 128 x 64 of two consumers among them
 SPLITS = [
     {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 4, "group": 8, "split_k": 2},
-    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 4, "group": 1, "split_k": 4},
+    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 8, "group": 1, "split_k": 6},
     {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 64, "stages": 6, "group": 8, "split_k": 3},
 ]
 PLAIN = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}

@@ -1,4 +1,4 @@
-"""On an sm_90 GPU: hgemm_wgmma_splitk's split_k 2, 3 and 4 are correct against float64 on ragged
+"""On an sm_90 GPU: hgemm_wgmma_splitk's split_k 2, 3, 4, 6 and 8 are correct against float64 on ragged
 shapes (slices of unequal length, tiles clipped at M and N), the prefill shape split-K is for, and a
 tn BF16 case.  The worker checks each config, times it (dozens of launches on the same workspace) and
 checks it again, so a tile counter the last CTA failed to reset shows as a wrong second check; the
@@ -18,6 +18,7 @@ from autosched.workloads import Hgemm
 
 pytestmark = pytest.mark.gpu
 
+SPLITS = [2, 3, 4, 6, 8]
 SHAPES = ["136x264x4104_bt", "128x4096x4096_bt", "128x1032x4104_tn_bf16", "296x264x200_tt"]
 
 
@@ -45,7 +46,7 @@ def measured(tmp_path_factory):
         items, what = [], {}
         for shape in SHAPES:
             w = Hgemm.from_shape(shape)
-            for sk in (2, 3, 4):
+            for sk in SPLITS:
                 for c in picks(t, w, dev, sk):
                     spec = t.render(w, c, dev)
                     what[len(items)] = (shape, sk, c, spec.name_expression)
@@ -54,7 +55,7 @@ def measured(tmp_path_factory):
     return [(info, results.get(i)) for i, info in what.items()]
 
 
-@pytest.mark.parametrize("split_k", [2, 3, 4])
+@pytest.mark.parametrize("split_k", SPLITS)
 def test_split_k_is_correct_and_resets_its_counters(measured, split_k):
     rows = [(info, m) for info, m in measured if info[1] == split_k]
     assert {info[0] for info, _ in rows} == set(SHAPES), "every shape has configs of this split"

@@ -140,12 +140,12 @@ def test_the_dynamic_m_template_never_splits(h100):
 
 # -- the template's space ----------------------------------------------------------------------
 
-def test_knobs_are_wgmma_s_and_split_k_2_to_4(t, h100):
+def test_knobs_are_wgmma_s_and_split_k_2_to_8(t, h100):
     space = t.space(Hgemm.from_shape(SMALL), h100)
-    assert space.names == BASE_KNOBS + ["split_k"] and space.knob("split_k").values == (2, 3, 4)
+    assert space.names == BASE_KNOBS + ["split_k"] and space.knob("split_k").values == (2, 3, 4, 6, 8)
     ok = {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 128, "stages": 6, "group": 1, "split_k": 2}
     assert space.contains(ok)
-    for bad in (1, 5):          # 1 is hgemm_wgmma itself
+    for bad in (1, 5, 7, 9):    # 1 is hgemm_wgmma itself
         assert any("not one of" in v for v in space.violations({**ok, "split_k": bad}))
 
 
@@ -154,8 +154,9 @@ def test_the_space_is_wgmma_s_times_the_splits_that_pass_the_rules(t, h100, shap
     w = Hgemm.from_shape(shape)
     wg = HgemmWgmmaTemplate().space(w, h100).enumerate()
     got = t.space(w, h100).enumerate()
-    want = [{**c, "split_k": sk} for c in wg for sk in (2, 3, 4)
+    want = [{**c, "split_k": sk} for c in wg for sk in (2, 3, 4, 6, 8)
             if -(-w.M // c["bm"]) * -(-w.N // c["bn"]) < 2 * h100.sm_count
+            and (sk <= 4 or -(-w.M // c["bm"]) * -(-w.N // c["bn"]) * sk <= 2 * h100.sm_count)
             and -(-w.K // (c["swizzle"] // 2)) >= sk
             and workspace_bytes(w.M, w.N, c["bm"], c["bn"], sk) <= hs.WORKSPACE_CAP]
     assert got and sorted(map(key, got)) == sorted(map(key, want))
@@ -219,7 +220,8 @@ def test_every_accepted_config_respects_the_rules(t, h100):
         w = Hgemm.from_shape(shape)
         for c in t.space(w, h100):
             tiles = -(-w.M // c["bm"]) * -(-w.N // c["bn"])
-            assert c["split_k"] in (2, 3, 4) and tiles < 2 * h100.sm_count
+            assert c["split_k"] in (2, 3, 4, 6, 8) and tiles < 2 * h100.sm_count
+            assert c["split_k"] <= 4 or tiles * c["split_k"] <= 2 * h100.sm_count
             assert -(-w.K // (c["swizzle"] // 2)) >= c["split_k"]
             assert workspace_bytes(w.M, w.N, c["bm"], c["bn"], c["split_k"]) <= hs.WORKSPACE_CAP
 
@@ -304,14 +306,14 @@ def test_build_id_follows_both_headers(monkeypatch):
     assert HgemmWgmmaSplitKTemplate().source_hash() == before
 
 
-def test_sanitizer_picks_put_split_k_4_first(t, h100):
+def test_sanitizer_picks_put_the_deepest_split_first(t, h100):
     w = Hgemm.from_shape("300x264x200")
     picks = family("hgemm").sanitize_picks(t, w, h100)
     space = t.space(w, h100)
     assert all(space.contains(c) for c in picks)
-    assert [c["split_k"] for c in picks[:2]] == [4, 4] and picks[0] != picks[1]
+    assert [c["split_k"] for c in picks[:2]] == [8, 8] and picks[0] != picks[1]
     smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
-    fours = [c for c in space if c["split_k"] == 4]
+    fours = [c for c in space if c["split_k"] == 8]
     assert picks[0]["bm"] * picks[0]["bn"] == min(c["bm"] * c["bn"] for c in fours)
     assert smem(picks[1]) == max(map(smem, fours))
     assert len({key(c) for c in picks}) == len(picks)
@@ -402,21 +404,23 @@ def _static_assert_fails(spec, expr):
 
 
 def test_static_assert_agrees_with_the_knob(t, h100):
-    """split_k 2..4 (the knob's values) compile; 1 (hgemm_wgmma's), 0 and 5 do not."""
+    """The knob's values (2, 3, 4, 6, 8) compile; 1 (hgemm_wgmma's), 0 and 9 fail the static_assert.  5 and 7
+    compile but are left out of the knob (a smaller space; 6 and 8 cover deep splits)."""
     w = Hgemm.from_shape(SMALL)
-    c = {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 128, "stages": 6, "group": 1, "split_k": 2}
+    # 16 tiles of 128 x 256: the deep splits fill the GPU without passing two waves
+    c = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 1, "split_k": 2}
     spec = t.render(w, c, h100)
     stem = spec.name_expression.rsplit(",", 1)[0]
     space = t.space(w, h100)
-    for k in (0, 1, 2, 3, 4, 5):
+    for k in (0, 1, 2, 3, 4, 6, 8, 9):
         accepted = space.contains({**c, "split_k": k})
         fails = _static_assert_fails(spec, f"{stem}, {k}>")
         assert accepted != fails, (k, accepted, fails)
 
 
 def test_extreme_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
-    """Per shape: the most shared memory, the most accumulators a thread, split_k 4 on the smallest
-    tile, and one at random."""
+    """Per shape: the most shared memory, the most accumulators a thread, the deepest split on the
+    smallest tile, and one at random."""
     rng = random.Random(11)
     specs = []
     for shape in ["136x264x4104_bt", SMALL, "128x4096x11008_tn_bf16", "296x264x200_tt", "128x1032x504_nn_bf16"]:
@@ -425,10 +429,12 @@ def test_extreme_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
         smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
         picks = [max(cfgs, key=smem), max(cfgs, key=lambda c: (m_blocks(c["bm"], c["consumers"]) * c["bn"],
                                                                c["consumers"] == 1)),
-                 min((c for c in cfgs if c["split_k"] == 4), key=lambda c: (c["bm"] * c["bn"], c["stages"]))]
+                 min((c for c in cfgs if c["split_k"] == max(x["split_k"] for x in cfgs)),
+                     key=lambda c: (c["bm"] * c["bn"], c["stages"]))]
         picks += rng.sample(cfgs, 1)
         specs += [t.render(w, c, h100) for c in picks]
-    assert {dict(s.config)["split_k"] for s in specs} == {2, 3, 4}
+    splits = {dict(s.config)["split_k"] for s in specs}
+    assert 8 in splits and splits <= {2, 3, 4, 6, 8}
     assert_wgmma_builds_clean(specs, tmp_path, h100)
 
 
