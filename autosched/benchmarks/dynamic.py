@@ -17,7 +17,9 @@ as a user tuning that alone would: its own fresh database and a Builder whose co
 a per-instance run would reuse what the dynamic run (or an earlier per-instance run) compiled and
 measured: an hgemm binary does not depend on M (nor a wgmma one on the shape), so its builds would
 be free.  The GPU runner's worker processes are started once, before any timing, and shared (the
-same for both sides).  The dispatched kernels are timed through a third builder, also on a fresh
+same for both sides); each tuning starts by having them forget the inputs and float64 references
+they hold (GpuRunner.forget_inputs), so each side pays for its own: the dynamic run for its row
+family's rows up to its largest M (measure/row_family.py), a per-instance run for its M's.  The dispatched kernels are timed through a third builder, also on a fresh
 cache, outside every timed tuning.  `--db PATH`: the dynamic runs' databases are kept beside PATH,
 one a workload (PATH's stem + the shape), each new.
 
@@ -184,6 +186,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         return Database(db_file or d / "tune.db"), Builder(cache=BuildCache(d / "build"))
 
     def dyn(dw):
+        runner.forget_inputs()
         db_file = None
         if db_path is not None:
             p = Path(db_path)
@@ -197,6 +200,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
             db.close()
 
     def inst(w, budget):
+        runner.forget_inputs()
         db, builder = cold("instance")
         try:
             r = tune(w, None, runner, db, strategy="evolutionary-model", trials=budget, builder=builder, seed=1)

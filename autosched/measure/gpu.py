@@ -94,6 +94,18 @@ class _Slot:
             self.restart()
         return result
 
+    def forget(self, timeout: float) -> None:
+        """The worker drops its inputs, references and row family (Worker.forget)."""
+        try:
+            self.conn.send(("forget",))
+            kind, _ = self._recv(timeout, "forget")
+        except (TimeoutError, WorkerDied, BrokenPipeError, OSError):
+            self.restart()                  # a fresh worker holds nothing either
+            return
+        if kind != "forgotten":
+            self.restart()
+        self.prepared = None
+
     def close(self) -> None:
         try:
             self.conn.send(None)
@@ -166,6 +178,12 @@ class GpuRunner(Runner):
 
     def measure(self, spec, binary) -> Measurement:
         return self._measure_on(self.slots[0], spec, binary)
+
+    def forget_inputs(self) -> None:
+        """Every worker drops the inputs and float64 references it holds, so that what is measured
+        next pays for its own, as in a fresh process (a benchmark's cold start)."""
+        for s in self.slots:
+            s.forget(self.prepare_timeout_s)
 
     def observe(self, workload_key: str, m: Measurement) -> None:
         full = m.runs == 0 or m.runs >= self.protocol.repeat      # 0: a row from before runs were kept

@@ -5,8 +5,11 @@ It is started (spawn) and fed by GpuRunner over a pipe.  Anything that can poiso
 kernel that hangs is killed from outside.
 
 Inputs are drawn with a fresh random seed for each workload a worker sees (recorded with every
-measurement); the float64 reference is computed once per workload on the host.  Before each
-config runs its output is poisoned with NaN, and it is checked both before and after timing.
+measurement); the float64 reference is computed once per workload on the host.  GEMMs whose A is
+stored row-major share one row family per N, K, layout and dtype (row_family.py): every M's inputs,
+reference and bound are the first M rows of the family's, drawn with the family's seed (the one
+recorded) and computed only for rows no earlier M needed.  Before each config runs its output is
+poisoned with NaN, and it is checked both before and after timing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from autosched import layouts
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.measure.protocol import Protocol, Timer
 from autosched.measure.result import Measurement, Status, summarize
+from autosched.measure.row_family import RowFamily
 from autosched.runtime import (allow_dynamic_smem, check, encode_tensormap, launch_config, load_kernel, ptr,
                                scalar)
 from autosched.templates.base import ArgSpec
@@ -29,13 +33,18 @@ from autosched.workloads import workload_from_key
 
 
 class _WorkloadState:
-    def __init__(self, device, stream, workload):
+    def __init__(self, device, stream, workload, family: RowFamily | None = None):
         self.workload = workload
-        self.seed = secrets.randbits(31)
-        self.inputs = workload.inputs(self.seed)
-        self.reference = workload.reference(self.inputs)
-        # workloads whose tolerance depends on the inputs (fp32 GEMM: sum |a||b|) give it once
-        self.bound = workload.error_bound(self.inputs) if hasattr(workload, "error_bound") else None
+        if family is not None:
+            # a member of a row family: views of rows the family drew and checked against already
+            self.seed = family.seed
+            self.inputs, self.reference, self.bound = family.view(workload)
+        else:
+            self.seed = secrets.randbits(31)
+            self.inputs = workload.inputs(self.seed)
+            self.reference = workload.reference(self.inputs)
+            # workloads whose tolerance depends on the inputs (fp32 GEMM: sum |a||b|) give it once
+            self.bound = workload.error_bound(self.inputs) if hasattr(workload, "error_bound") else None
         shape, dtype = workload.output_spec()
         self.out_host = np.empty(shape, dtype=dtype)
         self.out = device.allocate(max(1, self.out_host.nbytes), stream=stream)
@@ -117,6 +126,7 @@ class Worker:
         self.stream = self.device.create_stream()
         self.timer = Timer(self.device, self.stream, protocol)
         self.states: dict[str, _WorkloadState] = {}
+        self.family: RowFamily | None = None
         from autosched.device import query
         self.info = query(device_id)
 
@@ -124,14 +134,33 @@ class Worker:
         st = self.states.get(workload_key)
         if st is None:
             # one workload's buffers at a time: a record or tune run moves through shapes in order
-            for old in self.states.values():
-                for b in old.packed.values():
-                    b.close()
-                old.out.close()
-            self.states.clear()
-            st = self.states[workload_key] = _WorkloadState(self.device, self.stream,
-                                                                   workload_from_key(workload_key))
+            self._release_states()
+            w = workload_from_key(workload_key)
+            st = self.states[workload_key] = _WorkloadState(self.device, self.stream, w, self._family_of(w))
         return st
+
+    def _family_of(self, workload) -> RowFamily | None:
+        """The row family of `workload`, kept while its members come (one family at a time), or None
+        where its rows are not a family's (row_family.py)."""
+        key = workload.row_family_key() if hasattr(workload, "row_family_key") else None
+        if key is None:
+            return None
+        if self.family is None or self.family.key != key:
+            self.family = None              # the old family's arrays go before the new one's are drawn
+            self.family = RowFamily(workload, secrets.randbits(31))
+        return self.family
+
+    def _release_states(self) -> None:
+        for old in self.states.values():
+            for b in old.packed.values():
+                b.close()
+            old.out.close()
+        self.states.clear()
+
+    def forget(self) -> None:
+        """Drop every input, reference and family: the next measurement starts as a fresh worker's."""
+        self._release_states()
+        self.family = None
 
     def _read_output(self, st: _WorkloadState) -> np.ndarray:
         from cuda.bindings import driver
@@ -221,7 +250,8 @@ class Worker:
 
 
 def worker_main(device_id: int, conn, protocol: Protocol) -> None:
-    """Serve requests until told to stop: ("prepare", key), ("measure", spec, binary[, screen_over_us])."""
+    """Serve requests until told to stop: ("prepare", key), ("measure", spec, binary[, screen_over_us]),
+    ("forget",)."""
     try:
         w = Worker(device_id, protocol)
     except Exception:
@@ -243,6 +273,9 @@ def worker_main(device_id: int, conn, protocol: Protocol) -> None:
                 conn.send(("prepared", time.perf_counter() - t0))
             elif kind == "measure":
                 conn.send(("result", w.measure(*msg[1:])))
+            elif kind == "forget":
+                w.forget()
+                conn.send(("forgotten", None))
             else:
                 conn.send(("error", f"unknown request {kind!r}"))
         except Exception as e:

@@ -202,9 +202,33 @@ class Hgemm(Workload):
         sqrt(K) * eps of sum |a||b|; products of FP16 or BF16 values (11 or 8 significant bits) are
         exact in fp32's 24."""
         a, b = self.logical(inputs)
-        mag = np.abs(a) @ np.abs(b)
+        return self._out(self.bound_of(a @ b, np.abs(a) @ np.abs(b)))
+
+    def bound_of(self, ref: np.ndarray, mag: np.ndarray) -> np.ndarray:
+        """error_bound from the float64 product and sum |a||b| (logical layout)."""
         eps_out = EPS_BF16 if self.bf16 else EPS16
-        return self._out(eps_out * np.abs(a @ b) + 8.0 * np.sqrt(self.K) * EPS32 * mag + 1e-30)
+        return eps_out * np.abs(ref) + 8.0 * np.sqrt(self.K) * EPS32 * mag + 1e-30
+
+    # -- row families: every M of one N, K, layout and dtype over the same inputs ------------------
+
+    def row_family_key(self) -> str | None:
+        """The key of the workloads whose inputs, reference and bound are the first M rows of one
+        taller problem's (M left out), or None where rows of the output are not rows of the storage
+        (A stored (K, M), the blocked layout)."""
+        if self.a_col or self.blocked:
+            return None
+        return self.name + ":" + ",".join(f"{k}={v}" for k, v in self.params.items() if k != "M")
+
+    def draw_b(self, seed: int) -> np.ndarray:
+        """A row family's B in its storage: one draw per family seed."""
+        rng = np.random.default_rng([seed, 1 << 30])
+        return self._store(self._encode(rng.standard_normal((self.K, self.N), dtype=np.float32)), self.b_col)
+
+    def draw_a_rows(self, seed: int, block: int, rows: int) -> np.ndarray:
+        """Rows [block * rows, (block + 1) * rows) of a row family's A (row-major storage): each block
+        its own stream of the family seed, so a family grown in any order holds the same rows."""
+        rng = np.random.default_rng([seed, block])
+        return self._encode(rng.standard_normal((rows, self.K), dtype=np.float32))
 
     def output_spec(self):
         shape = (self.M // TILE, self.N // TILE, TILE, TILE) if self.blocked else (self.M, self.N)

@@ -49,7 +49,8 @@ def test_workload_list_covers_the_issue():
 
 def test_gpu_harness_starts_every_tuning_cold(h100, monkeypatch, tmp_path):
     """Each dynamic and each per-instance tuning gets its own new database and a Builder on a new,
-    empty compile cache (never the default one), and the scratch folder goes at the end."""
+    empty compile cache (never the default one) and workers that forgot their inputs, and the
+    scratch folder goes at the end."""
     from types import SimpleNamespace
 
     import autosched.dynamic.tune as dyn_tune
@@ -59,12 +60,19 @@ def test_gpu_harness_starts_every_tuning_cold(h100, monkeypatch, tmp_path):
     seen = []
 
     def record(kind, db, builder):
+        order.append(kind)
         root = builder.cache.root
         seen.append((kind, str(db.path), str(root), root.exists() and any(root.iterdir())))
         root.mkdir(parents=True, exist_ok=True)
         (root / "a-binary").write_text("built")            # what a compile would leave for the next one
 
-    monkeypatch.setattr(gpu, "GpuRunner", lambda: SyntheticRunner(h100))
+    order = []
+
+    class Forgetting(SyntheticRunner):
+        def forget_inputs(self):
+            order.append("forget")
+
+    monkeypatch.setattr(gpu, "GpuRunner", lambda: Forgetting(h100))
 
     def fake_dynamic(dw, templates, runner, db, builder=None, **kw):
         record("dynamic", db, builder)
@@ -88,6 +96,8 @@ def test_gpu_harness_starts_every_tuning_cold(h100, monkeypatch, tmp_path):
         for c in reversed(closers):
             c.close()
     assert [k for k, *_ in seen] == ["dynamic", "instance", "instance"] * 2
+    # the workers forget their inputs and references first: each tuning pays for its own
+    assert order == ["forget", "dynamic", "forget", "instance", "forget", "instance"] * 2
     assert len({db for _, db, _, _ in seen}) == len({root for _, _, root, _ in seen}) == 6
     assert not any(warm for *_, warm in seen)                  # every cache empty when its tuning starts
     assert all(not root.startswith(str(default_cache_dir())) for _, _, root, _ in seen)

@@ -1,0 +1,91 @@
+"""Row families (measure/row_family.py): the GEMMs of one N, K, layout and dtype share B and the
+first M rows of A, their reference and their bound, grown only for rows no earlier M needed; the
+worker keeps one family and forgets it on request."""
+
+import numpy as np
+import pytest
+
+from autosched.measure.gpu import GpuRunner
+from autosched.measure.row_family import BLOCK, RowFamily
+from autosched.measure.worker import Worker
+from autosched.workloads import Hgemm, Sgemm
+
+
+@pytest.mark.parametrize("layout, dtype", [("nn", "fp16"), ("nt", "fp16"), ("nt", "bf16"), ("nn", "bf16")])
+def test_a_member_is_the_first_rows_and_its_reference_and_bound_are_the_workload_s_own(layout, dtype):
+    fam = RowFamily(Hgemm.from_shape("200x72x40", layout=layout, dtype=dtype), seed=5)
+    for M in (1, 37, 130, 200):
+        w = Hgemm.from_shape(f"{M}x72x40", layout=layout, dtype=dtype)
+        inputs, ref, bound = fam.view(w)
+        assert inputs["A"].shape == (M, 40) and inputs["A"].flags.c_contiguous
+        # the workload's own float64 reference and bound of exactly these inputs
+        np.testing.assert_allclose(ref, w.reference(inputs), rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(bound, w.error_bound(inputs), rtol=1e-13, atol=1e-30)
+        assert ref.shape == w.output_spec()[0]
+
+
+def test_growing_computes_only_new_rows_at_least_doubling():
+    fam = RowFamily(Hgemm.from_shape("8x64x32_bt"), seed=1)
+    assert fam.rows == 0 and fam.products == 0
+    fam.view(Hgemm.from_shape("100x64x32_bt"))
+    assert fam.rows == 2 * BLOCK and fam.products == 2 * BLOCK
+    fam.view(Hgemm.from_shape("50x64x32_bt"))            # already drawn: nothing computed
+    assert fam.products == 2 * BLOCK
+    fam.view(Hgemm.from_shape("129x64x32_bt"))           # doubles: 256 rows, 128 of them new
+    assert fam.rows == 4 * BLOCK and fam.products == 4 * BLOCK
+    fam.view(Hgemm.from_shape("1000x64x32_bt"))          # past double: to the M asked, in whole blocks
+    assert fam.rows == 1024 and fam.products == 1024
+
+
+def test_rows_do_not_depend_on_the_order_ms_arrive_in():
+    grown, direct = RowFamily(Hgemm.from_shape("1x48x24_bt"), 9), RowFamily(Hgemm.from_shape("1x48x24_bt"), 9)
+    for M in (3, 70, 300):
+        grown.view(Hgemm.from_shape(f"{M}x48x24_bt"))
+    a, ref, bound = direct.view(Hgemm.from_shape("300x48x24_bt"))
+    a2, ref2, bound2 = grown.view(Hgemm.from_shape("300x48x24_bt"))
+    assert np.array_equal(a["A"], a2["A"]) and np.array_equal(a["B"], a2["B"])
+    np.testing.assert_allclose(ref, ref2, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(bound, bound2, rtol=1e-13, atol=1e-30)
+    other = RowFamily(Hgemm.from_shape("1x48x24_bt"), 10).view(Hgemm.from_shape("300x48x24_bt"))[0]
+    assert not np.array_equal(other["A"], a["A"])        # another seed, other inputs
+
+
+def test_family_keys_leave_m_out_and_nothing_else():
+    key = Hgemm.from_shape("100x4096x4096_bt").row_family_key()
+    assert key == Hgemm.from_shape("7x4096x4096_bt").row_family_key() and "M=" not in key
+    others = ["100x4096x4096", "100x4096x4096_bt_bf16", "100x4096x4104_bt", "100x4104x4096_bt"]
+    assert len({Hgemm.from_shape(s).row_family_key() for s in others} | {key}) == 5
+    # A stored (K, M) or blocked: a row of the output is not a row of the storage
+    assert Hgemm.from_shape("104x4096x4096", layout="tn").row_family_key() is None
+    assert Hgemm.from_shape("64x64x64", layout="bb").row_family_key() is None
+    with pytest.raises(ValueError, match="no row family"):
+        RowFamily(Hgemm.from_shape("64x64x64", layout="tn"), 1)
+    fam = RowFamily(Hgemm.from_shape("8x64x32_bt"), 1)
+    with pytest.raises(ValueError, match="not of the row family"):
+        fam.view(Hgemm.from_shape("8x64x48_bt"))
+
+
+def test_the_worker_keeps_one_family_and_forgets_it():
+    w = object.__new__(Worker)          # the family bookkeeping only: no GPU, no buffers
+    w.states, w.family = {}, None
+    f1 = w._family_of(Hgemm.from_shape("10x64x32_bt"))
+    assert f1 is not None and w._family_of(Hgemm.from_shape("300x64x32_bt")) is f1
+    f2 = w._family_of(Hgemm.from_shape("10x64x48_bt"))
+    assert f2 is not f1 and w.family is f2
+    assert w._family_of(Sgemm(64, 64, 64)) is None and w.family is f2     # no family: left as it is
+    w.forget()
+    assert w.family is None and w.states == {}
+
+
+def test_forget_inputs_reaches_every_worker():
+    class Slot:
+        def __init__(self):
+            self.forgot = []
+
+        def forget(self, timeout):
+            self.forgot.append(timeout)
+
+    r = object.__new__(GpuRunner)
+    r.slots, r.prepare_timeout_s = [Slot(), Slot()], 12.0
+    r.forget_inputs()
+    assert [s.forgot for s in r.slots] == [[12.0], [12.0]]
