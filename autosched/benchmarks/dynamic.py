@@ -17,7 +17,8 @@ as a user tuning that alone would: its own fresh database and a Builder whose co
 a per-instance run would reuse what the dynamic run (or an earlier per-instance run) compiled and
 measured: an hgemm binary does not depend on M (nor a wgmma one on the shape), so its builds would
 be free.  The GPU runner's worker processes are started once, before any timing, and shared (the
-same for both sides); each tuning starts by having them forget the inputs and float64 references
+same for both sides), and scikit-learn, which both sides' cost models use, is imported before any
+timing too; each tuning starts by having them forget the inputs and float64 references
 they hold (GpuRunner.forget_inputs), so each side pays for its own: the dynamic run for its row
 family's rows up to its largest M (measure/row_family.py), a per-instance run for its M's.  The dispatched kernels are timed through a third builder, also on a fresh
 cache, outside every timed tuning.  `--db PATH`: the dynamic runs' databases are kept beside PATH,
@@ -172,6 +173,10 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
     from autosched.measure.gpu import GpuRunner
     from autosched.tuner import tune
     runner = GpuRunner()
+    # what either side's first model fit would import, imported before any timing, as the workers
+    # are started before it (seconds of process start-up that neither tuning method is made of)
+    import sklearn.ensemble  # noqa: F401
+    import sklearn.tree  # noqa: F401
     scratch = _Scratch(tempfile.mkdtemp(prefix="autosched-bench-dynamic-"))
     timing_builder = Builder(cache=BuildCache(scratch.path / "timing-build"))
     cands = micro_kernel_templates(runner.device_info, wgmma)

@@ -132,6 +132,13 @@ def probe_workloads(config: dict, report: CompileReport, dw, device) -> dict:
     return out
 
 
+def _probe_order(workload_key: str) -> tuple:
+    from autosched.workloads import workload_from_key
+    w = workload_from_key(workload_key)
+    fam = w.row_family_key() if hasattr(w, "row_family_key") else None
+    return (fam or workload_key, w.M, workload_key)
+
+
 def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, versions=None) -> list[MicroKernel]:
     """Each config's compile report and probes; a probe the database holds (same build) is not taken
     again, and every new one is written to it."""
@@ -157,10 +164,10 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             spec = template.render(w, cfg, device)
             items.append((len(where), spec, builder.submit(spec) if builder is not None else None))
             where.append((mk, g, w))
-    # grouped by probe shape: a GPU worker keeps one workload's inputs and float64 reference at a
-    # time, so configs alternating between shapes would make it draw and compute them afresh for
-    # every probe (many micro-kernels share a probe shape: the same tile and grid)
-    items.sort(key=lambda it: it[1].workload_key)
+    # grouped by probe shape, and the shapes of one row family (measure/row_family.py: the same N')
+    # by growing M: a GPU worker keeps one workload's buffers at a time and a few families, whose
+    # rows it computes only as far as the largest M so far
+    items.sort(key=lambda it: _probe_order(it[1].workload_key))
     for i, m in runner.measure_stream(items):
         mk, g, w = where[i]
         if db is not None:

@@ -115,6 +115,8 @@ def zeroed_workspaces(args, allocate, zero) -> dict:
     return out
 
 
+# row families a worker keeps: a 4096 x 4096 one holds ~0.3 GB of float64 B, |B| and rows
+MAX_FAMILIES = 6
 SCREEN_RUNS = 3      # timed runs (after one warm-up) that decide whether a config is screened out
 
 
@@ -126,7 +128,7 @@ class Worker:
         self.stream = self.device.create_stream()
         self.timer = Timer(self.device, self.stream, protocol)
         self.states: dict[str, _WorkloadState] = {}
-        self.family: RowFamily | None = None
+        self.families: dict[str, RowFamily] = {}      # by key, least recently used first
         from autosched.device import query
         self.info = query(device_id)
 
@@ -140,15 +142,19 @@ class Worker:
         return st
 
     def _family_of(self, workload) -> RowFamily | None:
-        """The row family of `workload`, kept while its members come (one family at a time), or None
-        where its rows are not a family's (row_family.py)."""
+        """The row family of `workload`, or None where its rows are not a family's (row_family.py).
+        The MAX_FAMILIES used last are kept: a dynamic tuning's probes come back to a few (M, N')
+        shapes of each N' (the probe grids) round after round."""
         key = workload.row_family_key() if hasattr(workload, "row_family_key") else None
         if key is None:
             return None
-        if self.family is None or self.family.key != key:
-            self.family = None              # the old family's arrays go before the new one's are drawn
-            self.family = RowFamily(workload, secrets.randbits(31))
-        return self.family
+        fam = self.families.pop(key, None)
+        if fam is None:
+            while len(self.families) >= MAX_FAMILIES:     # the old arrays go before new ones are drawn
+                self.families.pop(next(iter(self.families)))
+            fam = RowFamily(workload, secrets.randbits(31))
+        self.families[key] = fam
+        return fam
 
     def _release_states(self) -> None:
         for old in self.states.values():
@@ -160,7 +166,7 @@ class Worker:
     def forget(self) -> None:
         """Drop every input, reference and family: the next measurement starts as a fresh worker's."""
         self._release_states()
-        self.family = None
+        self.families.clear()
 
     def _read_output(self, st: _WorkloadState) -> np.ndarray:
         from cuda.bindings import driver
@@ -251,7 +257,21 @@ class Worker:
 
 def worker_main(device_id: int, conn, protocol: Protocol) -> None:
     """Serve requests until told to stop: ("prepare", key), ("measure", spec, binary[, screen_over_us]),
-    ("forget",)."""
+    ("forget",).  With AUTOSCHED_WORKER_PROFILE=DIR in the environment, the worker runs under cProfile
+    and leaves DIR/worker-gpu<id>-<pid>.prof when it stops (where a measurement's time goes)."""
+    prof_dir = os.environ.get("AUTOSCHED_WORKER_PROFILE")
+    if not prof_dir:
+        return _serve(device_id, conn, protocol)
+    import cProfile
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(_serve, device_id, conn, protocol)
+    finally:
+        os.makedirs(prof_dir, exist_ok=True)
+        prof.dump_stats(os.path.join(prof_dir, f"worker-gpu{device_id}-{os.getpid()}.prof"))
+
+
+def _serve(device_id: int, conn, protocol: Protocol) -> None:
     try:
         w = Worker(device_id, protocol)
     except Exception:

@@ -65,16 +65,20 @@ def test_family_keys_leave_m_out_and_nothing_else():
         fam.view(Hgemm.from_shape("8x64x48_bt"))
 
 
-def test_the_worker_keeps_one_family_and_forgets_it():
+def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
+    import autosched.measure.worker as worker
+    monkeypatch.setattr(worker, "MAX_FAMILIES", 2)
     w = object.__new__(Worker)          # the family bookkeeping only: no GPU, no buffers
-    w.states, w.family = {}, None
+    w.states, w.families = {}, {}
     f1 = w._family_of(Hgemm.from_shape("10x64x32_bt"))
     assert f1 is not None and w._family_of(Hgemm.from_shape("300x64x32_bt")) is f1
     f2 = w._family_of(Hgemm.from_shape("10x64x48_bt"))
-    assert f2 is not f1 and w.family is f2
-    assert w._family_of(Sgemm(64, 64, 64)) is None and w.family is f2     # no family: left as it is
+    assert f2 is not f1 and w._family_of(Hgemm.from_shape("8x64x32_bt")) is f1     # both kept
+    f3 = w._family_of(Hgemm.from_shape("10x128x32_bt"))                              # f2 used least lately
+    assert list(w.families.values()) == [f1, f3]
+    assert w._family_of(Sgemm(64, 64, 64)) is None and list(w.families.values()) == [f1, f3]
     w.forget()
-    assert w.family is None and w.states == {}
+    assert w.families == {} and w.states == {}
 
 
 def test_forget_inputs_reaches_every_worker():
