@@ -5,9 +5,10 @@ evolutionary search -> selection -> verification -> decision tree.
     result.dispatcher(100)          # index of the micro-kernel for M = 100
     result.verification             # every tuning instance measured with its selected kernel
 
-Seeds: before the first round the rule-based configs that ops.hgemm serves over the range by default
-(sketch.seed_kernels: the templates' ladders) are measured like any micro-kernel, so the search starts
-from the known-good kernels, and they set selection's floor.
+Seeds: with the first round's picks the rule-based configs that ops.hgemm serves over the range by
+default (sketch.seed_kernels: the templates' ladders) are measured like any micro-kernel, in the same
+batch of builds and probes (one round trip of NVRTC and the GPU, not two), so the search goes on from
+the known-good kernels, and they set selection's floor.
 
 Rounds: the population (jointly sampled sketches, then their mutations) is ranked by what the
 ProbeModel predicts it would add to the instances' weighted throughput, each instance's as a share of
@@ -54,8 +55,8 @@ class DynamicResult:
     history: list[dict] = field(default_factory=list)   # per round: measured, best weighted score
     seeds: int = 0                        # of `measured`, the rule-based seeds (sketch.seed_kernels)
     artifact: object = None               # where front.tune_dynamic saved it (a Path); not in the JSON
-    # seconds by phase (seeds, probes: builds and probe timings; search: the models' fits and the
-    # evolution; verify: the instances' builds and timings; tree): where a run's time went
+    # seconds by phase (probes: builds and probe timings, the seeds' with the first round's; search:
+    # the models' fits and the evolution; verify: the instances' builds and timings; tree)
     phase_s: dict = field(default_factory=dict)
 
     @property
@@ -184,18 +185,11 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
             for fam, cfg in pairs:
                 builder.submit(by_family[fam].render(dw.largest, cfg, device))
 
-    # the seeds: measured before the first round, besides its sampled sketches
+    # the seeds: measured with the first round's picks, in one batch of builds and probes (a batch of
+    # their own before it would add a round trip of NVRTC and the GPU to every run); the first
+    # round's picks are then ranked by the probe model's prior, as they would be without seeds
     seeded = sketch.seed_kernels(dw, templates, device) if seeds else []
-    prebuild((f, c) for f, c, _ in seeded)
-    for fam, t in by_family.items():
-        cfgs = [c for f, c, _ in seeded if f == fam]
-        if cfgs:
-            for mk in measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers):
-                calls += len(mk.probes)
-                measured[_key(mk.family, mk.config)] = mk
-    lap("seeds")
-    if measured:
-        probe_model.fit(list(measured.values()))
+    seed_picks = [(f, c) for f, c, _ in seeded]
 
     pop = []
     while len(pop) < population:
@@ -225,11 +219,14 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
                     child = draw()
                 if child is not None and _key(*child) not in scored:
                     scored[_key(*child)] = (score(child), child)
-        ranked = [fc for _, fc in sorted(scored.values(), key=lambda sc: -sc[0]) if _key(*fc) not in measured]
+        seeds_now = [fc for fc in seed_picks if _key(*fc) not in measured] if r == 0 else []
+        ranked = [fc for _, fc in sorted(scored.values(), key=lambda sc: -sc[0])
+                  if _key(*fc) not in measured and fc not in seeds_now]
         n_explore = max(1, per_round // 4)
         picks = ranked[: per_round - n_explore]
         rest = ranked[per_round - n_explore:]
         picks += rng.sample(rest, min(n_explore, len(rest)))
+        picks = seeds_now + picks
         lap("search")
         new = []
         prebuild(picks)

@@ -332,7 +332,7 @@ def test_cli_synthetic_run_and_export(cli, tmp_path):
 
 def test_the_run_says_where_its_time_went(tuned):
     res = tuned[0]
-    assert set(res.phase_s) == {"seeds", "search", "probes", "verify", "tree"}
+    assert set(res.phase_s) == {"search", "probes", "verify", "tree"}     # the seeds probed with round 0
     assert all(v >= 0 for v in res.phase_s.values())
     # the laps cover the run from its first measurement to the tree: nothing large left uncounted
     assert 0.8 * res.elapsed_s <= sum(res.phase_s.values()) <= res.elapsed_s
@@ -371,3 +371,21 @@ def test_the_dynamic_front_imports_on_its_own():
         r = subprocess.run([sys.executable, "-c", f"import {first}; import autosched; autosched.tune_dynamic"],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, f"import {first} first: {r.stderr[-400:]}"
+
+
+def test_the_seeds_are_probed_in_one_batch_with_the_first_round(h100, dw, monkeypatch):
+    """One round trip of NVRTC and the GPU for the seeds and round 0's picks, not two: the first batch
+    holds the ladder's configs and the round's sampled ones."""
+    import autosched.dynamic.tune as dyn_tune
+    from autosched.dynamic.sketch import seed_kernels
+    batches = []
+    real = dyn_tune.measure_micro_kernels
+
+    def spy(template, cfgs, *a, **kw):
+        batches.append([dict(c) for c in cfgs])
+        return real(template, cfgs, *a, **kw)
+    monkeypatch.setattr(dyn_tune, "measure_micro_kernels", spy)
+    res = tune_dynamic(dw, HgemmDynTemplate(), SyntheticRunner(h100), None, rounds=2, per_round=6, seed=3)
+    seeds = [c for _, c, _ in seed_kernels(dw, [HgemmDynTemplate()], h100)]
+    assert len(batches) == 2 and res.seeds == len(seeds) == 3
+    assert batches[0][:3] == seeds and len(batches[0]) == 3 + 6 and len(batches[1]) == 6
