@@ -19,6 +19,8 @@ probe is one full wave of work units with the partials' traffic and the last sli
 
 from __future__ import annotations
 
+from concurrent.futures import as_completed
+
 import dataclasses
 from dataclasses import dataclass
 
@@ -144,18 +146,21 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
     again, and every new one is written to it."""
     device = runner.device_info
     build = runner.build_id(template)
-    out, items, where = [], [], []
     # every config's build is submitted before the first report waits on one: NVRTC runs on all cores
     # (one at a time, a wgmma micro-kernel's ~2 s compile each made most of a dynamic run's time)
     built = [builder.submit(template.render(dw.largest, cfg, device)) if builder is not None else None
              for cfg in configs]
-    for cfg, fut in zip(configs, built):
-        rep = compile_report(template, cfg, dw.largest, device, builder, built=fut)
-        mk = MicroKernel(dict(cfg), rep, {}, family=template.family)
-        out.append(mk)
+    out: list[MicroKernel | None] = [None] * len(configs)
+    where: list[tuple] = []
+
+    def probes_of(i: int) -> list[tuple]:
+        cfg = configs[i]
+        rep = compile_report(template, cfg, dw.largest, device, builder, built=built[i])
+        mk = out[i] = MicroKernel(dict(cfg), rep, {}, family=template.family)
         if rep.blocks_per_sm < 1:
             mk.error = f"does not fit on an SM ({rep.registers} registers x {rep.threads} threads, {rep.smem_bytes} B)"
-            continue
+            return []
+        items = []
         for g, w in probe_workloads(cfg, rep, dw, device).items():
             held = db.measured(w.key, device.key, template.family, build=build).get(config_hash(cfg)) if db else None
             if held is not None:
@@ -164,11 +169,24 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             spec = template.render(w, cfg, device)
             items.append((len(where), spec, builder.submit(spec) if builder is not None else None))
             where.append((mk, g, w))
-    # grouped by probe shape, and the shapes of one row family (measure/row_family.py: the same N')
-    # by growing M: a GPU worker keeps one workload's buffers at a time and a few families, whose
-    # rows it computes only as far as the largest M so far
-    items.sort(key=lambda it: _probe_order(it[1].workload_key))
-    for i, m in runner.measure_stream(items):
+        # the shapes of one row family (measure/row_family.py: the same N') by growing M: the worker
+        # computes a family's rows only as far as the largest M so far
+        return sorted(items, key=lambda it: _probe_order(it[1].workload_key))
+
+    def stream():
+        """Probe items as their kernels' builds finish (the probe shapes need the compile report): the
+        GPU measures the first kernels while NVRTC still compiles the rest."""
+        if builder is None:
+            order = range(len(configs))
+        else:
+            index: dict[int, list[int]] = {}
+            for i, f in enumerate(built):        # two configs of one kernel share a build's future
+                index.setdefault(id(f), []).append(i)
+            order = (i for f in as_completed(built) for i in index[id(f)])
+        for i in order:
+            yield from probes_of(i)
+
+    for i, m in runner.measure_stream(stream()):
         mk, g, w = where[i]
         if db is not None:
             db.add(w.key, device.key, template.family, mk.config, m, versions or {}, build=build)

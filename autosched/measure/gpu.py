@@ -226,11 +226,19 @@ class GpuRunner(Runner):
         for t in threads:
             t.start()
 
+        failed: list[BaseException] = []
+
         def feeder():
-            for item in items:
-                work.put(item)
-            for _ in threads:
-                work.put(stop)
+            # items may be a generator doing work of its own (waiting on builds): whatever it raises
+            # is raised here after the GPU threads sign off, never left to hang them
+            try:
+                for item in items:
+                    work.put(item)
+            except BaseException as e:
+                failed.append(e)
+            finally:
+                for _ in threads:
+                    work.put(stop)
 
         threading.Thread(target=feeder, daemon=True).start()
         finished = 0
@@ -240,6 +248,8 @@ class GpuRunner(Runner):
                 finished += 1
             else:
                 yield got
+        if failed:
+            raise failed[0]
 
     def close(self) -> None:
         for s in self.slots:

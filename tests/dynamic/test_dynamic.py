@@ -339,29 +339,58 @@ def test_the_run_says_where_its_time_went(tuned):
     assert DynamicResult.from_json(json.loads(json.dumps(res.to_json()))).phase_s == res.phase_s
 
 
-def test_probes_of_one_shape_are_measured_together(h100, dw):
-    """A GPU worker holds one workload's inputs and reference at a time: probes sent shape by shape
-    cost one reference per shape, not one per probe."""
+def test_probes_stream_as_their_builds_finish(h100, dw):
+    """The GPU measures a kernel's probes as soon as its build is done, not after the whole batch has
+    compiled: builds finishing last-submitted first are probed in that order, each kernel's probes
+    together and by growing M (the worker grows a row family only as far as it must)."""
+    import threading
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    class Builder:
+        def __init__(self):
+            self.futures = {}
+
+        def submit(self, spec):
+            # the probes' specs render the same kernel as the largest M's: one future a config
+            key = spec.name_expression
+            return self.futures.setdefault(key, Future())
+
     class Recording(SyntheticRunner):
         def measure_stream(self, items):
-            items = list(items)
-            self.order = [spec.workload_key for _, spec, _ in items]
-            return super().measure_stream(items)
+            self.order = []
+            for tag, spec, binary in items:
+                self.order.append(spec.workload_key)
+                yield tag, self.measure(spec, None)
 
     t = HgemmDynTemplate()
     space = t.space(dw.largest, h100)
     rng = random.Random(7)
     cfgs = []
-    while len(cfgs) < 12:
+    while len(cfgs) < 6:
         fam, c = sketch.sample_any({t.family: space}, (dw.hi, dw.N), rng, local_pad=1)
-        if c not in cfgs:
+        if c not in cfgs and all(t.render(dw.largest, c, h100).name_expression
+                                 != t.render(dw.largest, o, h100).name_expression for o in cfgs):
             cfgs.append(c)
-    runner = Recording(h100)
-    mks = measure_micro_kernels(t, cfgs, dw, runner)
-    runs = [k for i, k in enumerate(runner.order) if i == 0 or runner.order[i - 1] != k]
-    assert len(runs) == len(set(runner.order)), "a probe shape was left and came back"
-    assert len(set(runner.order)) < len(runner.order), "no two probes shared a shape: the test shows nothing"
-    assert all(mk.probes for mk in mks if not mk.error)
+    builder, runner = Builder(), Recording(h100)
+    done = SimpleNamespace(ok=True, resources=SimpleNamespace(registers=40, spills=0, smem_static=0))
+
+    def finish_in_reverse():
+        exprs = [t.render(dw.largest, c, h100).name_expression for c in cfgs]
+        while len(builder.futures) < len(cfgs):
+            pass
+        for e in reversed(exprs):
+            builder.futures[e].set_result(done)
+    threading.Thread(target=finish_in_reverse, daemon=True).start()
+    mks = measure_micro_kernels(t, cfgs, dw, runner, builder=builder)
+    assert all(mk.probes and not mk.error for mk in mks), [(mk.error, mk.report) for mk in mks]
+    assert [mk.config for mk in mks] == cfgs
+    probe_keys = [[w.key for w in probe_workloads(c, mk.report, dw, h100).values()] for c, mk in zip(cfgs, mks)]
+    firsts = [runner.order.index(keys[0]) for keys in probe_keys]
+    assert firsts == sorted(firsts, reverse=True), "the last build to finish was probed first"
+    for keys in probe_keys:
+        ms = [int(k.split("M=")[1].split(",")[0]) for k in sorted(keys, key=runner.order.index)]
+        assert ms == sorted(ms)
 
 
 def test_the_dynamic_front_imports_on_its_own():

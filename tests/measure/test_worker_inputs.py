@@ -1,6 +1,7 @@
-"""Row families (measure/row_family.py): the GEMMs of one N, K, layout and dtype share B and the
-first M rows of A, their reference and their bound, grown only for rows no earlier M needed; the
-worker keeps one family and forgets it on request."""
+"""What the GPU worker measures with, on the CPU: row families (measure/row_family.py), where the GEMMs
+of one N, K, layout and dtype share B and the first M rows of A, their reference and their bound,
+grown only for rows no earlier M needed; the worker keeps the families used last and forgets them on
+request; and GpuRunner.measure_stream's items fed from a generator that may fail."""
 
 import numpy as np
 import pytest
@@ -93,3 +94,30 @@ def test_forget_inputs_reaches_every_worker():
     r.slots, r.prepare_timeout_s = [Slot(), Slot()], 12.0
     r.forget_inputs()
     assert [s.forgot for s in r.slots] == [[12.0], [12.0]]
+
+
+def test_an_items_generator_that_raises_is_raised_not_hung():
+    """GpuRunner.measure_stream feeds items from a thread: a generator that fails there (a build that
+    raised) must end the stream with its error, not leave the GPU threads waiting."""
+    from types import SimpleNamespace
+
+    from autosched.measure.result import Measurement, Status
+
+    class Slot:
+        def measure(self, spec, binary, *a):
+            return Measurement(Status.OK, 1.0, 1.0, 0.0, 0.0)
+
+    r = object.__new__(GpuRunner)
+    r.slots, r._best_us, r.screen, r.build_wait_s = [Slot(), Slot()], {}, None, 0.0
+    r.timeout_s = r.prepare_timeout_s = 1.0
+    spec = SimpleNamespace(workload_key="k")
+
+    def items():
+        yield 0, spec, SimpleNamespace(ok=True)
+        raise RuntimeError("the build pool died")
+
+    got = []
+    with pytest.raises(RuntimeError, match="pool died"):
+        for tag, m in r.measure_stream(items()):
+            got.append(tag)
+    assert got == [0]
