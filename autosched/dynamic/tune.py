@@ -230,6 +230,11 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         lap("search")
         new = []
         prebuild(picks)
+        if r + 1 < rounds:
+            # the next round's likely picks compile (after these, on cores NVRTC would leave idle
+            # while the GPU probes them): the next ranking refits on this round's probes, but its top
+            # overlaps this one's runners-up, and a build already done costs that round nothing
+            prebuild([fc for fc in ranked[per_round - n_explore:] if fc not in picks][:per_round])
         for fam, t in by_family.items():
             cfgs = [c for f, c in picks if f == fam]
             if cfgs:

@@ -9,7 +9,8 @@ A, and its reference and bound are the same prefix of the taller one's, row for 
 keeps one B, A's rows drawn so far (in blocks of BLOCK rows, each from its own stream of the family
 seed, so the rows do not depend on the order Ms arrive in) and their reference and bound rows, and
 grows (at least doubling) only when an M needs rows it has not drawn: the new rows' products alone
-are computed.  B as float64 and |B| are kept, so growing is two products of the new rows only.
+are computed.  B as float64 and |B| as float32 are kept, so growing is two products of the new rows
+only: the reference in float64, the sum |a||b| that sizes the tolerance in float32.
 
 A measurement of a family member records the family seed: its inputs are rows 0..M-1 of the family
 that seed draws (draw_a_rows, draw_b), not Workload.inputs(seed).
@@ -29,8 +30,8 @@ class RowFamily:
             raise ValueError(f"{workload.key} has no row family (A is not stored row-major)")
         self.key, self.seed, self.workload = key, seed, workload
         self.b = workload.draw_b(seed)
-        b64 = workload.decode(workload._load(self.b, workload.b_col)).astype(np.float64)
-        self._b64, self._b64_abs = b64, np.abs(b64)
+        b32 = workload.decode(workload._load(self.b, workload.b_col))
+        self._b64, self._b32_abs = b32.astype(np.float64), np.abs(b32)
         K, N = workload.K, workload.N
         self.rows = 0
         self._a = workload._encode(np.empty((0, K), dtype=np.float32))
@@ -54,9 +55,11 @@ class RowFamily:
         w = self.workload
         target = -(-max(M, 2 * self.rows) // BLOCK) * BLOCK
         new = np.concatenate([w.draw_a_rows(self.seed, j, BLOCK) for j in range(self.rows // BLOCK, target // BLOCK)])
-        a64 = w.decode(new).astype(np.float64)
-        ref = a64 @ self._b64
-        bound = w.bound_of(ref, np.abs(a64) @ self._b64_abs)
+        a32 = w.decode(new)
+        ref = a32.astype(np.float64) @ self._b64
+        # sum |a||b| only sizes the tolerance: float32's few 1e-7 relative (its sums of positive
+        # terms) change the bound by as little, at half the cost of the float64 product
+        bound = w.bound_of(ref, (np.abs(a32) @ self._b32_abs).astype(np.float64))
         self._a = np.concatenate([self._a, new])
         self._ref = np.concatenate([self._ref, ref])
         self._bound = np.concatenate([self._bound, bound])
