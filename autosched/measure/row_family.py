@@ -39,6 +39,10 @@ class RowFamily:
         self._bound = np.empty((0, N), dtype=np.float64)
         self.products = 0              # rows whose products were computed (what growing cost)
 
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.b, self._b64, self._b32_abs, self._a, self._ref, self._bound))
+
     def member(self, workload) -> bool:
         return workload.row_family_key() == self.key
 

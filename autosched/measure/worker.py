@@ -115,8 +115,10 @@ def zeroed_workspaces(args, allocate, zero) -> dict:
     return out
 
 
-# row families a worker keeps: a 4096 x 4096 one holds ~0.3 GB of float64 B, |B| and rows
+# row families a worker keeps besides the one in use: at most this many, and no more host memory
+# than FAMILY_BYTES in all (a 4096 x 4096 family of 1,024 rows holds ~0.3 GB: B in float64, |B|, rows)
 MAX_FAMILIES = 6
+FAMILY_BYTES = 4 << 30
 SCREEN_RUNS = 3      # timed runs (after one warm-up) that decide whether a config is screened out
 
 
@@ -153,6 +155,9 @@ class Worker:
             while len(self.families) >= MAX_FAMILIES:     # the old arrays go before new ones are drawn
                 self.families.pop(next(iter(self.families)))
             fam = RowFamily(workload, secrets.randbits(31))
+        # the least recently used go first while the others (not this one) pass the memory budget
+        while self.families and fam.nbytes + sum(f.nbytes for f in self.families.values()) > FAMILY_BYTES:
+            self.families.pop(next(iter(self.families)))
         self.families[key] = fam
         return fam
 

@@ -81,6 +81,13 @@ def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
     assert w._family_of(Sgemm(64, 64, 64)) is None and list(w.families.values()) == [f1, f3]
     w.forget()
     assert w.families == {} and w.states == {}
+    # and no more host memory than FAMILY_BYTES: the one in use stays whatever its size
+    monkeypatch.setattr(worker, "MAX_FAMILIES", 6)
+    small = w._family_of(Hgemm.from_shape("64x64x32_bt"))
+    w.families[small.key].view(Hgemm.from_shape("64x64x32_bt"))
+    monkeypatch.setattr(worker, "FAMILY_BYTES", small.nbytes + 1)
+    big = w._family_of(Hgemm.from_shape("8x512x512_bt"))
+    assert list(w.families.values()) == [big] and big.nbytes > small.nbytes
 
 
 def test_forget_inputs_reaches_every_worker():
