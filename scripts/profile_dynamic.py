@@ -1,8 +1,8 @@
-"""Where one dynamic tuning run's time goes: the quick bench's first workload (Llama's 4096 x 4096) tuned
+"""Where one dynamic tuning run's time goes: a quick-bench workload (0: Llama's 4096 x 4096, 1: BERT's 768 x 768) tuned
 through the bench's harness (cold database and compile cache), the main process under cProfile and
 the GPU worker too (AUTOSCHED_WORKER_PROFILE), then the top of each profile and the run's phases.
 
-    python3 scripts/profile_dynamic.py [OUT_DIR]
+    python3 scripts/profile_dynamic.py [OUT_DIR [WORKLOAD_INDEX]]
 """
 import os
 import pstats
@@ -10,14 +10,14 @@ import sys
 import tempfile
 
 
-def main(out_dir):
+def main(out_dir, index=0):
     os.makedirs(out_dir, exist_ok=True)
     os.environ["AUTOSCHED_WORKER_PROFILE"] = out_dir      # read by the workers the harness spawns
     import cProfile
 
     from autosched.benchmarks import dynamic as bench
     h, closers = bench.gpu_harness(db_path=os.path.join(tempfile.mkdtemp(), "dynamic.db"), rounds=2, per_round=8)
-    dw = bench.workloads(quick=True)[0]
+    dw = bench.workloads(quick=True)[index]
     prof = cProfile.Profile()
     try:
         res = prof.runcall(h.tune_dynamic, dw)
@@ -36,4 +36,4 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/profile-dynamic")
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/profile-dynamic", int(sys.argv[2]) if len(sys.argv) > 2 else 0)
