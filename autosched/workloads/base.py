@@ -129,3 +129,23 @@ class Workload:
 
     def __hash__(self) -> int:
         return hash(self.key)
+
+
+class MatrixVector(Workload):
+    """The shape of a GEMV: N outputs, each a K-long row of the matrix times the vector.  Subclasses
+    set N and K (after their own checks) and EXAMPLE, the shape their parse error shows."""
+
+    EXAMPLE = "4096x4096"
+
+    @classmethod
+    def from_shape(cls, text: str):
+        """'12288x4096' -> cls(N=12288, K=4096)."""
+        return cls(*parse_dims(text, 2, f"NxK (e.g. {cls.EXAMPLE})"))
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {"N": self.N, "K": self.K}
+
+    @property
+    def shape_str(self) -> str:
+        return f"{self.N}x{self.K}"

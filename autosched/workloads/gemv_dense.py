@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
+from autosched.workloads.base import Check, MatrixVector, WorkloadError, as_int
 
 ALIGN = 8                  # fp16 values in 16 bytes: a row must start 16-byte aligned
 MAX_ELEMENTS = 2**31 - 1   # the kernel indexes rows with 32-bit N and K
 
 
-class GemvDense(Workload):
+class GemvDense(MatrixVector):
+    EXAMPLE = "2048x8192"
     name = "gemv_dense"
 
     def __init__(self, N: int, K: int):
@@ -28,19 +29,6 @@ class GemvDense(Workload):
         if N * K > MAX_ELEMENTS:
             raise WorkloadError(f"{N}x{K} is too large: N*K must be at most 2^31-1; split the matrix")
         self.N, self.K = N, K
-
-    @classmethod
-    def from_shape(cls, text: str) -> "GemvDense":
-        """'2048x8192' -> GemvDense(N=2048, K=8192)."""
-        return cls(*parse_dims(text, 2, "NxK (e.g. 2048x8192)"))
-
-    @property
-    def params(self) -> dict[str, int]:
-        return {"N": self.N, "K": self.K}
-
-    @property
-    def shape_str(self) -> str:
-        return f"{self.N}x{self.K}"
 
     def inputs(self, seed: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(seed)

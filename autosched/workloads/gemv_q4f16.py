@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
+from autosched.workloads.base import Check, MatrixVector, WorkloadError, as_int
 
 GROUP = 32        # elements sharing one scale
 PER_WORD = 8      # 4-bit values in a uint32
@@ -32,7 +32,8 @@ def pack_q4(q: np.ndarray) -> np.ndarray:
     return np.bitwise_or.reduce(v << shifts, axis=2).astype(np.uint32)
 
 
-class GemvQ4F16(Workload):
+class GemvQ4F16(MatrixVector):
+    EXAMPLE = "12288x4096"
     name = "gemv_q4f16"
 
     def __init__(self, N: int, K: int):
@@ -49,19 +50,6 @@ class GemvQ4F16(Workload):
             raise WorkloadError(f"{N}x{K} is too large: the weight's N*K/8 = {N * (K // PER_WORD)} words "
                                 f"and V's K values must each be at most 2^31-1; split the matrix")
         self.N, self.K = N, K
-
-    @classmethod
-    def from_shape(cls, text: str) -> "GemvQ4F16":
-        """'12288x4096' -> GemvQ4F16(N=12288, K=4096)."""
-        return cls(*parse_dims(text, 2, "NxK (e.g. 12288x4096)"))
-
-    @property
-    def params(self) -> dict[str, int]:
-        return {"N": self.N, "K": self.K}
-
-    @property
-    def shape_str(self) -> str:
-        return f"{self.N}x{self.K}"
 
     def inputs(self, seed: int) -> dict[str, np.ndarray]:
         rng = np.random.default_rng(seed)
