@@ -41,11 +41,10 @@ what they were; on, describe() gains a line naming the attention kernel.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from autosched.engine.engine import matmul_shapes
+from autosched.switches import env_switch
 from autosched.templates import prefill as pk
 
 PREFILL_FORMATS = ("fp16", "int8", "q4f16_1")
@@ -64,8 +63,7 @@ TC_ATTENTION_VERIFIED = False
 
 
 def tc_attention_on() -> bool:
-    env = os.environ.get("AUTOSCHED_PREFILL_TC_ATTN")
-    return TC_ATTENTION_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+    return env_switch("AUTOSCHED_PREFILL_TC_ATTN", TC_ATTENTION_VERIFIED)
 
 
 def tc_attention_refuses(head_size: int, device) -> str | None:

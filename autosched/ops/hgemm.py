@@ -51,12 +51,12 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
+from autosched.switches import env_switch
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
 from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
                                               wgmma_estimate, wgmma_ladder)
@@ -73,8 +73,7 @@ DYN, WG, WGS = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk"
 
 
 def wgmma_in_auto() -> bool:
-    env = os.environ.get("AUTOSCHED_WGMMA_IN_AUTO")
-    return WGMMA_IN_AUTO if env is None else env.strip() not in ("", "0", "false", "no")
+    return env_switch("AUTOSCHED_WGMMA_IN_AUTO", WGMMA_IN_AUTO)
 
 
 LAYOUT = "nt"          # Y = X . W^T with W (N, K): B stored (N, K), the `_bt` shapes

@@ -24,9 +24,9 @@ Not here: clusters of 4, the blocked layout.
 from __future__ import annotations
 
 import hashlib
-import os
 
 from autosched.space import Constraint, Knob, Space
+from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
 from autosched.templates.gemm_tiles import tile_use
 from autosched.workloads.base import WorkloadError
@@ -47,8 +47,7 @@ CLUSTER_DIMS = ("m", "n")                   # pairs along M share B (multicast B
 
 
 def cluster_enabled() -> bool:
-    env = os.environ.get("AUTOSCHED_WGMMA_CLUSTER")
-    return CLUSTER_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+    return env_switch("AUTOSCHED_WGMMA_CLUSTER", CLUSTER_VERIFIED)
 
 
 def cluster_pairs(M: int, N: int, bm: int, bn: int, dim: str) -> tuple[int, int]:

@@ -21,9 +21,8 @@ static switch was earned by GPU tests of one workspace per M, not of one workspa
 
 from __future__ import annotations
 
-import os
-
 from autosched.space import Constraint, Knob, Space
+from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec, Template
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate, bk_of, template_args
 from autosched.workloads.base import WorkloadError
@@ -38,8 +37,7 @@ WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counter
 
 
 def split_k_enabled() -> bool:
-    env = os.environ.get("AUTOSCHED_WGMMA_SPLIT_K")
-    return SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+    return env_switch("AUTOSCHED_WGMMA_SPLIT_K", SPLIT_K_VERIFIED)
 
 
 # THE dynamic-M split-K switch: on since `bash scripts/gpu_check.sh dyn-splitk` passed on an H100
@@ -52,8 +50,7 @@ DYN_SPLIT_K_VERIFIED = True
 
 
 def dyn_split_k_enabled() -> bool:
-    env = os.environ.get("AUTOSCHED_DYN_SPLIT_K")
-    return DYN_SPLIT_K_VERIFIED if env is None else env.strip() not in ("", "0", "false", "no")
+    return env_switch("AUTOSCHED_DYN_SPLIT_K", DYN_SPLIT_K_VERIFIED)
 
 
 def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
