@@ -61,9 +61,7 @@ def modelled_us(config: dict, M: int, N: int, K: int, b_col: int, device) -> flo
     full, rem = divmod(tiles, per_wave)
     us = full * wave_us(bps) + (wave_us(-(-rem // device.sm_count)) if rem else 0.0)
     floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
-    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K)).encode()).hexdigest()[:8], 16)
-    noise = 1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5)
-    return (max(us, floor) + LAUNCH_US) * noise
+    return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K)
 
 
 WGMMA_PEAK_SM_TFLOPS = 7.0   # wgmma FP16 per SM (about 920 TFLOP/s on 132 SMs)
@@ -75,14 +73,24 @@ def modelled_wgmma_us(config: dict, M: int, N: int, K: int, device) -> float:
     a 2-slot ring 0.8, narrower swizzles 0.8 / 0.9), the memory floor, launch and noise."""
     c = config
     tiles = -(-M // c["bm"]) * -(-N // c["bn"])
-    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
-    eff = min(1.0, ai / 85.0) * (0.85 if c["consumers"] == 1 else 1.0) * (0.8 if c["stages"] == 2 else 1.0)
-    eff *= {32: 0.8, 64: 0.9, 128: 1.0}[c["swizzle"]]
-    tile_us = 2.0 * c["bm"] * c["bn"] * K / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6
+    tile_us = 2.0 * c["bm"] * c["bn"] * K / (WGMMA_PEAK_SM_TFLOPS * 1e12 * wgmma_efficiency(c)) * 1e6
     us = -(-tiles // device.sm_count) * tile_us
     floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
-    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K, "wg")).encode()).hexdigest()[:8], 16)
-    return (max(us, floor) + LAUNCH_US) * (1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5))
+    return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "wg")
+
+
+def wgmma_efficiency(c: dict) -> float:
+    """A wgmma tile's share of the SM's peak (both wgmma models): its intensity against the 128 x 256
+    tile's, one consumer 0.85, a 2-slot ring 0.8, narrower swizzles 0.8 / 0.9."""
+    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
+    eff = min(1.0, ai / 85.0) * (0.85 if c["consumers"] == 1 else 1.0) * (0.8 if c["stages"] == 2 else 1.0)
+    return eff * {32: 0.8, 64: 0.9, 128: 1.0}[c["swizzle"]]
+
+
+def _noise(c: dict, M: int, N: int, K: int, *tag) -> float:
+    """A fixed +-2% per (config, shape[, tag]): repeatable, as a real GPU's run-to-run order is not."""
+    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K, *tag)).encode()).hexdigest()[:8], 16)
+    return 1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5)
 
 
 SPLIT_SYNC_US = 0.3          # a work unit's counter atomic and the wait on its partial's visibility
@@ -97,17 +105,14 @@ def modelled_wgmma_splitk_us(config: dict, M: int, N: int, K: int, device) -> fl
     memory floor adds the partials' traffic to the operands'.  MODELLED, not measured."""
     c, sk = config, config["split_k"]
     tiles = -(-M // c["bm"]) * -(-N // c["bn"])
-    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
-    eff = min(1.0, ai / 85.0) * (0.85 if c["consumers"] == 1 else 1.0) * (0.8 if c["stages"] == 2 else 1.0)
-    eff *= {32: 0.8, 64: 0.9, 128: 1.0}[c["swizzle"]]
+    eff = wgmma_efficiency(c)
     k_slice = -(-K // sk)
     partial = c["bm"] * c["bn"] * 4
     unit_us = (2.0 * c["bm"] * c["bn"] * k_slice / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6
                + partial * (2 - 1 / sk) / (BANDWIDTH / device.sm_count) * 1e6 + SPLIT_SYNC_US)
     us = -(-tiles * sk // device.sm_count) * unit_us
     floor = (2.0 * (N * K + M * K + M * N) + 2.0 * tiles * sk * partial) / BANDWIDTH * 1e6
-    h = int(hashlib.sha256(repr((sorted(c.items()), M, N, K, "wgs")).encode()).hexdigest()[:8], 16)
-    return (max(us, floor) + LAUNCH_US) * (1.0 + 0.04 * (h / 0xFFFFFFFF - 0.5))
+    return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "wgs")
 
 
 MODELLED = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk")

@@ -85,6 +85,16 @@ def dynamic_workspace(M: int, N: int, bm: int, bn: int, split_k: int, counter_re
     return counter_region - cb, counter_region + split_k * tiles * bm * bn * 4
 
 
+def split_k_knob() -> Knob:
+    return Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last")
+
+
+def k_slices_rule(K: int) -> Constraint:
+    """The rule of both spaces, static and dynamic, that reads K: no K slice left empty."""
+    return Constraint("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
+                      lambda sw, sk: -(-K // bk_of(sw)) >= sk)
+
+
 class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
     family = "hgemm_wgmma_splitk"
     header = "hgemm_wgmma_splitk.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
@@ -111,16 +121,14 @@ class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
             # traffic and the reduction would only cost (read by bm and bn alone, so the walk prunes
             # a tile before it reaches the knobs after it)
             C(f"fewer output tiles than 2 x {sms} SMs", ("bm", "bn"), lambda bm, bn: tiles(bm, bn) < 2 * sms),
-            C("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
-              lambda sw, sk: -(-K // bk_of(sw)) >= sk),
+            k_slices_rule(K),
             # a deep split pays for partials that only a GPU short of tiles earns back
             C(f"split_k above 4 only while its work units fill at most 2 x {sms} SMs", ("bm", "bn", "split_k"),
               lambda bm, bn, sk: sk <= 4 or tiles(bm, bn) * sk <= 2 * sms),
             C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bm", "bn", "split_k"),
               lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
         ]
-        knob = Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last")
-        return Space([*base.knobs, knob], [*base.constraints, *rules])
+        return Space([*base.knobs, split_k_knob()], [*base.constraints, *rules])
 
     def default_config(self, workload, device) -> dict:
         """hgemm_wgmma's default with two K slices, or the config of the space nearest to it."""
@@ -164,8 +172,4 @@ class HgemmWgmmaSplitKDynTemplate(HgemmWgmmaSplitKTemplate):
 
     def _space(self, workload, device) -> Space:
         base = HgemmWgmmaTemplate._space(self, workload, device)     # dynamic_m: no rule on M
-        K = workload.K
-        rule = Constraint("every K slice holds at least one k-block: ceil(K / BK) >= split_k", ("swizzle", "split_k"),
-                          lambda sw, sk: -(-K // bk_of(sw)) >= sk)
-        knob = Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last")
-        return Space([*base.knobs, knob], [*base.constraints, rule])
+        return Space([*base.knobs, split_k_knob()], [*base.constraints, k_slices_rule(workload.K)])
