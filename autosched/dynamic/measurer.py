@@ -134,13 +134,6 @@ def probe_workloads(config: dict, report: CompileReport, dw, device) -> dict:
     return out
 
 
-def _probe_order(workload_key: str) -> tuple:
-    from autosched.workloads import workload_from_key
-    w = workload_from_key(workload_key)
-    fam = w.row_family_key() if hasattr(w, "row_family_key") else None
-    return (fam or workload_key, w.M, workload_key)
-
-
 def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, versions=None) -> list[MicroKernel]:
     """Each config's compile report and probes; a probe the database holds (same build) is not taken
     again, and every new one is written to it."""
@@ -160,8 +153,11 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
         if rep.blocks_per_sm < 1:
             mk.error = f"does not fit on an SM ({rep.registers} registers x {rep.threads} threads, {rep.smem_bytes} B)"
             return []
+        # the shapes of one row family (measure/row_family.py: the same N') by growing M: the worker
+        # computes a family's rows only as far as the largest M so far
+        probes = sorted(probe_workloads(cfg, rep, dw, device).items(), key=lambda gw: (gw[1].row_family_key(), gw[1].M))
         items = []
-        for g, w in probe_workloads(cfg, rep, dw, device).items():
+        for g, w in probes:
             held = db.measured(w.key, device.key, template.family, build=build).get(config_hash(cfg)) if db else None
             if held is not None:
                 _take(mk, g, held.measurement)
@@ -169,9 +165,7 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             spec = template.render(w, cfg, device)
             items.append((len(where), spec, builder.submit(spec) if builder is not None else None))
             where.append((mk, g, w))
-        # the shapes of one row family (measure/row_family.py: the same N') by growing M: the worker
-        # computes a family's rows only as far as the largest M so far
-        return sorted(items, key=lambda it: _probe_order(it[1].workload_key))
+        return items
 
     def stream():
         """Probe items as their kernels' builds finish (the probe shapes need the compile report): the

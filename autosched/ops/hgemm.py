@@ -399,8 +399,8 @@ class HgemmDispatch:
         if self._kernels is None:
             raise RuntimeError("HgemmDispatch.load(builder) first")
         i = self.index(M)
-        c = self.configs[i]
         fam = self.families[i]
+        grid = self._grid(i, M)
         if fam in (WG, WGS):
             xa, wa, ya = int(ptr(x)), int(ptr(w)), int(ptr(y))
             tm = self.tensormaps
@@ -408,18 +408,13 @@ class HgemmDispatch:
             a = tm.get((0, xa, M, i), lambda: self._map_params(i, 0, M), xa, stream)
             b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa, stream)
             cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya, stream)
-            tiles = -(-M // c["bm"]) * -(-self.N // c["bn"])
+            args = (a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
             if fam == WGS:
                 off, need = self.workspace(i, M)
-                ws = np.uint64(self.workspaces.address(stream, need) + off)
-                self._kernels[i].launch(stream, (min(tiles * c["split_k"], self.device.sm_count), 1, 1), a, b, cm,
-                                        np.int32(M), np.int32(self.N), np.int32(self.K), ws)
-                return
-            grid = (min(tiles, self.device.sm_count), 1, 1)
-            self._kernels[i].launch(stream, grid, a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
+                args += (np.uint64(self.workspaces.address(stream, need) + off),)
+            self._kernels[i].launch(stream, grid, *args)
             return
-        self._kernels[i].launch(stream, (-(-self.N // c["bn"]), -(-M // c["bm"]), 1), ptr(x), ptr(w), ptr(y),
-                                np.int32(M), np.int32(self.N), np.int32(self.K))
+        self._kernels[i].launch(stream, grid, ptr(x), ptr(w), ptr(y), np.int32(M), np.int32(self.N), np.int32(self.K))
 
 
 def _short(family: str, c: dict) -> str:
