@@ -27,6 +27,7 @@ from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate,
                                                     counter_bytes, dyn_split_k_enabled, dynamic_workspace,
                                                     workspace_bytes)
 from autosched.workloads import Hgemm
+from fake_dispatch import load_fakes
 
 WGS = "hgemm_wgmma_splitk"
 BASE_KNOBS = ["bm", "bn", "consumers", "swizzle", "stages", "group"]
@@ -195,19 +196,10 @@ def _measured(res):
     return DynamicResult.from_json({**res.to_json(), "runner": "gpu"})
 
 
-class _FakeKernel:
-    def __init__(self):
-        self.calls = []
-
-    def launch(self, stream, grid, *args):
-        self.calls.append((grid, args))
-
-
 def _loaded(g, monkeypatch):
-    monkeypatch.setattr(g, "tensormaps", H.TensorMapCache(lambda p, a: bytes(128), lambda blob, s: (0x5000, None)))
+    load_fakes(g, monkeypatch, lambda p, a: bytes(128), lambda blob, s: (0x5000, None))
     cache, log = _fake_cache()
     g.workspaces = cache
-    g._kernels = [_FakeKernel() for _ in g.configs]
     return log
 
 

@@ -11,3 +11,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def wgmma_gpu():
+    """GPU 0 made current, or the module skipped where it has no wgmma (not an sm_90 GPU)."""
+    from cuda.core import Device
+
+    from autosched.device import query
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+    Device(0).set_current()
+    why = HgemmWgmmaTemplate().device_refuses(query(0))
+    if why:
+        pytest.skip(why)

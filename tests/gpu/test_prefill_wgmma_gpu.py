@@ -6,22 +6,11 @@ What must pass before ops.hgemm.WGMMA_IN_AUTO is flipped."""
 import numpy as np
 import pytest
 
+from gemm_checks import assert_matches_float64
 from test_prefill_gpu import MODELS, TOL, _greedy_agrees, _rel, stepwise_reference   # noqa: F401  (rootdir on sys.path)
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("wgmma_gpu")]
 torch = pytest.importorskip("torch")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def sm90():
-    from cuda.core import Device
-
-    from autosched.device import query
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
-    Device(0).set_current()
-    why = HgemmWgmmaTemplate().device_refuses(query(0))
-    if why:
-        pytest.skip(why)
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +20,6 @@ def builder(tmp_path_factory):
         yield b
 
 
-def _check(y, x, w):
-    want = x.double() @ w.double().t()
-    assert torch.isfinite(y).all()
-    torch.testing.assert_close(y.double(), want, rtol=0, atol=1e-2 * float(want.abs().max()))
-
-
 @pytest.mark.parametrize("n, k", [(4096, 4096), (4096, 11008), (11008, 4096), (96, 288)])
 @pytest.mark.parametrize("M", [1, 7, 64, 128, 300, 2048])
 def test_linear_on_wgmma_matches_torch(n, k, M):
@@ -44,7 +27,7 @@ def test_linear_on_wgmma_matches_torch(n, k, M):
     g = torch.Generator(device="cuda").manual_seed(M + n)
     x = torch.randn((M, k), device="cuda", generator=g).half()
     w = (torch.randn((n, k), device="cuda", generator=g) / k ** 0.5).half()
-    _check(linear(x, w, backend="wgmma"), x, w)
+    assert_matches_float64(linear(x, w, backend="wgmma"), x, w)
 
 
 @pytest.mark.parametrize("M", [1, 100, 1000])
@@ -52,7 +35,7 @@ def test_linear_on_wgmma_bf16(M):
     from autosched.ops import linear
     x = torch.randn((M, 4096), device="cuda").bfloat16()
     w = (torch.randn((4096, 4096), device="cuda") / 64).bfloat16()
-    _check(linear(x, w, backend="wgmma"), x, w)
+    assert_matches_float64(linear(x, w, backend="wgmma"), x, w)
 
 
 def test_every_ladder_config_and_the_map_cache(builder):
@@ -74,7 +57,7 @@ def test_every_ladder_config_and_the_map_cache(builder):
             y = torch.full((M, 4096), float("nan"), device="cuda").half()
             g(s, x, w, y, M)
             torch.cuda.synchronize()
-            _check(y, x, w)
+            assert_matches_float64(y, x, w)
     g._ladder, g._tops = ladder, [t for t, _ in ladder]
     x = torch.randn((300, 1024), device="cuda").half()
     y1, y2 = torch.full((300, 4096), float("nan"), device="cuda").half(), torch.zeros((300, 4096), device="cuda").half()
@@ -85,8 +68,8 @@ def test_every_ladder_config_and_the_map_cache(builder):
     g(s, x, w, y2, 300)
     torch.cuda.synchronize()
     assert g.tensormaps.encodes == n + 1                  # only C's map is new
-    _check(y1, x, w)
-    _check(y2, x, w)
+    assert_matches_float64(y1, x, w)
+    assert_matches_float64(y2, x, w)
 
 
 @pytest.fixture(scope="module", params=[(m, f) for m in MODELS for f in ("fp16", "q4f16_1")],

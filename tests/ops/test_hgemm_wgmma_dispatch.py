@@ -11,6 +11,7 @@ from autosched.ops import hgemm as H
 from autosched.ops.hgemm import (WGMMA_CANDIDATES, HgemmDispatch, TensorMapCache, resolve_backend, wgmma_estimate,
                                  wgmma_ladder)
 from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, m_blocks, smem_bytes
+from fake_dispatch import load_fakes
 
 LLAMA = ((4096, 4096), (12288, 4096), (22016, 4096), (4096, 11008))
 
@@ -111,19 +112,10 @@ def test_tensormap_cache_encodes_once_per_buffer():
     assert synced and len(tm) <= 8                 # over capacity: synchronized, then the older half dropped
 
 
-class _FakeKernel:
-    def __init__(self):
-        self.calls = []
-
-    def launch(self, stream, grid, *args):
-        self.calls.append((grid, args))
-
-
 def _fake_loaded(g, monkeypatch):
     encodes = []
-    monkeypatch.setattr(g, "tensormaps", TensorMapCache(lambda p, a: encodes.append((a, p)) or bytes(128),
-                                                        lambda blob, s: (0x5000 + 128 * len(encodes), None)))
-    g._kernels = [_FakeKernel() for _ in g.configs]
+    load_fakes(g, monkeypatch, lambda p, a: encodes.append((a, p)) or bytes(128),
+               lambda blob, s: (0x5000 + 128 * len(encodes), None))
     return encodes
 
 
