@@ -58,6 +58,18 @@ export PYTHONPATH=$PWD AUTOSCHED_HOME=${AUTOSCHED_HOME:-/tmp/as} PYTHONUNBUFFERE
 "$PY" -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || { tail "$OUT/install.log"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
 stage() { echo "== $1 ($(date +%T))"; }
+# compute-sanitizer memcheck, then racecheck, over one python command, each bounded:
+#   [VAR=... ] sanitize_both LOG LABEL SECONDS PATTERN SCRIPT ARGS...
+# logs in $OUT/<tool>-LOG.log; prints the exit code and the log's lines matching PATTERN
+sanitize_both() {
+  local log=$1 label=$2 secs=$3 pattern=$4; shift 4
+  for tool in memcheck racecheck; do
+    stage "$tool $label"
+    timeout "$secs" compute-sanitizer --tool $tool --print-limit 5 "$PY" "$@" >"$OUT/$tool-$log.log" 2>&1
+    echo "rc=$?"; grep -E "$pattern" "$OUT/$tool-$log.log" | tail -6
+  done
+}
+SANITIZE_HGEMM="ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) "
 for what in "${@:-tests}"; do
 case "$what" in
 tests)
@@ -82,12 +94,9 @@ hgemm-wmma)
   timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wmma_gpu.py \
     tests/gpu/test_hgemm_gpu.py -k "not bench" 2>&1 | tee "$OUT/pytest-hgemm-wmma.log" | tail -15
   # the wmma extreme configs on a ragged row shape, A stored (K, M) in BF16, and the blocked layout
-  for tool in memcheck racecheck; do
-    stage "$tool hgemm_wmma"
-    TEMPLATES=hgemm_wmma PER_TEMPLATE=4 timeout 60 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
-      scripts/sanitize.py hgemm 300x264x200 296x262x200_tt_bf16 304x272x208_bb >"$OUT/$tool-hgemm-wmma.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| (wrong|launch_error|crash) " "$OUT/$tool-hgemm-wmma.log" | tail -6
-  done
+  TEMPLATES=hgemm_wmma PER_TEMPLATE=4 sanitize_both hgemm-wmma hgemm_wmma 60 \
+    "ERROR SUMMARY|RACECHECK SUMMARY|configs$| (wrong|launch_error|crash) " \
+    scripts/sanitize.py hgemm 300x264x200 296x262x200_tt_bf16 304x272x208_bb
   stage "timing hgemm 4096^3 (wmma, mma default, cuBLAS)"
   timeout 100 python3 scripts/hgemm_wmma_timing.py 2>&1 | tee "$OUT/timing-hgemm-wmma.log" | tail -14
   ;;
@@ -95,12 +104,8 @@ hgemm-wgmma)
   stage "pytest hgemm-wgmma"
   timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_gpu.py 2>&1 \
     | tee "$OUT/pytest-wgmma.log" | tail -20
-  for tool in memcheck racecheck; do
-    stage "$tool hgemm_wgmma"
-    TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
-      scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 >"$OUT/$tool-wgmma.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-wgmma.log" | tail -6
-  done
+  TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 sanitize_both wgmma hgemm_wgmma 35 "$SANITIZE_HGEMM" \
+    scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16
   stage "timing hgemm_wgmma vs cuBLAS"
   timeout 40 python3 scripts/wgmma_timing.py 4096x4096x4096_bt 4096x4096x4096 2>&1 | tee "$OUT/wgmma-timing.log" | tail -14
   ;;
@@ -112,12 +117,8 @@ splitk)
     | tee "$OUT/pytest-splitk.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
   # the registry's picks of hgemm_wgmma_splitk put the deepest split first: PER_TEMPLATE=2 keeps just those
-  for tool in memcheck racecheck; do
-    stage "$tool hgemm_wgmma_splitk, deepest split"
-    TEMPLATES=hgemm_wgmma_splitk PER_TEMPLATE=2 timeout 25 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
-      scripts/sanitize.py hgemm 300x264x200 136x264x520_tn_bf16 >"$OUT/$tool-splitk.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-splitk.log" | tail -6
-  done
+  TEMPLATES=hgemm_wgmma_splitk PER_TEMPLATE=2 sanitize_both splitk "hgemm_wgmma_splitk, deepest split" 25 \
+    "$SANITIZE_HGEMM" scripts/sanitize.py hgemm 300x264x200 136x264x520_tn_bf16
   stage "timing split 1 (hgemm_wgmma), split_k 2..8 vs cuBLAS"
   timeout 40 "$PY" scripts/wgmma_splitk_timing.py 128x4096x4096_bt 128x4096x11008_bt 2>&1 | tee "$OUT/timing-splitk.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
@@ -131,12 +132,8 @@ dyn-splitk)
     | tee "$OUT/pytest-dyn-splitk.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
   # a ragged shape, split_k 2..8, Ms growing and shrinking the shared workspace
-  for tool in memcheck racecheck; do
-    stage "$tool dynamic split-K"
-    timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" scripts/sanitize_dyn_splitk.py \
-      >"$OUT/$tool-dyn-splitk.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$|WRONG" "$OUT/$tool-dyn-splitk.log" | tail -6
-  done
+  sanitize_both dyn-splitk "dynamic split-K" 35 "ERROR SUMMARY|RACECHECK SUMMARY|configs$|WRONG" \
+    scripts/sanitize_dyn_splitk.py
   stage "timing dynamic split-K vs non-split vs cuBLAS, 4096x4096, M = 1..256"
   timeout 55 "$PY" scripts/dyn_splitk_timing.py 4096 4096 1 16 64 128 256 2>&1 | tee "$OUT/timing-dyn-splitk.log" | tail -16
   echo "rc=${PIPESTATUS[0]}"
@@ -150,12 +147,8 @@ cluster)
   echo "rc=${PIPESTATUS[0]}"
   # the registry's picks put cluster = 2 along m and n (smallest tile, most shared memory) first while
   # the switch is on: PER_TEMPLATE=4 keeps just those; 300 x 264 is odd along both (lone pairs)
-  for tool in memcheck racecheck; do
-    stage "$tool hgemm_wgmma cluster=2"
-    TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 timeout 30 compute-sanitizer --tool $tool --print-limit 5 "$PY" \
-      scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 >"$OUT/$tool-cluster.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|configs$| B (wrong|compile_error|launch_error|timeout|crash) " "$OUT/$tool-cluster.log" | tail -6
-  done
+  TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 sanitize_both cluster "hgemm_wgmma cluster=2" 30 "$SANITIZE_HGEMM" \
+    scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16
   stage "timing cluster 1 vs 2 (m, n) vs cuBLAS"
   timeout 50 "$PY" scripts/wgmma_cluster_timing.py 4096x4096x4096_bt 4096x4096x4096 8192x8192x8192_bt 2>&1 \
     | tee "$OUT/timing-cluster.log" | tail -40
@@ -267,12 +260,8 @@ prefill-tc-attn)
   timeout 80 python3 -m pytest -q -m gpu -x -p no:cacheprovider tests/gpu/test_prefill_tc_attn_gpu.py 2>&1 \
     | tee "$OUT/pytest-prefill-tc-attn.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
-  for tool in memcheck racecheck; do
-    stage "$tool prefill_attention_tc"
-    timeout 35 compute-sanitizer --tool $tool --print-limit 5 "$PY" scripts/sanitize_prefill_attn.py \
-      >"$OUT/$tool-prefill-tc-attn.log" 2>&1
-    echo "rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|WRONG|all ok" "$OUT/$tool-prefill-tc-attn.log" | tail -4
-  done
+  sanitize_both prefill-tc-attn prefill_attention_tc 35 "ERROR SUMMARY|RACECHECK SUMMARY|WRONG|all ok" \
+    scripts/sanitize_prefill_attn.py
   stage "7B attention and prefill: tensor cores on vs off vs torch"
   timeout 90 "$PY" scripts/prefill_attn_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-tc-attn.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
