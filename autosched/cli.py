@@ -638,8 +638,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tuning time limit per shape (s); hgemm: split over its templates (default: what fits "
                         "the run in about 9 minutes)")
     s.add_argument("--split", default=None, help="hgemm: each template's share of a shape's tuning time "
-                                                 "(default wgmma=0.6,mma=0.2,wmma=0.2,wgmma_splitk=0.3; "
-                                                 "wgmma_splitk's share is taken out of wgmma's)")
+                                                 "(default wgmma=0.6,mma=0.2,wmma=0.2,wgmma_splitk=0.3,"
+                                                 "stream=0.2; wgmma_splitk's share is taken out of wgmma's "
+                                                 "and stream's out of mma's where both serve a shape)")
     s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_bench)

@@ -122,6 +122,8 @@ def _hgemm_picks(template, workload, device) -> list[dict]:
         return _hgemm_wmma_picks(template, workload, device)
     if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk"):
         return _hgemm_wgmma_picks(template, workload, device)
+    if template.family == "hgemm_stream":
+        return _hgemm_stream_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
     tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
@@ -142,6 +144,22 @@ def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
     single = [c for c in cfgs if c["stages"] == 1] or cfgs
     picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
              max(single, key=tile)] + _default_and_random(template, workload, device)
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+
+
+def _hgemm_stream_picks(template, workload, device) -> list[dict]:
+    """The streaming template's corners: its deepest split (partials, counters, the last CTA's sum),
+    the most shared memory, the most registers a thread, the most warps along K (the in-CTA sum),
+    then the default and two random ones; none where it refuses the shape."""
+    from autosched.templates.hgemm_stream import registers_needed, smem_bytes
+    if template.refuses(workload) is not None:
+        return []
+    cfgs = template.space(workload, device).enumerate()
+    smem = lambda c: smem_bytes(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])  # noqa: E731
+    picks = [max(cfgs, key=lambda c: (c["split_k"], smem(c))), max(cfgs, key=smem),
+             max(cfgs, key=lambda c: (registers_needed(c["rw"], c["mt"]), c["wn"] * c["wk"])),
+             max(cfgs, key=lambda c: (c["wk"], c["kw"], c["split_k"]))]
+    picks += _default_and_random(template, workload, device)
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
 
@@ -183,6 +201,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_mma import HgemmMmaTemplate
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+    from autosched.templates.hgemm_stream import HgemmStreamTemplate
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
@@ -212,9 +231,10 @@ def _families() -> dict[str, Family]:
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
         # hgemm_mma first: its default serves every GPU since sm_80; hgemm_wmma (the seed's design,
         # every layout) and hgemm_wgmma (sm_90a) beside it, and hgemm_wgmma's split-K where its switch
-        # is on (a candidate of tuning and selection, never the default: its space is empty on most shapes)
+        # is on (a candidate of tuning and selection, never the default: its space is empty on most shapes),
+        # and hgemm_stream for the linear layer's few rows (M <= 256, nt): a candidate, never the default
         Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
-                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else [])),
+                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate()),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -12,6 +12,10 @@
 #                                        # memcheck and racecheck of the deepest split, timings of split 1 (hgemm_wgmma)
 #                                        # and split_k 2..8 vs cuBLAS (at most 150 s); passed on an H100 on
 #                                        # 2026-11-23, so templates/hgemm_wgmma_splitk.py SPLIT_K_VERIFIED is True
+#   bash scripts/gpu_check.sh stream     # hgemm_stream (the weight-streaming GEMM for M <= 256): GPU tests vs
+#                                        # float64, memcheck + racecheck of its corners (at most ~250 s)
+#   bash scripts/gpu_check.sh bench-stream  # a protocol-timed look: stream, wgmma and split-K tuned on few-row shapes
+#                                           # vs cuBLAS (STREAM_SHAPES, STREAM_TIME s a shape; at most 400 s)
 #   bash scripts/gpu_check.sh dyn-splitk # split-K micro-kernels for a dynamic M (switch on for the stage): GPU
 #                                        # tests of HgemmDispatch serving them vs float64 over ragged Ms through
 #                                        # one reused workspace, memcheck + racecheck, timings at M = 1..256 of
@@ -123,6 +127,24 @@ splitk)
   timeout 40 "$PY" scripts/wgmma_splitk_timing.py 128x4096x4096_bt 128x4096x11008_bt 2>&1 | tee "$OUT/timing-splitk.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_SPLIT_K
+  ;;
+stream)
+  stage "pytest hgemm_stream"
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_stream_gpu.py 2>&1 \
+    | tee "$OUT/pytest-stream.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  # the registry's picks of hgemm_stream put the deepest split, the most shared memory, the most
+  # registers and the most warps along K first: PER_TEMPLATE=4 keeps those
+  TEMPLATES=hgemm_stream PER_TEMPLATE=4 sanitize_both stream "hgemm_stream corners" 40 "$SANITIZE_HGEMM" \
+    scripts/sanitize.py hgemm 200x264x200_bt 37x264x520_bt_bf16
+  ;;
+bench-stream)
+  # a first protocol-timed look (tuned, flushed L2) at the streaming template beside wgmma and cuBLAS
+  stage "bench hgemm, few-row shapes"
+  timeout 400 "$PY" -m autosched bench hgemm --shapes "${STREAM_SHAPES:-128x4096x4096_bt,128x11008x4096_bt,128x4096x11008_bt,16x4096x4096_bt}" \
+    --split "wgmma=0.5,wgmma_splitk=0.2,stream=0.5,mma=0,wmma=0" --time-per-shape "${STREAM_TIME:-30}" \
+    --out "$OUT" --db "$OUT/stream.db" 2>&1 | tee "$OUT/bench-stream.log" | tail -30
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 dyn-splitk)
   # the dispatcher serves split-K micro-kernels only with the dynamic switch on

@@ -115,11 +115,16 @@ def test_every_hgemm_layout_and_dtype_has_a_template():
     h = FAMILIES["hgemm"]
     for dtype in ("fp16", "bf16"):
         for layout in ("nn", "nt", "tn", "tt"):
+            # hgemm_stream streams a linear layer's weight: nt only
             assert [t.family for t in templates_for(h.parse("16x16x16", layout=layout, dtype=dtype))] == [
-                "hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk"], (layout, dtype)
+                "hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk",
+                *(["hgemm_stream"] if layout == "nt" else [])], (layout, dtype)
         assert [t.family for t in templates_for(h.parse("16x16x16_bb", dtype=dtype))] == ["hgemm_wmma"]
         # hgemm_wgmma's TMA store needs C's rows 16-byte aligned: N % 8 (and so its split-K's)
-        assert [t.family for t in templates_for(h.parse("16x12x16_bt", dtype=dtype))] == ["hgemm_mma", "hgemm_wmma"]
+        assert [t.family for t in templates_for(h.parse("16x12x16_bt", dtype=dtype))] == [
+            "hgemm_mma", "hgemm_wmma", "hgemm_stream"]
+        # past 256 rows of A the weight would be streamed once per 128 of them
+        assert "hgemm_stream" not in [t.family for t in templates_for(h.parse("257x64x64_bt", dtype=dtype))]
 
 
 def test_templates_for_gives_every_reason(monkeypatch):

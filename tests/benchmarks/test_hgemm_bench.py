@@ -59,7 +59,7 @@ def test_default_plan_fits_nine_minutes_and_prints_the_wgmma_space(h100, capsys)
 def test_wgmma_is_left_out_of_the_plan_where_it_refuses(h100):
     from dataclasses import replace
     odd = Hgemm.from_shape("128x4100x4096_bt")      # N % 8: wgmma's TMA store refuses
-    assert set(hb.plan([odd], h100, time_per_shape_s=6)[odd.key]) == {"hgemm_mma", "hgemm_wmma"}
+    assert set(hb.plan([odd], h100, time_per_shape_s=6)[odd.key]) == {"hgemm_mma", "hgemm_wmma", "hgemm_stream"}
     a100 = replace(h100, cc=(8, 0), name="NVIDIA A100")
     w = Hgemm.from_shape("4096x4096x4096")
     assert "hgemm_wgmma" not in hb.plan([w], a100, time_per_shape_s=6)[w.key]

@@ -63,14 +63,14 @@ def test_switch_reads_the_constant_and_the_environment(monkeypatch):
 def test_the_switch_puts_the_template_in_the_family_or_leaves_it_out(monkeypatch, h100):
     from autosched.selection import default_candidate
     names = lambda fams: [x.family for x in fams["hgemm"].templates]  # noqa: E731
-    assert names(registry.FAMILIES) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk"]
+    assert names(registry.FAMILIES) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream"]
     monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "0")
-    assert names(registry._families()) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma"]
+    assert names(registry._families()) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_stream"]
     monkeypatch.setattr(hs, "SPLIT_K_VERIFIED", False)
     monkeypatch.delenv("AUTOSCHED_WGMMA_SPLIT_K")
     assert "hgemm_wgmma_splitk" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "1")
-    assert names(registry._families())[-1] == "hgemm_wgmma_splitk"
+    assert names(registry._families())[-2] == "hgemm_wgmma_splitk"
     # a candidate, never the default: on sm_90 the family's default stays hgemm_wgmma's
     assert registry.template_named("hgemm_wgmma_splitk").default_on(h100) is False
     assert default_candidate(Hgemm.from_shape(SMALL), h100).template == "hgemm_wgmma"

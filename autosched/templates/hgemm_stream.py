@@ -1,0 +1,170 @@
+"""The weight-streaming GEMM for few rows (kernels/hgemm_stream.cuh): C (M, N) = A (M, K) . W^T with W
+stored (N, K), M <= 256 (a prefill chunk, a batch of decode tokens).  Each CTA streams BN rows of W
+and a K slice through a cp.async ring; mma.sync m16n8k16 takes W as its 16-row operand and A's rows
+as its 8 columns, so M = 8 fills an MMA.  Split-K slices sum through a workspace (the last one to
+arrive stores C), as hgemm_wgmma_splitk's do.
+
+Knobs: the W rows a warp owns (16 x rw), the warps along N (wn) and along K (wk), the rows of A a
+CTA takes (mt), the k a warp takes from each ring slot (kw), the ring depth and the K slices.
+BN = 16 x rw x wn rows of W a CTA; a slot holds kw x wk of K.
+
+It serves the linear layer's layout only (nt: A row-major, B stored (N, K)) and refuses M > 256:
+there W is read again for every 128 rows of A, where the tiled templates reuse it from shared memory.
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.gemm_tiles import tile_use
+
+MAX_M = 256              # rows of A above which the template refuses the shape
+MAX_ACC = 128            # accumulator floats a thread: rw x mt / 2
+REG_OVERHEAD = 40        # addresses, loop counters and the split-K epilogue beside fragments
+WORKSPACE_CAP = 64 << 20
+COUNTER_ALIGN = 256
+SPLIT_K_VALUES = (1, 2, 3, 4, 6, 8, 16)
+
+_ARG_ORDER = ("BF16", "RW", "WN", "WK", "MT", "KW", "STAGES", "SPLIT_K")
+
+
+def bn_of(rw: int, wn: int) -> int:
+    return 16 * rw * wn
+
+
+def threads(wn: int, wk: int) -> int:
+    return 32 * wn * wk
+
+
+def slot_row(ch: int) -> int:
+    """Halves of one ring row: the slot's k (ch) padded so the row stride is 64 bytes past a multiple
+    of 128 (HgemmStream::LD); None where no such pad exists."""
+    r = (ch * 2) % 128
+    return ch + 32 if r == 0 else ch if r == 64 else None
+
+
+def smem_bytes(rw, wn, wk, mt, kw, stages) -> int:
+    """The ring (stages slots of BN + mt rows) or, after the K loop, wk FP32 partial tiles of mt x
+    (BN + 4), whichever is larger: HgemmStream::SMEM_BYTES."""
+    bn, ch = bn_of(rw, wn), kw * wk
+    ring = stages * (bn + mt) * slot_row(ch) * 2
+    return max(ring, wk * mt * (bn + 4) * 4)
+
+
+def registers_needed(rw: int, mt: int) -> int:
+    """Accumulators (rw x mt / 2), the W fragments of one 32-k group (8 a 16-row block), one A
+    fragment (4) and a fixed overhead."""
+    return rw * mt // 2 + 8 * rw + 4 + REG_OVERHEAD
+
+
+def tiles(M: int, N: int, rw: int, wn: int, mt: int) -> int:
+    return -(-N // bn_of(rw, wn)) * -(-M // mt)
+
+
+def workspace_bytes(M: int, N: int, rw: int, wn: int, mt: int, split_k: int) -> int:
+    """A u32 counter per tile padded to 256 bytes, then split_k FP32 tiles of mt x BN per tile (the
+    counters alone where split_k is 1: the kernel takes the pointer and never touches it)."""
+    t = tiles(M, N, rw, wn, mt)
+    counters = -(-t * 4 // COUNTER_ALIGN) * COUNTER_ALIGN
+    return counters + (split_k * t * mt * bn_of(rw, wn) * 4 if split_k > 1 else 0)
+
+
+class HgemmStreamTemplate(Template):
+    family = "hgemm_stream"
+    workload_name = "hgemm"
+    header = "hgemm_stream.cuh"
+
+    def refuses(self, workload) -> str | None:
+        why = super().refuses(workload)
+        if why is not None:
+            return why
+        if workload.layout != "nt":
+            return (f"it streams a linear layer's weight: A row-major and B stored (N, K) (layout nt), "
+                    f"not {workload.layout}")
+        if workload.M > MAX_M:
+            return f"M = {workload.M} > {MAX_M}: W would be streamed once per 128 rows of A"
+        return None
+
+    def space(self, workload, device) -> Space:
+        from autosched.workloads.base import WorkloadError
+        why = self.refuses(workload)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key}: {why}")
+        M, N, K, sms = workload.M, workload.N, workload.K, device.sm_count
+        knobs = [
+            Knob("rw", (1, 2), "16-row blocks of W a warp owns"),
+            Knob("wn", (1, 2, 4, 8), "warps along N (BN = 16 x rw x wn rows of W a CTA)"),
+            Knob("wk", (1, 2, 4), "warps along K, each its own k of every ring slot"),
+            Knob("mt", (8, 16, 32, 64, 128), "rows of A a CTA takes (8-row MMA tiles)"),
+            Knob("kw", (32, 64, 128), "k a warp takes from each ring slot"),
+            Knob("stages", (2, 3, 4, 6, 8), "slots of the cp.async ring (stages - 1 in flight)"),
+            Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that arrives last"),
+        ]
+        C = Constraint
+        cap = device.smem_per_block_optin
+        rules = [
+            C(f"threads 32 x wn x wk between 64 and 512", ("wn", "wk"), lambda wn, wk: 64 <= threads(wn, wk) <= 512),
+            C("BN = 16 x rw x wn no larger than the smallest that covers N", ("rw", "wn"),
+              lambda rw, wn: bn_of(rw, wn) == 16 or bn_of(rw, wn) // 2 < N),
+            C("mt no larger than the smallest that covers M", ("mt",), lambda mt: mt == 8 or mt // 2 < M),
+            C(f"accumulators rw x mt / 2 <= {MAX_ACC} a thread", ("rw", "mt"), lambda rw, mt: rw * mt // 2 <= MAX_ACC),
+            C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min(255, {device.regs_per_block} / threads)",
+              ("rw", "wn", "wk", "mt"),
+              lambda rw, wn, wk, mt: registers_needed(rw, mt) <= min(255, device.regs_per_block // threads(wn, wk))),
+            C(f"shared memory <= {cap} B a block", ("rw", "wn", "wk", "mt", "kw", "stages"),
+              lambda rw, wn, wk, mt, kw, st: smem_bytes(rw, wn, wk, mt, kw, st) <= cap),
+            C("every K slice holds at least one ring slot: ceil(K / (kw x wk)) >= split_k", ("wk", "kw", "split_k"),
+              lambda wk, kw, sk: -(-K // (kw * wk)) >= sk),
+            # a split pays for partials that only a GPU short of CTAs earns back
+            C(f"split_k > 1 only while tiles x split_k <= 8 x {sms} SMs", ("rw", "wn", "mt", "split_k"),
+              lambda rw, wn, mt, sk: sk == 1 or tiles(M, N, rw, wn, mt) * sk <= 8 * sms),
+            C(f"workspace <= {WORKSPACE_CAP >> 20} MiB", ("rw", "wn", "mt", "split_k"),
+              lambda rw, wn, mt, sk: workspace_bytes(M, N, rw, wn, mt, sk) <= WORKSPACE_CAP),
+        ]
+        return Space(knobs, rules)
+
+    def default_config(self, workload, device) -> dict:
+        """64 rows of W a CTA (four warps of 16), 32 rows of A, slots of 128 k in a 4-deep ring, and
+        enough K slices that the CTAs cover the SMs twice: a GEMV's streaming, before any tuning."""
+        M, N, K = workload.M, workload.N, workload.K
+        mt = min(128, max(8, 1 << max(0, (M - 1).bit_length())))
+        t = tiles(M, N, 1, 4, mt)
+        sk = next((s for s in SPLIT_K_VALUES if t * s >= 2 * device.sm_count), SPLIT_K_VALUES[-1])
+        cfg = {"rw": 1, "wn": 4, "wk": 2, "mt": mt, "kw": 64, "stages": 4, "split_k": sk}
+        return self.space(workload, device).nearest(cfg)
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """CTAs, waves and CTAs an SM holds (threads, shared memory), tile use, bytes of W in
+        flight a CTA, and the MMAs per W fragment (the rows of A it meets)."""
+        c, M, N = config, params["M"], params["N"]
+        t = threads(c["wn"], c["wk"])
+        smem = smem_bytes(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
+        per_sm = max(1, min(device.max_threads_per_sm // t, device.smem_per_sm // max(1, smem)))
+        ctas = tiles(M, N, c["rw"], c["wn"], c["mt"]) * c["split_k"]
+        bn = bn_of(c["rw"], c["wn"])
+        return {"threads": t, "blocks": ctas, "waves": ctas / (per_sm * device.sm_count), "blocks_per_sm": per_sm,
+                "smem_bytes": smem, **tile_use(M, N, c["mt"], bn),
+                "w_bytes_in_flight": (c["stages"] - 1) * bn * c["kw"] * c["wk"] * 2,
+                "mma_per_w_fragment": c["mt"] / 8}
+
+    def render(self, workload, config: dict, device) -> KernelSpec:
+        cfg = self.space(workload, device).validate(config)
+        M, N, K = workload.M, workload.N, workload.K
+        rw, wn, wk, mt, sk = cfg["rw"], cfg["wn"], cfg["wk"], cfg["mt"], cfg["split_k"]
+        values = {"BF16": workload.bf16, "RW": rw, "WN": wn, "WK": wk, "MT": mt, "KW": cfg["kw"],
+                  "STAGES": cfg["stages"], "SPLIT_K": sk}
+        elem = "__nv_bfloat16" if workload.bf16 else "half"
+        return KernelSpec(
+            family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
+            source=kernel_source(self.header),
+            name_expression="hgemm_stream<" + ", ".join(str(values[a]) for a in _ARG_ORDER) + ">",
+            grid=(-(-N // bn_of(rw, wn)), sk, -(-M // mt)),
+            block=(threads(wn, wk), 1, 1),
+            smem_bytes=smem_bytes(rw, wn, wk, mt, cfg["kw"], cfg["stages"]),
+            args=(ArgSpec("A", "input", ctype=f"const {elem}*"), ArgSpec("B", "input", ctype=f"const {elem}*"),
+                  ArgSpec("C", "output", ctype=f"{elem}*"),
+                  ArgSpec("workspace", "workspace", value=workspace_bytes(M, N, rw, wn, mt, sk),
+                          ctype="unsigned char*"),
+                  ArgSpec("M", "scalar", value=M, ctype="int"), ArgSpec("N", "scalar", value=N, ctype="int"),
+                  ArgSpec("K", "scalar", value=K, ctype="int")),
+            arch=device.arch)
