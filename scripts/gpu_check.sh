@@ -142,7 +142,7 @@ bench-stream)
   # a first protocol-timed look (tuned, flushed L2) at the streaming template beside wgmma and cuBLAS
   stage "bench hgemm, few-row shapes"
   timeout 400 "$PY" -m autosched bench hgemm --shapes "${STREAM_SHAPES:-128x4096x4096_bt,128x11008x4096_bt,128x4096x11008_bt,16x4096x4096_bt}" \
-    --split "wgmma=0.5,wgmma_splitk=0.2,stream=0.5,mma=0,wmma=0" --time-per-shape "${STREAM_TIME:-30}" \
+    --split "${STREAM_SPLIT:-wgmma=0.5,wgmma_splitk=0.2,stream=0.6,mma=0.6,wmma=0}" --time-per-shape "${STREAM_TIME:-30}" \
     --out "$OUT" --db "$OUT/stream.db" 2>&1 | tee "$OUT/bench-stream.log" | tail -30
   echo "rc=${PIPESTATUS[0]}"
   ;;

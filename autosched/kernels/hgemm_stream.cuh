@@ -183,7 +183,6 @@ struct HgemmStream {
     const int tiles = gridDim.x * gridDim.z, tile = blockIdx.z * gridDim.x + blockIdx.x;
     unsigned* counter = reinterpret_cast<unsigned*>(ws) + tile;
     float* partials = reinterpret_cast<float*>(ws + ((size_t)tiles * 4 + 255) / 256 * 256);
-    __shared__ unsigned last;
     if constexpr (SPLIT_K > 1) {
       float* mine = partials + ((size_t)slice * tiles + tile) * (MT * BN);
       for (int p = threadIdx.x; p < MT * BN; p += THREADS) {
@@ -195,14 +194,16 @@ struct HgemmStream {
       }
       __threadfence();    // release: this slice's partial before its arrival
       __syncthreads();
+      int last = 0;
       if (threadIdx.x == 0) {
         unsigned prev;
         asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n" : "=r"(prev) : "l"(counter) : "memory");
         last = prev == SPLIT_K - 1;
         if (last) *counter = 0;   // every slice has arrived: the next launch finds it zeroed
       }
-      __syncthreads();
-      if (!last) return;
+      // the verdict reaches every thread through the barrier itself: no static shared memory, so
+      // the block's shared memory is exactly the dynamic amount the launcher opts in for
+      if (!__syncthreads_or(last)) return;
       __threadfence();    // acquire: the other slices' partials after their arrivals
     }
     for (int p = threadIdx.x; p < MT * BN; p += THREADS) {
