@@ -43,6 +43,9 @@ struct HgemmWgmmaKPair : HgemmWgmma<BF16, A_MN, B_MN, 64, BN, SWZ, STAGES, 1, GR
   static constexpr int PAIR_BAR = 2;                        // both consumers (256 threads)
 
   static_assert(STAGES % 2 == 0, "an even ring: slot s belongs to consumer s % 2 on every pass");
+  // a consumer releases a slot only after issuing its next one: owning a single slot, it would wait
+  // for that slot's refill while still holding it
+  static_assert(STAGES >= 4, "two slots or more for each consumer");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
 
   static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned scratch,

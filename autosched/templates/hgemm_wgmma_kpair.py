@@ -19,7 +19,10 @@ from autosched.space import Constraint, Knob, Space
 from autosched.templates.base import Template
 from autosched.templates.hgemm_wgmma import SMEM_CAP_SM90, HgemmWgmmaTemplate, smem_bytes as wgmma_smem_bytes
 
-STAGES = (2, 4, 6, 8)             # even: the .cuh's static_assert
+# even, and two slots or more a consumer (the .cuh's static_asserts): a consumer releases a slot after
+# issuing its next, so one owning a single slot would wait for its refill while holding it (a ring of
+# 2 hung on the H100, 2026-11-24)
+STAGES = (4, 6, 8)
 
 
 def smem_bytes(bn: int, swizzle: int, stages: int) -> int:
