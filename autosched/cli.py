@@ -640,7 +640,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--split", default=None, help="hgemm: each template's share of a shape's tuning time "
                                                  "(default wgmma=0.6,mma=0.2,wmma=0.2,wgmma_splitk=0.3,"
                                                  "stream=0.2; wgmma_splitk's share is taken out of wgmma's "
-                                                 "and stream's out of mma's where both serve a shape)")
+                                                 "and stream's out of wmma's where both serve a shape)")
     s.add_argument("--out", default="bench/results", help="folder of the results JSON (default bench/results)")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_bench)

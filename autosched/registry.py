@@ -120,7 +120,7 @@ def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
 def _hgemm_picks(template, workload, device) -> list[dict]:
     if template.family == "hgemm_wmma":
         return _hgemm_wmma_picks(template, workload, device)
-    if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_kpair"):
+    if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk"):
         return _hgemm_wgmma_picks(template, workload, device)
     if template.family == "hgemm_stream":
         return _hgemm_stream_picks(template, workload, device)
@@ -202,7 +202,6 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
     from autosched.templates.hgemm_stream import HgemmStreamTemplate
-    from autosched.templates.hgemm_wgmma_kpair import HgemmWgmmaKPairTemplate
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
@@ -233,11 +232,9 @@ def _families() -> dict[str, Family]:
         # hgemm_mma first: its default serves every GPU since sm_80; hgemm_wmma (the seed's design,
         # every layout) and hgemm_wgmma (sm_90a) beside it, and hgemm_wgmma's split-K where its switch
         # is on (a candidate of tuning and selection, never the default: its space is empty on most shapes),
-        # hgemm_wgmma_kpair (two consumers on one 64-row tile) where those tiles are few, and hgemm_stream
-        # for the linear layer's few rows (M <= 256, nt): candidates, never the default
+        # and hgemm_stream for the linear layer's few rows (M <= 256, nt): a candidate, never the default
         Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
-                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmWgmmaKPairTemplate(),
-                                HgemmStreamTemplate()),
+                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate()),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -14,8 +14,6 @@
 #                                        # 2026-11-23, so templates/hgemm_wgmma_splitk.py SPLIT_K_VERIFIED is True
 #   bash scripts/gpu_check.sh stream     # hgemm_stream (the weight-streaming GEMM for M <= 256): GPU tests vs
 #                                        # float64, memcheck + racecheck of its corners (at most ~250 s)
-#   bash scripts/gpu_check.sh kpair      # hgemm_wgmma_kpair (two consumers splitting K on a 64-row tile): GPU tests
-#                                        # vs float64, memcheck + racecheck of its corners (at most ~250 s)
 #   bash scripts/gpu_check.sh bench-stream  # a protocol-timed look: stream, wgmma and split-K tuned on few-row shapes
 #                                           # vs cuBLAS (STREAM_SHAPES, STREAM_TIME s a shape; at most 400 s)
 #   bash scripts/gpu_check.sh dyn-splitk # split-K micro-kernels for a dynamic M (switch on for the stage): GPU
@@ -140,19 +138,11 @@ stream)
   TEMPLATES=hgemm_stream PER_TEMPLATE=4 sanitize_both stream "hgemm_stream corners" 40 "$SANITIZE_HGEMM" \
     scripts/sanitize.py hgemm 200x264x200_bt 37x264x520_bt_bf16
   ;;
-kpair)
-  stage "pytest hgemm_wgmma_kpair"
-  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_kpair_gpu.py 2>&1 \
-    | tee "$OUT/pytest-kpair.log" | tail -15
-  echo "rc=${PIPESTATUS[0]}"
-  TEMPLATES=hgemm_wgmma_kpair PER_TEMPLATE=4 sanitize_both kpair "hgemm_wgmma_kpair corners" 40 "$SANITIZE_HGEMM" \
-    scripts/sanitize.py hgemm 300x264x200 136x264x520_tn_bf16
-  ;;
 bench-stream)
   # a first protocol-timed look (tuned, flushed L2) at the streaming template beside wgmma and cuBLAS
   stage "bench hgemm, few-row shapes"
   timeout 400 "$PY" -m autosched bench hgemm --shapes "${STREAM_SHAPES:-128x4096x4096_bt,128x11008x4096_bt,128x4096x11008_bt,16x4096x4096_bt}" \
-    --split "${STREAM_SPLIT:-wgmma=0.5,wgmma_splitk=0.2,stream=0.4,wgmma_kpair=0.4,mma=0.4,wmma=0.4}" --time-per-shape "${STREAM_TIME:-30}" \
+    --split "${STREAM_SPLIT:-wgmma=0.5,wgmma_splitk=0.2,stream=0.6,mma=0,wmma=0.6}" --time-per-shape "${STREAM_TIME:-30}" \
     --out "$OUT" --db "$OUT/stream.db" 2>&1 | tee "$OUT/bench-stream.log" | tail -30
   echo "rc=${PIPESTATUS[0]}"
   ;;

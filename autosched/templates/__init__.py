@@ -7,10 +7,9 @@ from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
 from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate
 from autosched.templates.hgemm_stream import HgemmStreamTemplate
-from autosched.templates.hgemm_wgmma_kpair import HgemmWgmmaKPairTemplate
 from autosched.templates.sgemm import SgemmTemplate
 
 # which templates serve which workload is the registry's (autosched/registry.py), not this package's
 __all__ = ["ArgSpec", "KernelSpec", "Template", "GemvQ4F16Template",
-           "HgemmMmaTemplate", "HgemmStreamTemplate", "HgemmWgmmaKPairTemplate", "HgemmWgmmaSplitKTemplate", "HgemmWgmmaTemplate",
+           "HgemmMmaTemplate", "HgemmStreamTemplate", "HgemmWgmmaSplitKTemplate", "HgemmWgmmaTemplate",
            "HgemmWmmaTemplate", "SgemmTemplate"]
