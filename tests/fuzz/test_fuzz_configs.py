@@ -20,10 +20,11 @@ from fuzz.strategies import examples, VALID_WORKLOADS, keys, values
 BOUNDED = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 SHAPES = {"gemv-q4f16": ["64x256", "264x4128", "1x256"], "sgemm": ["64x64x64", "300x260x200_ta", "1x1x1"],
-          "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8"], "gemv-dense": ["64x256", "264x4128", "1x8"]}
+          "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8", "37x264x520_bt"], "gemv-dense": ["64x256", "264x4128", "1x8"]}
 assert set(SHAPES) == set(FAMILIES), "a family without fuzz shapes: add some above"
 # every template on every shape it serves (hgemm_wgmma and its split-K refuse N % 8, so not 300x260x200_bt;
-# split-K serves 1x8x8 with an empty space: K = 8 is one k-block, no two slices)
+# split-K serves 1x8x8 with an empty space: K = 8 is one k-block, no two slices; hgemm_stream serves nt
+# with M <= 256 only: 37x264x520_bt)
 CASES = [(name, shape, i) for name, shapes in SHAPES.items() for shape in shapes
          for i in range(len(FAMILIES[name].templates))
          if FAMILIES[name].templates[i].refuses(FAMILIES[name].parse(shape)) is None]
@@ -80,6 +81,10 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
     if "consumers" in cfg:      # hgemm_wgmma and its split-K: a persistent grid walks the tiles (or work units)
         tiles = -(-p["M"] // cfg["bm"]) * -(-p["N"] // cfg["bn"])
         assert spec.grid == (min(tiles * cfg.get("split_k", 1), device.sm_count), 1, 1)
+        assert set(inputs) == {"A", "B"}
+    elif "rw" in cfg:           # hgemm_stream: N blocks of W rows, K slices, M blocks of A rows
+        bn = 16 * cfg["rw"] * cfg["wn"]
+        assert spec.grid == (-(-p["N"] // bn), cfg["split_k"], -(-p["M"] // cfg["mt"]))
         assert set(inputs) == {"A", "B"}
     elif "bn" in cfg:
         assert spec.grid[0] * cfg["bn"] >= p["N"] and spec.grid[1] * cfg["bm"] >= p["M"]
