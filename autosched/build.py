@@ -190,6 +190,8 @@ class Builder:
         # report, then the probes of the same binary) waits on that build instead of starting a second
         self._inflight: dict[str, Future] = {}
         self._lock = threading.Lock()
+        self.compiled = 0               # NVRTC builds finished (cache hits not counted)
+        self.compile_s = 0.0            # their compile times summed (pool workers run side by side)
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -219,6 +221,9 @@ class Builder:
         with self._lock:
             if self._inflight.get(key) is fut:
                 del self._inflight[key]
+            if not fut.cancelled() and fut.exception() is None:
+                self.compiled += 1
+                self.compile_s += fut.result().compile_s
 
     def build(self, spec: KernelSpec) -> Binary:
         return self.submit(spec).result()

@@ -104,12 +104,15 @@ def default_spec(h100, gemv_template):
 def test_second_build_is_served_from_the_cache(default_spec, tmp_path):
     with Builder(workers=2, cache=BuildCache(tmp_path)) as builder:
         first = builder.build(default_spec)
+        builder.close()         # waits for the done-callbacks, which count the build
+        assert builder.compiled == 1 and builder.compile_s == first.compile_s > 0
     # close() waits for the pool, so the first result is on disk now
     with Builder(workers=2, cache=BuildCache(tmp_path)) as builder:
         second = builder.build(default_spec)
         assert builder._pool is None, "a cache hit started the compiler pool"
     assert first.ok and not first.cached
     assert second.ok and second.cached
+    assert builder.compiled == 0 and builder.compile_s == 0.0     # a hit is no build
     assert second.cubin == first.cubin
     assert (second.key, second.symbol, second.resources, second.name_expression) == \
         (first.key, first.symbol, first.resources, first.name_expression)

@@ -80,6 +80,16 @@ class Harness:
     time_dispatched: Callable
     cublas_us: Callable
     templates: tuple = ()       # the micro-kernel templates of the dynamic run (for the record)
+    # seconds and counts so far (runner.time_split's, the builders' compiled and compile_s): run()
+    # records each tuning's differences, where its wall time went
+    spent: Callable | None = None
+
+
+def _spent_since(h: Harness, before: dict | None) -> dict | None:
+    if h.spent is None or before is None:
+        return None
+    now = h.spent()
+    return {k: now[k] - before.get(k, 0) for k in now}
 
 
 def dispatcher_overhead_ns(dispatcher, ms, repeat: int = 20000) -> float:
@@ -103,16 +113,20 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
     """on_row(rows) after each workload: a run cut short keeps what it finished."""
     rows = []
     for dw in dws:
+        before = h.spent() if h.spent else None
         t0 = time.perf_counter()
         res = h.tune_dynamic(dw)
         dyn_s = time.perf_counter() - t0
+        dyn_spent = _spent_since(h, before)
         budget = max(1, res.measurements)
         per = []
         for M in untuned_sample(dw, sampled):
             w = dw.at(M)
+            before = h.spent() if h.spent else None
             t1 = time.perf_counter()
             got = h.tune_instance(w, budget)
             tune_s = time.perf_counter() - t1
+            inst_spent = _spent_since(h, before)
             fam, cfg, inst_us = got[:3]
             trials = got[3] if len(got) > 3 else None
             disp_us = h.time_dispatched(dw, res, M)
@@ -121,14 +135,14 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
                         "per_instance_us": inst_us, "per_instance_tune_s": tune_s, "per_instance_trials": trials,
                         "dispatched_kernel": res.dispatcher(M), "dispatched_us": disp_us, "cublas_us": cub,
                         "vs_per_instance": inst_us / disp_us if disp_us else None,
-                        "vs_cublas": cub / disp_us if (cub and disp_us) else None})
+                        "vs_cublas": cub / disp_us if (cub and disp_us) else None, "spent": inst_spent})
         per_total = sum(p["per_instance_tune_s"] for p in per)
         row = {"workload": dw.key, "shape": dw.shape_str, "range": [dw.lo, dw.hi], "step": dw.step,
                "instances": list(dw.instances), "dynamic_tune_s": dyn_s, "dynamic_measurements": res.measurements,
                "dynamic_micro_kernels_probed": res.measured, "dynamic_seeds": getattr(res, "seeds", 0),
                "micro_kernels": [k.config for k in res.kernels], "verification": res.verification,
                "flagged": [v["M"] for v in res.flagged], "per_instance_budget": budget,
-               "dynamic_phase_s": getattr(res, "phase_s", {}),
+               "dynamic_phase_s": getattr(res, "phase_s", {}), "dynamic_spent": dyn_spent,
                "per_instance_tune_s": per_total, "tuning_time_speedup": per_total / dyn_s if dyn_s else None,
                "untuned": per, "dispatcher_overhead_ns": dispatcher_overhead_ns(res.dispatcher, dw.ms()),
                "runner": res.runner}
@@ -181,6 +195,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
     timing_builder = Builder(cache=BuildCache(scratch.path / "timing-build"))
     cands = micro_kernel_templates(runner.device_info, wgmma)
     dyn_t = {t.family: t for t in cands}
+    builders: list = []
 
     def cold(label: str, db_file=None):
         """A fresh database and a Builder on a fresh compile cache: a tuning started from nothing."""
@@ -188,7 +203,12 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         if db_file is not None:                 # kept for the record, but new: no earlier run's probes
             for x in ("", "-wal", "-shm", "-journal"):
                 Path(str(db_file) + x).unlink(missing_ok=True)
-        return Database(db_file or d / "tune.db"), Builder(cache=BuildCache(d / "build"))
+        builders.append(Builder(cache=BuildCache(d / "build")))
+        return Database(db_file or d / "tune.db"), builders[-1]
+
+    def spent() -> dict:
+        return {**runner.time_split(), "compiled": sum(b.compiled for b in builders),
+                "compile_s": sum(b.compile_s for b in builders)}
 
     def dyn(dw):
         runner.forget_inputs()
@@ -237,7 +257,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         finally:
             timer.close()
 
-    return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t)),
+    return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t), spent=spent),
             (scratch, timing_builder, runner))
 
 

@@ -37,6 +37,8 @@ class _Slot:
         self.info: DeviceInfo | None = None
         self.prepared: str | None = None
         self.restarts = 0
+        self.prepare_s = 0.0        # waiting on the worker's inputs and float64 references
+        self.measure_s = 0.0        # waiting on its measurements (checks and timed runs)
         self._start()
 
     def _start(self) -> None:
@@ -76,12 +78,16 @@ class _Slot:
     def measure(self, spec, binary, timeout: float, prepare_timeout: float,
                 screen_over_us: float | None = None) -> Measurement:
         try:
+            t0 = time.perf_counter()
             if self.prepared != spec.workload_key:
                 self.conn.send(("prepare", spec.workload_key))
                 self._recv(prepare_timeout, "input preparation")
                 self.prepared = spec.workload_key
+            t1 = time.perf_counter()
             self.conn.send(("measure", spec, binary, screen_over_us))
             kind, result = self._recv(timeout, "measure")
+            self.prepare_s += t1 - t0
+            self.measure_s += time.perf_counter() - t1
         except TimeoutError as e:
             self.restart()
             return Measurement(Status.TIMEOUT, error=str(e))
@@ -170,6 +176,12 @@ class GpuRunner(Runner):
     @property
     def device_info(self) -> DeviceInfo:
         return self.slots[0].info
+
+    def time_split(self) -> dict[str, float]:
+        """Seconds so far, all GPUs together: waiting on builds, on the workers' inputs and float64
+        references (a new shape's), and on their measurements.  A caller takes differences."""
+        return {"build_wait_s": self.build_wait_s, "prepare_s": sum(s.prepare_s for s in self.slots),
+                "measure_s": sum(s.measure_s for s in self.slots)}
 
     def build_id(self, template) -> str:
         """The build every measurement of this runner is of: the local kernel source and NVRTC."""

@@ -22,9 +22,17 @@ def test_benchmark_logic_on_synthetic_runner(h100):
         us, cfg = min((runner.measure(t.render(w, c, h100)).median_us, c) for c in cfgs)
         return t.family, cfg, us, len(cfgs)
 
+    calls = {"n": 0}
+
+    def counted(f):
+        def g(*a):
+            calls["n"] += 1
+            return f(*a)
+        return g
+
     h = bench.Harness(h100, lambda dw: tune_dynamic(dw, t, runner, None, rounds=2, per_round=8),
-                      inst, lambda dw, res, M: runner.measure(res.dispatcher.spec(dw.at(M), t, h100)).median_us,
-                      lambda w: 2.0 * w.M * w.N * w.K / 500e12 * 1e6 + 5.0)
+                      counted(inst), lambda dw, res, M: runner.measure(res.dispatcher.spec(dw.at(M), t, h100)).median_us,
+                      lambda w: 2.0 * w.M * w.N * w.K / 500e12 * 1e6 + 5.0, spent=lambda: {"tunings": calls["n"]})
     dws = [DynamicWorkload.parse("hgemm", "Mx4096x4096_bt", (1, 4096)),
            DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 2048), step=16)]
     rows, summary = bench.run(h, dws, log=lambda *a: None, sampled=4)
@@ -38,6 +46,8 @@ def test_benchmark_logic_on_synthetic_runner(h100):
         assert r["dynamic_seeds"] == 3 and r["dynamic_micro_kernels_probed"] == 16 + 3
         assert all(p["per_instance_trials"] == r["dynamic_measurements"] == r["per_instance_budget"]
                    for p in r["untuned"])
+        # what each tuning spent is the difference of the harness's counters around it alone
+        assert r["dynamic_spent"] == {"tunings": 0} and all(p["spent"] == {"tunings": 1} for p in r["untuned"])
     assert summary["untuned_geomean_vs_per_instance"] > 0.5
 
 
