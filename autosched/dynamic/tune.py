@@ -190,6 +190,8 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     # round's picks are then ranked by the probe model's prior, as they would be without seeds
     seeded = sketch.seed_kernels(dw, templates, device) if seeds else []
     seed_picks = [(f, c) for f, c, _ in seeded]
+    # their builds start now, so NVRTC (and its pool's start) runs beside the first round's search
+    prebuild(seed_picks)
 
     pop = []
     while len(pop) < population:

@@ -9,8 +9,9 @@ A, and its reference and bound are the same prefix of the taller one's, row for 
 keeps one B, A's rows drawn so far (in blocks of BLOCK rows, each from its own stream of the family
 seed, so the rows do not depend on the order Ms arrive in) and their reference and bound rows, and
 grows (at least doubling) only when an M needs rows it has not drawn: the new rows' products alone
-are computed.  B as float64 and |B| as float32 are kept, so growing is two products of the new rows
-only: the reference in float64, the sum |a||b| that sizes the tolerance in float32.
+are computed.  B is kept decoded (float32), so growing is two products of the new rows only: the
+reference in float64 and the sum |a||b| that sizes the tolerance (reference_gpu.py: the worker's
+GPU computes them; numpy where none is given).
 
 A measurement of a family member records the family seed: its inputs are rows 0..M-1 of the family
 that seed draws (draw_a_rows, draw_b), not Workload.inputs(seed).
@@ -20,18 +21,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from autosched.measure.reference_gpu import host_products
+
 BLOCK = 64          # rows drawn (and their products computed) at a time
 
 
 class RowFamily:
-    def __init__(self, workload, seed: int):
+    def __init__(self, workload, seed: int, products=host_products):
         key = workload.row_family_key()
         if key is None:
             raise ValueError(f"{workload.key} has no row family (A is not stored row-major)")
         self.key, self.seed, self.workload = key, seed, workload
         self.b = workload.draw_b(seed)
-        b32 = workload.decode(workload._load(self.b, workload.b_col))
-        self._b64, self._b32_abs = b32.astype(np.float64), np.abs(b32)
+        self._b32 = np.ascontiguousarray(workload.decode(workload._load(self.b, workload.b_col)))
+        self._products = products
         K, N = workload.K, workload.N
         self.rows = 0
         self._a = workload._encode(np.empty((0, K), dtype=np.float32))
@@ -41,7 +44,7 @@ class RowFamily:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.b, self._b64, self._b32_abs, self._a, self._ref, self._bound))
+        return sum(a.nbytes for a in (self.b, self._b32, self._a, self._ref, self._bound))
 
     def member(self, workload) -> bool:
         return workload.row_family_key() == self.key
@@ -59,11 +62,8 @@ class RowFamily:
         w = self.workload
         target = -(-max(M, 2 * self.rows) // BLOCK) * BLOCK
         new = np.concatenate([w.draw_a_rows(self.seed, j, BLOCK) for j in range(self.rows // BLOCK, target // BLOCK)])
-        a32 = w.decode(new)
-        ref = a32.astype(np.float64) @ self._b64
-        # sum |a||b| only sizes the tolerance: float32's few 1e-7 relative (its sums of positive
-        # terms) change the bound by as little, at half the cost of the float64 product
-        bound = w.bound_of(ref, (np.abs(a32) @ self._b32_abs).astype(np.float64))
+        ref, mag = self._products(w.decode(new), self._b32)
+        bound = w.bound_of(ref, mag)
         self._a = np.concatenate([self._a, new])
         self._ref = np.concatenate([self._ref, ref])
         self._bound = np.concatenate([self._bound, bound])

@@ -8,7 +8,8 @@ Inputs are drawn with a fresh random seed for each workload a worker sees (recor
 measurement); the float64 reference is computed once per workload on the host.  GEMMs whose A is
 stored row-major share one row family per N, K, layout and dtype (row_family.py): every M's inputs,
 reference and bound are the first M rows of the family's, drawn with the family's seed (the one
-recorded) and computed only for rows no earlier M needed.  Before each config runs its output is
+recorded) and computed only for rows no earlier M needed, their float64 products on the GPU
+(reference_gpu.py).  Before each config runs its output is
 poisoned with NaN, and it is checked both before and after timing.
 """
 
@@ -133,6 +134,10 @@ class Worker:
         self.families: dict[str, RowFamily] = {}      # by key, least recently used first
         from autosched.device import query
         self.info = query(device_id)
+        # a row family's float64 products on this GPU (seconds on the host at thousands of rows)
+        from autosched.measure.reference_gpu import GpuProducts, host_products, host_reference_forced
+        self.products = host_products if host_reference_forced() else GpuProducts(self.device, self.stream,
+                                                                                  self.info.arch)
 
     def state(self, workload_key: str) -> _WorkloadState:
         st = self.states.get(workload_key)
@@ -154,7 +159,7 @@ class Worker:
         if fam is None:
             while len(self.families) >= MAX_FAMILIES:     # the old arrays go before new ones are drawn
                 self.families.pop(next(iter(self.families)))
-            fam = RowFamily(workload, secrets.randbits(31))
+            fam = RowFamily(workload, secrets.randbits(31), self.products)
         # the least recently used go first while the others (not this one) pass the memory budget
         while self.families and fam.nbytes + sum(f.nbytes for f in self.families.values()) > FAMILY_BYTES:
             self.families.pop(next(iter(self.families)))

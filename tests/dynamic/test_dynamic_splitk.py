@@ -368,14 +368,18 @@ def _load(path):
     import sys
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "scripts"))
+    # its own folder too (tests/gpu's modules import gemm_checks beside them, which pytest puts on the
+    # path only once it has collected that folder)
+    dirs = [str(root / "scripts"), str((root / path).parent)]
+    sys.path[:0] = dirs
     try:
         spec = importlib.util.spec_from_file_location(Path(path).stem, root / path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod
     finally:
-        sys.path.remove(str(root / "scripts"))
+        for d in dirs:
+            sys.path.remove(d)
 
 
 def test_handmade_results_serve_each_kernel_its_range(h100):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from autosched.measure.gpu import GpuRunner
+from autosched.measure.reference_gpu import host_products
 from autosched.measure.row_family import BLOCK, RowFamily
 from autosched.measure.worker import Worker
 from autosched.workloads import Hgemm, Sgemm
@@ -71,7 +72,7 @@ def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
     import autosched.measure.worker as worker
     monkeypatch.setattr(worker, "MAX_FAMILIES", 2)
     w = object.__new__(Worker)          # the family bookkeeping only: no GPU, no buffers
-    w.states, w.families = {}, {}
+    w.states, w.families, w.products = {}, {}, host_products
     f1 = w._family_of(Hgemm.from_shape("10x64x32_bt"))
     assert f1 is not None and w._family_of(Hgemm.from_shape("300x64x32_bt")) is f1
     f2 = w._family_of(Hgemm.from_shape("10x64x48_bt"))
@@ -88,6 +89,22 @@ def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
     monkeypatch.setattr(worker, "FAMILY_BYTES", small.nbytes + 1)
     big = w._family_of(Hgemm.from_shape("8x512x512_bt"))
     assert list(w.families.values()) == [big] and big.nbytes > small.nbytes
+    assert big._products is host_products           # the worker's products reach its families
+
+
+def test_a_family_grows_through_the_products_it_is_given():
+    """The worker hands its GPU's products to the families; a family asks only for its new rows'."""
+    calls = []
+
+    def products(a32, b32):
+        calls.append((a32.shape, b32.shape))
+        return host_products(a32, b32)
+    w = Hgemm.from_shape("100x40x24_bt")
+    fam, plain = RowFamily(w, 3, products), RowFamily(w, 3)
+    got, want = fam.view(w), plain.view(w)
+    fam.view(Hgemm.from_shape("300x40x24_bt"))
+    assert calls == [((128, 24), (24, 40)), ((192, 24), (24, 40))]     # 128 rows, then 128..320
+    assert all(np.array_equal(x, y) for x, y in zip(got[1:], want[1:]))
 
 
 def test_forget_inputs_reaches_every_worker():

@@ -1,0 +1,106 @@
+"""The float64 products that check a GEMM (ref = A . B and mag = |A| . |B|), on the host or on the GPU.
+
+A row family (row_family.py) grows by the products of its new rows.  On the host, in numpy, that was
+most of a large GEMM's preparation: 4096 rows of 4096 x 4096 took seconds of a worker's time, where
+the kernels it checks run in microseconds (the dynamic bench's 4096 x 4096 run spent 3.7 of its 8.2 s
+there on 2026-11-26).  The worker computes them with kernels/reference_gemm.cuh instead: the same
+exact products of decoded FP16/BF16 values summed in double, in another order (any order of a
+float64 sum of these few thousand terms differs by a few 1e-16 relative, far under the bound).
+
+    products = host_products                     # numpy: CPU tests, and AUTOSCHED_HOST_REFERENCE=1
+    products = GpuProducts(device, stream)       # in the worker, which owns the context
+    ref, mag = products(a32, b32)                # a32 (M, K), b32 (K, N) float32 -> (M, N) float64 each
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
+
+TILE = 64           # kernels/reference_gemm.cuh: outputs a block along each side
+SIDE = 16           # its threads along each side
+
+
+def host_products(a32: np.ndarray, b32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """numpy's: the float64 product and sum |a||b| (in float32, which sizes a tolerance to a few 1e-7
+    relative at half the cost of float64)."""
+    ref = a32.astype(np.float64) @ b32.astype(np.float64)
+    mag = (np.abs(a32) @ np.abs(b32)).astype(np.float64)
+    return ref, mag
+
+
+def reference_spec(M: int, N: int, K: int, arch: str) -> KernelSpec:
+    return KernelSpec(family="reference_gemm", workload_key=f"reference:{M}x{N}x{K}", config=(),
+                      source=kernel_source("reference_gemm.cuh"), name_expression="reference_products",
+                      grid=(-(-N // TILE), -(-M // TILE), 1), block=(SIDE, SIDE, 1), smem_bytes=0,
+                      args=(ArgSpec("A", "input", ctype="const float*"), ArgSpec("B", "input", ctype="const float*"),
+                            ArgSpec("ref", "output", ctype="double*"), ArgSpec("mag", "output", ctype="double*"),
+                            ArgSpec("M", "scalar", value=M, ctype="int"), ArgSpec("N", "scalar", value=N, ctype="int"),
+                            ArgSpec("K", "scalar", value=K, ctype="int")),
+                      arch=arch)
+
+
+def host_reference_forced() -> bool:
+    return os.environ.get("AUTOSCHED_HOST_REFERENCE", "") not in ("", "0")
+
+
+class GpuProducts:
+    """The products on the worker's GPU: inputs copied in, the two (M, N) float64 results copied out,
+    the buffers freed before returning (a family grows a few times a run, and its arrays live on the
+    host).  The kernel is built once (through the build cache) on first use."""
+
+    MAX_GRID_Y = 65535
+
+    def __init__(self, device, stream, arch: str):
+        self.device, self.stream, self.arch = device, stream, arch
+        self._kernel = None
+
+    def _load(self, spec):
+        if self._kernel is None:
+            # in this process (a build pool would cost more to start than the one compile)
+            from autosched.build import BuildCache, cache_key, compile_spec, nvrtc_version
+            from autosched.runtime import load_kernel
+            cache = BuildCache()
+            binary = cache.get(cache_key(spec, nvrtc_version()))
+            if binary is None:
+                binary = compile_spec(spec)
+                if binary.ok:
+                    cache.put(binary)
+            self._kernel = load_kernel(spec, binary)      # a failed build raises, naming the kernel
+        return self._kernel
+
+    def __call__(self, a32: np.ndarray, b32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from cuda.bindings import driver
+        from cuda.core import launch
+
+        from autosched.runtime import check, launch_config, ptr
+        (M, K), (K2, N) = a32.shape, b32.shape
+        if K != K2:
+            raise ValueError(f"inner dimensions differ: A is {a32.shape}, B is {b32.shape}")
+        if -(-M // TILE) > self.MAX_GRID_Y:
+            return host_products(a32, b32)
+        if M == 0 or N == 0:
+            return np.zeros((M, N)), np.zeros((M, N))
+        a = np.ascontiguousarray(a32, dtype=np.float32)
+        b = np.ascontiguousarray(b32, dtype=np.float32)
+        spec = reference_spec(M, N, K, self.arch)
+        kernel = self._load(spec)
+        s = int(self.stream.handle)
+        bufs = [self.device.allocate(max(1, n), stream=self.stream) for n in (a.nbytes, b.nbytes, M * N * 8, M * N * 8)]
+        try:
+            self.stream.sync()
+            check(driver.cuMemcpyHtoD(int(bufs[0].handle), a.ctypes.data, a.nbytes))
+            check(driver.cuMemcpyHtoD(int(bufs[1].handle), b.ctypes.data, b.nbytes))
+            launch(self.stream, launch_config(spec, pdl=False), kernel, *(ptr(x) for x in bufs),
+                   np.int32(M), np.int32(N), np.int32(K))
+            ref, mag = np.empty((M, N)), np.empty((M, N))
+            check(driver.cuMemcpyDtoHAsync(ref.ctypes.data, int(bufs[2].handle), ref.nbytes, s))
+            check(driver.cuMemcpyDtoHAsync(mag.ctypes.data, int(bufs[3].handle), mag.nbytes, s))
+            self.stream.sync()
+            return ref, mag
+        finally:
+            for x in bufs:
+                x.close()
