@@ -1,39 +1,68 @@
-"""Where one dynamic tuning run's time goes: a quick-bench workload (0: Llama's 4096 x 4096, 1: BERT's 768 x 768) tuned
-through the bench's harness (cold database and compile cache), the main process under cProfile and
-the GPU worker too (AUTOSCHED_WORKER_PROFILE), then the top of each profile and the run's phases.
+"""Where one dynamic tuning run's time goes, on the GPU: the run (and optionally one per-instance
+tuning of the same budget) under cProfile in this process and in the GPU worker
+(AUTOSCHED_WORKER_PROFILE), both printed, with the runner's time split.
 
-    python3 scripts/profile_dynamic.py [OUT_DIR [WORKLOAD_INDEX]]
+    python3 scripts/profile_dynamic.py Mx768x768_bt 16 2048 16 [--instance M] [--out DIR]
 """
+
+import argparse
+import cProfile
 import os
 import pstats
 import sys
 import tempfile
+import time
+from pathlib import Path
 
 
-def main(out_dir, index=0):
-    os.makedirs(out_dir, exist_ok=True)
-    os.environ["AUTOSCHED_WORKER_PROFILE"] = out_dir      # read by the workers the harness spawns
-    import cProfile
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("shape")
+    p.add_argument("lo", type=int)
+    p.add_argument("hi", type=int)
+    p.add_argument("step", type=int, nargs="?", default=1)
+    p.add_argument("--instance", type=int, default=None, help="also tune this M alone, to the same budget")
+    p.add_argument("--out", default=os.environ.get("OUT", "/tmp/profile-dynamic"))
+    p.add_argument("--top", type=int, default=25)
+    a = p.parse_args()
+    out = Path(a.out)
+    prof_dir = out / "worker-prof"
+    os.environ["AUTOSCHED_WORKER_PROFILE"] = str(prof_dir)      # before the runner spawns its worker
 
-    from autosched.benchmarks import dynamic as bench
-    h, closers = bench.gpu_harness(db_path=os.path.join(tempfile.mkdtemp(), "dynamic.db"), rounds=2, per_round=8)
-    dw = bench.workloads(quick=True)[index]
-    prof = cProfile.Profile()
+    from autosched.benchmarks.dynamic import gpu_harness
+    from autosched.dynamic.workload import DynamicWorkload
+    dw = DynamicWorkload.parse("hgemm", a.shape, (a.lo, a.hi), step=a.step)
+    h, closers = gpu_harness(None, rounds=2, per_round=8)
+    main_prof = cProfile.Profile()
     try:
-        res = prof.runcall(h.tune_dynamic, dw)
+        before = h.spent()
+        t0 = time.perf_counter()
+        res = main_prof.runcall(h.tune_dynamic, dw)
+        wall = time.perf_counter() - t0
+        spent = {k: round(v - before[k], 3) for k, v in h.spent().items()}
+        print(f"dynamic {dw.key}: {wall:.2f} s, {res.measurements} measurements, phases "
+              f"{ {k: round(v, 2) for k, v in res.phase_s.items()} }, spent {spent}")
+        if a.instance is not None:
+            before = h.spent()
+            t0 = time.perf_counter()
+            got = h.tune_instance(dw.at(a.instance), res.measurements)
+            spent = {k: round(v - before[k], 3) for k, v in h.spent().items()}
+            print(f"per-instance M={a.instance}: {time.perf_counter() - t0:.2f} s, {got[3]} trials, spent {spent}")
     finally:
         for c in reversed(closers):
-            c.close()
-    main_path = os.path.join(out_dir, "main.prof")
-    prof.dump_stats(main_path)
-    print(f"{dw.shape_str}: {res.elapsed_s:.1f} s, {res.measurements} measurements; phases "
-          + ", ".join(f"{k} {v:.1f} s" for k, v in res.phase_s.items()))
-    for path in [main_path] + sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir) if f.startswith("worker")):
-        print(f"== {os.path.basename(path)}")
-        st = pstats.Stats(path)
-        st.sort_stats("tottime").print_stats(18)
-        st.sort_stats("cumulative").print_callees(r"worker.py:\d+\((measure|_measure|state)\)|row_family.py:\d+\(_grow\)")
+            c.close()               # the worker stops and writes its profile
+    main_path = out / "main.prof"
+    out.mkdir(parents=True, exist_ok=True)
+    main_prof.dump_stats(str(main_path))
+    print("\n== main process (the dynamic run), cumulative")
+    pstats.Stats(str(main_path), stream=sys.stdout).sort_stats("cumulative").print_stats(a.top)
+    for f in sorted(prof_dir.glob("*.prof")):
+        print(f"\n== worker {f.name}, internal time")
+        pstats.Stats(str(f), stream=sys.stdout).sort_stats("tottime").print_stats(a.top)
+        print(f"\n== worker {f.name}, cumulative")
+        pstats.Stats(str(f), stream=sys.stdout).sort_stats("cumulative").print_stats(a.top)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/profile-dynamic", int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+    tempfile.tempdir = tempfile.tempdir     # (the harness makes its scratch under the default)
+    main()
