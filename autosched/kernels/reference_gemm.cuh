@@ -1,11 +1,12 @@
-// The float64 products that check a GEMM: ref = A . B and mag = |A| . |B|, A (M, K) and B (K, N)
+// The float64 products that check a GEMM: ref = A . B and mag = |A| . |B|, A (M, K) and B^T (N, K)
 // row-major float32 (the FP16/BF16 inputs decoded: every such value is a float32, and the product
 // of two is exact in a double), sums in double.  measure/reference_gpu.py runs it in the worker
 // that checks kernels, where the same two products on the host took seconds at 4096 rows.
 //
 // Plain FP64 FMAs, no tensor cores and no cleverness: it is the oracle, so it stays readable.  A
 // 64 x 64 output tile a block of 16 x 16 threads, each thread 4 x 4 outputs strided by 16 (a
-// warp's stores land on consecutive columns); K in slices of 16 through shared memory.
+// warp's stores land on consecutive columns); K in slices of 16 through shared memory, both tiles
+// read along k (rows of A and of B^T).
 
 namespace autosched_reference {
 constexpr int TILE = 64;
@@ -15,12 +16,12 @@ constexpr int PER = TILE / SIDE;  // outputs a thread along each side
 }  // namespace autosched_reference
 
 __global__ void __launch_bounds__(256)
-reference_products(const float* __restrict__ A, const float* __restrict__ B, double* __restrict__ ref,
+reference_products(const float* __restrict__ A, const float* __restrict__ Bt, double* __restrict__ ref,
                    double* __restrict__ mag, int M, int N, int K) {
   using namespace autosched_reference;
-  // +1: the A tile is written along k and read along m, which would otherwise hit one bank
+  // +1: the tiles are written along k and read along m or n, which would otherwise hit one bank
   __shared__ float As[SLICE][TILE + 1];
-  __shared__ float Bs[SLICE][TILE];
+  __shared__ float Bs[SLICE][TILE + 1];
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * SIDE + tx;
   const long long row0 = (long long)blockIdx.y * TILE, col0 = (long long)blockIdx.x * TILE;
   double acc[PER][PER], accm[PER][PER];
@@ -35,9 +36,8 @@ reference_products(const float* __restrict__ A, const float* __restrict__ B, dou
       const int r = e / SLICE, kk = e % SLICE;
       const long long gr = row0 + r;
       As[kk][r] = (gr < M && k0 + kk < K) ? A[gr * K + k0 + kk] : 0.f;
-      const int kb = e / TILE, c = e % TILE;
-      const long long gc = col0 + c;
-      Bs[kb][c] = (k0 + kb < K && gc < N) ? B[(long long)(k0 + kb) * N + gc] : 0.f;
+      const long long gc = col0 + r;
+      Bs[kk][r] = (gc < N && k0 + kk < K) ? Bt[gc * K + k0 + kk] : 0.f;
     }
     __syncthreads();
 #pragma unroll

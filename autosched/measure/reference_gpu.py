@@ -9,7 +9,9 @@ float64 sum of these few thousand terms differs by a few 1e-16 relative, far und
 
     products = host_products                     # numpy: CPU tests, and AUTOSCHED_HOST_REFERENCE=1
     products = GpuProducts(device, stream)       # in the worker, which owns the context
-    ref, mag = products(a32, b32)                # a32 (M, K), b32 (K, N) float32 -> (M, N) float64 each
+    ref, mag = products(a32, bt32)               # a32 (M, K), bt32 = B^T (N, K) float32 -> (M, N) float64 each
+
+B comes transposed, (N, K), as a row family keeps it (row_family.py): the linear layer's storage.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ TILE = 64           # kernels/reference_gemm.cuh: outputs a block along each sid
 SIDE = 16           # its threads along each side
 
 
-def host_products(a32: np.ndarray, b32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def host_products(a32: np.ndarray, bt32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """numpy's: the float64 product and sum |a||b| (in float32, which sizes a tolerance to a few 1e-7
     relative at half the cost of float64)."""
-    ref = a32.astype(np.float64) @ b32.astype(np.float64)
-    mag = (np.abs(a32) @ np.abs(b32)).astype(np.float64)
+    ref = a32.astype(np.float64) @ bt32.astype(np.float64).T
+    mag = (np.abs(a32) @ np.abs(bt32).T).astype(np.float64)
     return ref, mag
 
 
@@ -36,7 +38,7 @@ def reference_spec(M: int, N: int, K: int, arch: str) -> KernelSpec:
     return KernelSpec(family="reference_gemm", workload_key=f"reference:{M}x{N}x{K}", config=(),
                       source=kernel_source("reference_gemm.cuh"), name_expression="reference_products",
                       grid=(-(-N // TILE), -(-M // TILE), 1), block=(SIDE, SIDE, 1), smem_bytes=0,
-                      args=(ArgSpec("A", "input", ctype="const float*"), ArgSpec("B", "input", ctype="const float*"),
+                      args=(ArgSpec("A", "input", ctype="const float*"), ArgSpec("Bt", "input", ctype="const float*"),
                             ArgSpec("ref", "output", ctype="double*"), ArgSpec("mag", "output", ctype="double*"),
                             ArgSpec("M", "scalar", value=M, ctype="int"), ArgSpec("N", "scalar", value=N, ctype="int"),
                             ArgSpec("K", "scalar", value=K, ctype="int")),
@@ -72,20 +74,20 @@ class GpuProducts:
             self._kernel = load_kernel(spec, binary)      # a failed build raises, naming the kernel
         return self._kernel
 
-    def __call__(self, a32: np.ndarray, b32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, a32: np.ndarray, bt32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from cuda.bindings import driver
         from cuda.core import launch
 
         from autosched.runtime import check, launch_config, ptr
-        (M, K), (K2, N) = a32.shape, b32.shape
+        (M, K), (N, K2) = a32.shape, bt32.shape
         if K != K2:
-            raise ValueError(f"inner dimensions differ: A is {a32.shape}, B is {b32.shape}")
+            raise ValueError(f"inner dimensions differ: A is {a32.shape}, B^T is {bt32.shape}")
         if -(-M // TILE) > self.MAX_GRID_Y:
-            return host_products(a32, b32)
+            return host_products(a32, bt32)
         if M == 0 or N == 0:
             return np.zeros((M, N)), np.zeros((M, N))
         a = np.ascontiguousarray(a32, dtype=np.float32)
-        b = np.ascontiguousarray(b32, dtype=np.float32)
+        b = np.ascontiguousarray(bt32, dtype=np.float32)
         spec = reference_spec(M, N, K, self.arch)
         kernel = self._load(spec)
         s = int(self.stream.handle)

@@ -6,11 +6,11 @@ kernel that hangs is killed from outside.
 
 Inputs are drawn with a fresh random seed for each workload a worker sees (recorded with every
 measurement); the float64 reference is computed once per workload on the host.  GEMMs whose A is
-stored row-major share one row family per N, K, layout and dtype (row_family.py): every M's inputs,
-reference and bound are the first M rows of the family's, drawn with the family's seed (the one
-recorded) and computed only for rows no earlier M needed, their float64 products on the GPU
-(reference_gpu.py).  Before each config runs its output is
-poisoned with NaN, and it is checked both before and after timing.
+stored row-major share one row family per K, layout and dtype (row_family.py): every shape's inputs,
+reference and bound are the first M rows and N columns of the family's, drawn with the family's
+seed (the one recorded) and computed only for rows and columns no earlier shape needed, their
+float64 products on the GPU (reference_gpu.py).  Before each config runs its output is poisoned
+with NaN, and it is checked both before and after timing.
 """
 
 from __future__ import annotations
@@ -150,8 +150,8 @@ class Worker:
 
     def _family_of(self, workload) -> RowFamily | None:
         """The row family of `workload`, or None where its rows are not a family's (row_family.py).
-        The MAX_FAMILIES used last are kept: a dynamic tuning's probes come back to a few (M, N')
-        shapes of each N' (the probe grids) round after round."""
+        The MAX_FAMILIES used last are kept (one K, layout and dtype each: every M and N of a dynamic
+        tuning's probes and instances is one family's corner)."""
         key = workload.row_family_key() if hasattr(workload, "row_family_key") else None
         if key is None:
             return None
@@ -161,7 +161,8 @@ class Worker:
                 self.families.pop(next(iter(self.families)))
             fam = RowFamily(workload, secrets.randbits(31), self.products)
         # the least recently used go first while the others (not this one) pass the memory budget
-        while self.families and fam.nbytes + sum(f.nbytes for f in self.families.values()) > FAMILY_BYTES:
+        need = fam.bytes_after(workload)
+        while self.families and need + sum(f.nbytes for f in self.families.values()) > FAMILY_BYTES:
             self.families.pop(next(iter(self.families)))
         self.families[key] = fam
         return fam

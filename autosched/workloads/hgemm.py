@@ -212,17 +212,19 @@ class Hgemm(Workload):
     # -- row families: every M of one N, K, layout and dtype over the same inputs ------------------
 
     def row_family_key(self) -> str | None:
-        """The key of the workloads whose inputs, reference and bound are the first M rows of one
-        taller problem's (M left out), or None where rows of the output are not rows of the storage
-        (A stored (K, M), the blocked layout)."""
+        """The key of the workloads whose inputs, reference and bound are the first M rows and the
+        first N columns of one larger problem's (M and N left out: K, layout and dtype), or None where
+        rows of the output are not rows of the storage (A stored (K, M), the blocked layout)."""
         if self.a_col or self.blocked:
             return None
-        return self.name + ":" + ",".join(f"{k}={v}" for k, v in self.params.items() if k != "M")
+        return self.name + ":" + ",".join(f"{k}={v}" for k, v in self.params.items() if k not in ("M", "N"))
 
-    def draw_b(self, seed: int) -> np.ndarray:
-        """A row family's B in its storage: one draw per family seed."""
-        rng = np.random.default_rng([seed, 1 << 30])
-        return self._store(self._encode(rng.standard_normal((self.K, self.N), dtype=np.float32)), self.b_col)
+    def draw_b_cols(self, seed: int, block: int, cols: int) -> np.ndarray:
+        """Columns [block * cols, (block + 1) * cols) of a row family's B, as B^T's rows (cols, K) in
+        the dtype's storage: each block its own stream of the family seed, so a family grown in any
+        order holds the same columns (and B stored (N, K) takes them without a transpose)."""
+        rng = np.random.default_rng([seed, 1 << 30, block])
+        return self._encode(rng.standard_normal((cols, self.K), dtype=np.float32))
 
     def draw_a_rows(self, seed: int, block: int, rows: int) -> np.ndarray:
         """Rows [block * rows, (block + 1) * rows) of a row family's A (row-major storage): each block

@@ -10,7 +10,7 @@ from autosched.measure.reference_gpu import SIDE, TILE, host_products, reference
 def test_host_products_are_the_float64_product_and_the_sum_of_magnitudes():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((7, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
-    ref, mag = host_products(a, b)
+    ref, mag = host_products(a, np.ascontiguousarray(b.T))
     assert ref.dtype == mag.dtype == np.float64 and ref.shape == mag.shape == (7, 3)
     want = [[sum(float(a[i, k]) * float(b[k, j]) for k in range(5)) for j in range(3)] for i in range(7)]
     np.testing.assert_allclose(ref, want, rtol=1e-12)

@@ -8,7 +8,7 @@ import pytest
 
 from autosched.measure.gpu import GpuRunner
 from autosched.measure.reference_gpu import host_products
-from autosched.measure.row_family import BLOCK, RowFamily
+from autosched.measure.row_family import BLOCK, COL_BLOCK, RowFamily
 from autosched.measure.worker import Worker
 from autosched.workloads import Hgemm, Sgemm
 
@@ -16,10 +16,11 @@ from autosched.workloads import Hgemm, Sgemm
 @pytest.mark.parametrize("layout, dtype", [("nn", "fp16"), ("nt", "fp16"), ("nt", "bf16"), ("nn", "bf16")])
 def test_a_member_is_the_first_rows_and_its_reference_and_bound_are_the_workload_s_own(layout, dtype):
     fam = RowFamily(Hgemm.from_shape("200x72x40", layout=layout, dtype=dtype), seed=5)
-    for M in (1, 37, 130, 200):
-        w = Hgemm.from_shape(f"{M}x72x40", layout=layout, dtype=dtype)
+    for M, N in ((1, 72), (37, 8), (130, 264), (200, 72), (3, 520)):
+        w = Hgemm.from_shape(f"{M}x{N}x40", layout=layout, dtype=dtype)
         inputs, ref, bound = fam.view(w)
         assert inputs["A"].shape == (M, 40) and inputs["A"].flags.c_contiguous
+        assert inputs["B"].shape == ((N, 40) if layout == "nt" else (40, N))
         # the workload's own float64 reference and bound of exactly these inputs
         np.testing.assert_allclose(ref, w.reference(inputs), rtol=1e-13, atol=1e-13)
         # the bound's sum |a||b| is summed in float32 (a tolerance's size, not the reference)
@@ -27,37 +28,40 @@ def test_a_member_is_the_first_rows_and_its_reference_and_bound_are_the_workload
         assert ref.shape == w.output_spec()[0]
 
 
-def test_growing_computes_only_new_rows_at_least_doubling():
+def test_growing_computes_only_new_rows_at_least_doubling_and_new_columns():
     fam = RowFamily(Hgemm.from_shape("8x64x32_bt"), seed=1)
-    assert fam.rows == 0 and fam.products == 0
+    assert fam.rows == fam.cols == 0 and fam.products == 0
     fam.view(Hgemm.from_shape("100x64x32_bt"))
-    assert fam.rows == 2 * BLOCK and fam.products == 2 * BLOCK
+    assert (fam.rows, fam.cols) == (2 * BLOCK, COL_BLOCK) and fam.products == 2 * BLOCK * COL_BLOCK
     fam.view(Hgemm.from_shape("50x64x32_bt"))            # already drawn: nothing computed
-    assert fam.products == 2 * BLOCK
+    fam.view(Hgemm.from_shape("100x256x32_bt"))
+    assert fam.products == 2 * BLOCK * COL_BLOCK
     fam.view(Hgemm.from_shape("129x64x32_bt"))           # doubles: 256 rows, 128 of them new
-    assert fam.rows == 4 * BLOCK and fam.products == 4 * BLOCK
+    assert fam.rows == 4 * BLOCK and fam.products == 4 * BLOCK * COL_BLOCK
     fam.view(Hgemm.from_shape("1000x64x32_bt"))          # past double: to the M asked, in whole blocks
-    assert fam.rows == 1024 and fam.products == 1024
+    assert fam.rows == 1024 and fam.products == 1024 * COL_BLOCK
+    fam.view(Hgemm.from_shape("10x264x32_bt"))           # columns: to the N asked, in whole blocks
+    assert fam.cols == 2 * COL_BLOCK and fam.products == 1024 * 2 * COL_BLOCK
 
 
-def test_rows_do_not_depend_on_the_order_ms_arrive_in():
+def test_rows_and_columns_do_not_depend_on_the_order_shapes_arrive_in():
     grown, direct = RowFamily(Hgemm.from_shape("1x48x24_bt"), 9), RowFamily(Hgemm.from_shape("1x48x24_bt"), 9)
-    for M in (3, 70, 300):
-        grown.view(Hgemm.from_shape(f"{M}x48x24_bt"))
-    a, ref, bound = direct.view(Hgemm.from_shape("300x48x24_bt"))
-    a2, ref2, bound2 = grown.view(Hgemm.from_shape("300x48x24_bt"))
+    for M, N in ((3, 48), (70, 600), (300, 8)):
+        grown.view(Hgemm.from_shape(f"{M}x{N}x24_bt"))
+    a, ref, bound = direct.view(Hgemm.from_shape("300x600x24_bt"))
+    a2, ref2, bound2 = grown.view(Hgemm.from_shape("300x600x24_bt"))
     assert np.array_equal(a["A"], a2["A"]) and np.array_equal(a["B"], a2["B"])
     np.testing.assert_allclose(ref, ref2, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(bound, bound2, rtol=1e-5, atol=1e-30)
-    other = RowFamily(Hgemm.from_shape("1x48x24_bt"), 10).view(Hgemm.from_shape("300x48x24_bt"))[0]
+    other = RowFamily(Hgemm.from_shape("1x48x24_bt"), 10).view(Hgemm.from_shape("300x600x24_bt"))[0]
     assert not np.array_equal(other["A"], a["A"])        # another seed, other inputs
 
 
-def test_family_keys_leave_m_out_and_nothing_else():
+def test_family_keys_leave_m_and_n_out_and_nothing_else():
     key = Hgemm.from_shape("100x4096x4096_bt").row_family_key()
-    assert key == Hgemm.from_shape("7x4096x4096_bt").row_family_key() and "M=" not in key
-    others = ["100x4096x4096", "100x4096x4096_bt_bf16", "100x4096x4104_bt", "100x4104x4096_bt"]
-    assert len({Hgemm.from_shape(s).row_family_key() for s in others} | {key}) == 5
+    assert key == Hgemm.from_shape("7x4104x4096_bt").row_family_key() and "M=" not in key and "N=" not in key
+    others = ["100x4096x4096", "100x4096x4096_bt_bf16", "100x4096x4104_bt"]
+    assert len({Hgemm.from_shape(s).row_family_key() for s in others} | {key}) == 4
     # A stored (K, M) or blocked: a row of the output is not a row of the storage
     assert Hgemm.from_shape("104x4096x4096", layout="tn").row_family_key() is None
     assert Hgemm.from_shape("64x64x64", layout="bb").row_family_key() is None
@@ -77,7 +81,8 @@ def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
     assert f1 is not None and w._family_of(Hgemm.from_shape("300x64x32_bt")) is f1
     f2 = w._family_of(Hgemm.from_shape("10x64x48_bt"))
     assert f2 is not f1 and w._family_of(Hgemm.from_shape("8x64x32_bt")) is f1     # both kept
-    f3 = w._family_of(Hgemm.from_shape("10x128x32_bt"))                              # f2 used least lately
+    assert w._family_of(Hgemm.from_shape("10x128x32_bt")) is f1                      # another N: f1 too
+    f3 = w._family_of(Hgemm.from_shape("10x64x40_bt"))                               # f2 used least lately
     assert list(w.families.values()) == [f1, f3]
     assert w._family_of(Sgemm(64, 64, 64)) is None and list(w.families.values()) == [f1, f3]
     w.forget()
@@ -87,8 +92,10 @@ def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
     small = w._family_of(Hgemm.from_shape("64x64x32_bt"))
     w.families[small.key].view(Hgemm.from_shape("64x64x32_bt"))
     monkeypatch.setattr(worker, "FAMILY_BYTES", small.nbytes + 1)
-    big = w._family_of(Hgemm.from_shape("8x512x512_bt"))
-    assert list(w.families.values()) == [big] and big.nbytes > small.nbytes
+    big = w._family_of(Hgemm.from_shape("8x512x512_bt"))       # drawn on its first view: sized by what it will hold
+    assert list(w.families.values()) == [big] and big.bytes_after(Hgemm.from_shape("8x512x512_bt")) > small.nbytes
+    big.view(Hgemm.from_shape("8x512x512_bt"))
+    assert big.nbytes == big.bytes_after(Hgemm.from_shape("8x512x512_bt"))
     assert big._products is host_products           # the worker's products reach its families
 
 
@@ -103,7 +110,9 @@ def test_a_family_grows_through_the_products_it_is_given():
     fam, plain = RowFamily(w, 3, products), RowFamily(w, 3)
     got, want = fam.view(w), plain.view(w)
     fam.view(Hgemm.from_shape("300x40x24_bt"))
-    assert calls == [((128, 24), (24, 40)), ((192, 24), (24, 40))]     # 128 rows, then 128..320
+    fam.view(Hgemm.from_shape("8x264x24_bt"))
+    # 128 rows of 256 columns, then rows 128..320, then columns 256..512 of all 320 rows
+    assert calls == [((128, 24), (256, 24)), ((192, 24), (256, 24)), ((320, 24), (256, 24))]
     assert all(np.array_equal(x, y) for x, y in zip(got[1:], want[1:]))
 
 
