@@ -1,4 +1,5 @@
-"""The float64 products that check a GEMM (ref = A . B and mag = |A| . |B|), on the host or on the GPU.
+"""What checks a GEMM's output, on the GPU: the float64 products it is checked against (ref = A . B and
+mag = |A| . |B|) and the check itself (GpuChecker: every output within its bound of ref).
 
 A row family (row_family.py) grows by the products of its new rows.  On the host, in numpy, that was
 most of a large GEMM's preparation: 4096 rows of 4096 x 4096 took seconds of a worker's time, where
@@ -12,6 +13,11 @@ float64 sum of these few thousand terms differs by a few 1e-16 relative, far und
     ref, mag = products(a32, bt32)               # a32 (M, K), bt32 = B^T (N, K) float32 -> (M, N) float64 each
 
 B comes transposed, (N, K), as a row family keeps it (row_family.py): the linear layer's storage.
+
+The check (kernels/check_output.cuh) reads the output where the kernel left it and the reference and
+bound uploaded once per shape, and returns the counts and sums the host check computes
+(Sgemm.verdict makes the same Check of them): tens of milliseconds of host work a check, twice a
+measurement, at a few million outputs, became one small launch.
 """
 
 from __future__ import annotations
@@ -49,6 +55,20 @@ def host_reference_forced() -> bool:
     return os.environ.get("AUTOSCHED_HOST_REFERENCE", "") not in ("", "0")
 
 
+def _load_utility(spec):
+    """A kernel of this module, built in this process through the build cache (a build pool would
+    cost more to start than the one compile)."""
+    from autosched.build import BuildCache, cache_key, compile_spec, nvrtc_version
+    from autosched.runtime import load_kernel
+    cache = BuildCache()
+    binary = cache.get(cache_key(spec, nvrtc_version()))
+    if binary is None:
+        binary = compile_spec(spec)
+        if binary.ok:
+            cache.put(binary)
+    return load_kernel(spec, binary)      # a failed build raises, naming the kernel
+
+
 class GpuProducts:
     """The products on the worker's GPU: inputs copied in, the two (M, N) float64 results copied out,
     the buffers freed before returning (a family grows a few times a run, and its arrays live on the
@@ -62,16 +82,7 @@ class GpuProducts:
 
     def _load(self, spec):
         if self._kernel is None:
-            # in this process (a build pool would cost more to start than the one compile)
-            from autosched.build import BuildCache, cache_key, compile_spec, nvrtc_version
-            from autosched.runtime import load_kernel
-            cache = BuildCache()
-            binary = cache.get(cache_key(spec, nvrtc_version()))
-            if binary is None:
-                binary = compile_spec(spec)
-                if binary.ok:
-                    cache.put(binary)
-            self._kernel = load_kernel(spec, binary)      # a failed build raises, naming the kernel
+            self._kernel = _load_utility(spec)
         return self._kernel
 
     def __call__(self, a32: np.ndarray, bt32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,3 +117,72 @@ class GpuProducts:
         finally:
             for x in bufs:
                 x.close()
+
+
+# -- the check ------------------------------------------------------------------------------------
+
+CHECK_KINDS = {np.dtype(np.float16): 0, np.dtype(np.uint16): 1, np.dtype(np.float32): 2}   # uint16: BF16 bits
+CHECK_THREADS = 256
+
+
+def check_spec(kind: int, n: int, sm_count: int, arch: str) -> KernelSpec:
+    blocks = max(1, min(-(-n // CHECK_THREADS), 8 * sm_count))
+    return KernelSpec(family="check_output", workload_key=f"check:{n}", config=(("kind", kind),),
+                      source=kernel_source("check_output.cuh"), name_expression=f"check_output<{kind}>",
+                      grid=(blocks, 1, 1), block=(CHECK_THREADS, 1, 1), smem_bytes=0,
+                      args=(ArgSpec("out", "input", ctype="const void*"), ArgSpec("ref", "input", ctype="const double*"),
+                            ArgSpec("bound", "input", ctype="const double*"), ArgSpec("n", "scalar", value=n, ctype="long long"),
+                            ArgSpec("stats", "output", ctype="unsigned long long*"),
+                            ArgSpec("sums", "output", ctype="double*")),
+                      arch=arch)
+
+
+class GpuChecker:
+    """Checks an output in device memory against a float64 reference and per-element bound of its
+    shape (uploaded once: `upload`), as Sgemm.check does on the host.  Outputs of FP16, BF16 bits
+    (uint16) or FP32 only (`handles`)."""
+
+    def __init__(self, device, stream, sm_count: int, arch: str):
+        self.device, self.stream, self.sm_count, self.arch = device, stream, sm_count, arch
+        self._kernels: dict[int, object] = {}
+        self._stats = None
+
+    @staticmethod
+    def handles(out_dtype, ref, bound) -> bool:
+        return (np.dtype(out_dtype) in CHECK_KINDS and isinstance(bound, np.ndarray)
+                and bound.shape == ref.shape and ref.dtype == bound.dtype == np.float64)
+
+    def upload(self, arr: np.ndarray):
+        """A device copy of a float64 array (a strided view is made contiguous first)."""
+        from cuda.bindings import driver
+
+        from autosched.runtime import check
+        host = np.ascontiguousarray(arr, dtype=np.float64)
+        buf = self.device.allocate(max(1, host.nbytes), stream=self.stream)
+        self.stream.sync()
+        check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
+        return buf
+
+    def __call__(self, out_buf, out_dtype, n: int, ref_buf, bound_buf):
+        """The Check (workloads.base) of n outputs at out_buf, after the work queued on the stream."""
+        from cuda.bindings import driver
+        from cuda.core import launch
+
+        from autosched.runtime import check, launch_config, ptr
+        from autosched.workloads.sgemm import Sgemm
+        kind = CHECK_KINDS[np.dtype(out_dtype)]
+        spec = check_spec(kind, n, self.sm_count, self.arch)
+        if kind not in self._kernels:
+            self._kernels[kind] = _load_utility(spec)
+        if self._stats is None:
+            self._stats = self.device.allocate(40, stream=self.stream)     # 3 u64 counters, 2 f64 sums
+        s, h = int(self.stream.handle), int(self._stats.handle)
+        check(driver.cuMemsetD8Async(h, 0, 40, s))
+        launch(self.stream, launch_config(spec, pdl=False), self._kernels[kind], ptr(out_buf), ptr(ref_buf),
+               ptr(bound_buf), np.int64(n), ptr(h), ptr(h + 24))
+        got = np.zeros(5, dtype=np.uint64)
+        check(driver.cuMemcpyDtoHAsync(got.ctypes.data, h, 40, s))
+        self.stream.sync()
+        bad, nonfinite = int(got[0]), int(got[1])
+        max_err, d2, r2 = (float(x) for x in got[2:].view(np.float64))
+        return Sgemm.verdict(n, nonfinite, max_err, d2, r2, bad)

@@ -52,6 +52,7 @@ class _WorkloadState:
         self.stream = stream
         self.packed: dict = {}          # (arg, layout, params) -> device Buffer
         self.device = device
+        self.ref_dev = self.bound_dev = None    # the GPU check's copies (Worker._check_output)
 
     def check(self, out):
         if self.bound is None:
@@ -135,9 +136,11 @@ class Worker:
         from autosched.device import query
         self.info = query(device_id)
         # a row family's float64 products on this GPU (seconds on the host at thousands of rows)
-        from autosched.measure.reference_gpu import GpuProducts, host_products, host_reference_forced
-        self.products = host_products if host_reference_forced() else GpuProducts(self.device, self.stream,
-                                                                                  self.info.arch)
+        # and the checks too (tens of milliseconds each on the host at millions of outputs)
+        from autosched.measure.reference_gpu import GpuChecker, GpuProducts, host_products, host_reference_forced
+        host = host_reference_forced()
+        self.products = host_products if host else GpuProducts(self.device, self.stream, self.info.arch)
+        self.checker = None if host else GpuChecker(self.device, self.stream, self.info.sm_count, self.info.arch)
 
     def state(self, workload_key: str) -> _WorkloadState:
         st = self.states.get(workload_key)
@@ -169,8 +172,9 @@ class Worker:
 
     def _release_states(self) -> None:
         for old in self.states.values():
-            for b in old.packed.values():
-                b.close()
+            for b in [*old.packed.values(), old.ref_dev, old.bound_dev]:
+                if b is not None:
+                    b.close()
             old.out.close()
         self.states.clear()
 
@@ -178,6 +182,17 @@ class Worker:
         """Drop every input, reference and family: the next measurement starts as a fresh worker's."""
         self._release_states()
         self.families.clear()
+
+    def _check_output(self, st: _WorkloadState):
+        """The Check of the output the last launch left: on the GPU where the checker handles it
+        (a per-element bound: the GEMMs), else on the host."""
+        c = self.checker
+        if (c is not None and st.out_host.shape == np.shape(st.reference)
+                and c.handles(st.out_host.dtype, st.reference, st.bound)):
+            if st.ref_dev is None:
+                st.ref_dev, st.bound_dev = c.upload(st.reference), c.upload(st.bound)
+            return c(st.out, st.out_host.dtype, st.out_host.size, st.ref_dev, st.bound_dev)
+        return st.check(self._read_output(st))
 
     def _read_output(self, st: _WorkloadState) -> np.ndarray:
         from cuda.bindings import driver
@@ -245,7 +260,7 @@ class Worker:
             check(driver.cuMemsetD8Async(int(st.out.handle), fill, st.out_host.nbytes,
                                          int(self.stream.handle)))
             run()
-            return st.check(self._read_output(st))
+            return self._check_output(st)
 
         first = poisoned_run_and_check()
         if not first.ok:

@@ -126,15 +126,19 @@ class Sgemm(Workload):
                 parts = list(ex.map(piece, blocks))
         else:
             parts = [piece(blocks[0])]
-        nonfinite = sum(p[0] for p in parts)
+        return Sgemm.verdict(out.size, sum(p[0] for p in parts), max(p[1] for p in parts),
+                            sum(p[2] for p in parts), sum(p[3] for p in parts), sum(p[4] for p in parts))
+
+    @staticmethod
+    def verdict(size: int, nonfinite: int, max_err: float, d2: float, r2: float, bad: int) -> Check:
+        """The Check of `size` outputs from their counts and sums: those not finite, the largest
+        |out - ref|, sum (out - ref)^2, sum ref^2, and those off by more than their bound (the host's
+        check above and the GPU's, measure/reference_gpu.py, alike)."""
         if nonfinite:
-            return Check(False, float("inf"), float("inf"), f"{nonfinite} of {out.size} outputs not finite "
+            return Check(False, float("inf"), float("inf"), f"{nonfinite} of {size} outputs not finite "
                          "(unwritten or overflowed)")
-        max_err = max(p[1] for p in parts)
-        ref_norm = np.sqrt(sum(p[3] for p in parts))
-        rel = float(np.sqrt(sum(p[2] for p in parts)) / (ref_norm or 1.0))
-        bad = sum(p[4] for p in parts)
+        rel = float(np.sqrt(d2) / (np.sqrt(r2) or 1.0))
         ok = bad == 0
-        msg = "" if ok else (f"{bad} of {out.size} outputs off by more than the fp32 bound "
+        msg = "" if ok else (f"{bad} of {size} outputs off by more than the fp32 bound "
                              f"(max abs err {max_err:.3g}, rel L2 {rel:.3g})")
-        return Check(ok, max_err, rel, msg)
+        return Check(ok, float(max_err), rel, msg)

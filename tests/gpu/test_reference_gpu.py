@@ -62,3 +62,57 @@ def test_a_worker_checks_against_the_gpu_products():
                 assert m.ok, (shape, m.status, m.error)
     finally:
         runner.close()
+
+
+@pytest.fixture(scope="module")
+def checker():
+    from cuda.core import Device
+
+    from autosched.device import query
+    from autosched.measure.reference_gpu import GpuChecker
+    dev = Device(0)
+    dev.set_current()
+    info = query(0)
+    return dev, GpuChecker(dev, dev.create_stream(), info.sm_count, info.arch)
+
+
+def gpu_check(checker, out, ref, bound):
+    from cuda.bindings import driver
+
+    from autosched.runtime import check
+    dev, c = checker
+    buf = dev.allocate(out.nbytes, stream=c.stream)
+    c.stream.sync()
+    check(driver.cuMemcpyHtoD(int(buf.handle), np.ascontiguousarray(out).ctypes.data, out.nbytes))
+    r, b = c.upload(ref), c.upload(bound)
+    try:
+        return c(buf, out.dtype, out.size, r, b)
+    finally:
+        for x in (buf, r, b):
+            x.close()
+
+
+@pytest.mark.parametrize("shape", ["300x264x520_bt", "64x72x40_bt_bf16", "1000x4096x256_bt"])
+def test_the_gpu_check_gives_the_host_check_s_verdict(checker, shape):
+    """A correct output, one output off by more than its bound, a NaN, and an output left poisoned:
+    the GPU's Check has the host's verdict, message and (to rounding) errors."""
+    from autosched.measure.reference_gpu import host_products
+    from autosched.bf16 import float32_to_bf16_bits
+    w = Hgemm.from_shape(shape)
+    a, b = (x.astype(np.float32) for x in w.logical(w.inputs(3)))
+    ref, mag = host_products(a, np.ascontiguousarray(b.T))
+    bound = w.bound_of(ref, mag)
+    enc = (lambda x: float32_to_bf16_bits(x.astype(np.float32))) if w.bf16 else (lambda x: x.astype(np.float16))
+    good = enc(ref)
+    off = good.copy()
+    off.flat[7] = enc(np.array([ref.flat[7] + 50 * bound.flat[7] + 1.0]))[0]
+    nan = good.copy()
+    nan.flat[-1] = 0x7FC0 if w.bf16 else np.float16("nan")
+    poisoned = np.full_like(good, 0xFFFF if w.bf16 else np.float16("nan"))
+    for out in (good, off, nan, poisoned):
+        want, got = w.check(out, ref, bound), gpu_check(checker, out, ref, bound)
+        assert (got.ok, got.message.split(" (")[0]) == (want.ok, want.message.split(" (")[0])
+        if np.isfinite(want.max_abs_err):
+            assert got.max_abs_err == pytest.approx(want.max_abs_err, rel=1e-12)
+            assert got.rel_l2_err == pytest.approx(want.rel_l2_err, rel=1e-9, abs=1e-15)
+    assert gpu_check(checker, good, ref, bound).ok and not gpu_check(checker, off, ref, bound).ok

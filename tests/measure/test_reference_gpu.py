@@ -27,3 +27,24 @@ def test_the_reference_kernel_compiles_without_spills_and_covers_any_shape(h100,
         binary = b.build(spec)
     assert binary.ok, binary.error
     assert binary.resources.spills == 0 and binary.resources.registers * SIDE * SIDE <= h100.regs_per_block
+
+
+def test_the_check_kernel_compiles_for_every_output_type(h100, tmp_path):
+    from autosched.measure.reference_gpu import CHECK_KINDS, check_spec
+    specs = [check_spec(kind, n, h100.sm_count, h100.arch) for kind in sorted(set(CHECK_KINDS.values()))
+             for n in (1, 1 << 26)]
+    assert [s.grid[0] for s in specs[:2]] == [1, 8 * h100.sm_count]
+    with Builder(workers=1, cache=BuildCache(tmp_path)) as b:
+        for spec, binary in zip(specs, b.build_many(specs)):
+            assert binary.ok, (spec.name_expression, binary.error)
+            assert binary.resources.spills == 0
+
+
+def test_gpu_checks_handle_per_element_bounds_of_gemm_outputs_only():
+    from autosched.measure.reference_gpu import GpuChecker
+    ref = np.zeros((4, 8))
+    assert GpuChecker.handles(np.float16, ref, ref.copy()) and GpuChecker.handles(np.uint16, ref, ref.copy())
+    assert GpuChecker.handles(np.float32, ref, ref.copy())
+    assert not GpuChecker.handles(np.float16, ref, None)                 # a scalar bound: the host's
+    assert not GpuChecker.handles(np.float16, ref, np.zeros(8))          # broadcast: the host's
+    assert not GpuChecker.handles(np.int8, ref, ref.copy())
