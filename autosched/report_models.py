@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.report import _f, latest_results
+from autosched.report import _f, all_results, latest_results
 
 
 def _geomean(xs) -> float | None:
@@ -21,7 +21,9 @@ def _bar(v, bar, at_most=False) -> str:
     return "met" if (v <= bar if at_most else v >= bar) else "not met"
 
 
-def dynamic_table(doc: dict) -> str:
+def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
+    """`runs`: every results file of the same device and date, `doc` among them: the summary keys'
+    range over them is shown beside the newest's figures (the run-to-run spread)."""
     s = doc["summary"]
     bars = s.get("bars", {})
     out = [f"DietCode (`python -m autosched.benchmarks.dynamic`), {doc['device']}, {doc['date']} "
@@ -38,6 +40,14 @@ def dynamic_table(doc: dict) -> str:
     for k in ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256"):
         out.append(f"| `{k}` | {_f(s.get(k), '{:.3f}')} | >= {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0))} |")
     out.append(f"| `dispatcher_overhead_ns` | {_f(s.get('dispatcher_overhead_ns'), '{:.0f}')} | | |")
+    if runs and len(runs) > 1:
+        spread = []
+        for k in ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256"):
+            vs = [r["summary"][k] for r in runs if r["summary"].get(k) is not None]
+            if vs:
+                spread.append(f"`{k}` {min(vs):.3f} to {max(vs):.3f}")
+        out += ["", f"Over the {len(runs)} runs of this device and date ("
+                + ", ".join(f"`{Path(r.get('_path', '')).name}`" for r in runs) + "): " + "; ".join(spread) + "."]
     return "\n".join(out)
 
 
@@ -81,6 +91,12 @@ def models_block(results_dir: Path) -> str | None:
     parts = []
     for name, table in (("dynamic", dynamic_table), ("model-transfer", transfer_table), ("model-tune", model_tune_table)):
         doc = latest_results(Path(results_dir), name)
-        if doc is not None:
+        if doc is None:
+            continue
+        if name == "dynamic":
+            same = [d for d in all_results(Path(results_dir), name)
+                    if (d.get("device"), d.get("date")) == (doc.get("device"), doc.get("date"))]
+            parts.append(table(doc, same))
+        else:
             parts.append(table(doc))
     return "\n\n".join(parts) if parts else None

@@ -44,3 +44,16 @@ def test_block_from_the_newest_files_only(tmp_path):
     (tmp_path / "model-tune-GPU_X-2026-01-01.json").write_text(json.dumps(mt))
     block = models_block(tmp_path)
     assert "Whole models" in block and "DietCode" not in block
+
+
+def test_dynamic_table_shows_the_spread_over_runs_of_one_device_and_date(tmp_path):
+    def doc(v, date="2026-01-01"):
+        return {**_doc("dynamic", [], {"tuning_time_speedup": v, "untuned_geomean_vs_per_instance": 1.0,
+                                       "geomean_vs_cublas_m_le_256": 0.5, "bars": {}}), "date": date}
+    for name, d in (("dynamic-GPU_X-2026-01-01.json", doc(5.4)), ("dynamic-GPU_X-2026-01-01-2.json", doc(5.6)),
+                    ("dynamic-GPU_X-2025-12-01.json", doc(9.0, "2025-12-01"))):
+        (tmp_path / name).write_text(json.dumps(d))
+    block = models_block(tmp_path)
+    assert "| `tuning_time_speedup` | 5.600 |" in block          # the newest run's figure
+    assert "Over the 2 runs of this device and date" in block and "`tuning_time_speedup` 5.400 to 5.600" in block
+    assert "9.000" not in block                                    # another date's run is not in the spread
