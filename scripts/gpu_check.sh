@@ -43,6 +43,8 @@
 #                                        # in dynamic-partial.json as each workload finishes)
 #   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
 #                                        # finished shapes kept in model-transfer-partial.json)
+#   bash scripts/gpu_check.sh scale-gpu  # issue 18 on two GPUs: measuring rate on one vs both, NVRTC rate, tune
+#                                        # end to end, then tune-model --gpus all (at most ~540 s)
 #   bash scripts/gpu_check.sh model-tune   # issue 17's model figures: llama3.2-1b decode before, tune-model (budget
 #                                         # MODEL_TUNE_MIN, default 4), after; the 7B q4f16_1 as shipped
 #                                         # (MODEL_TUNE_PHASES to run some, MODEL_TUNE_MERGE=JSON to keep an earlier
@@ -258,6 +260,19 @@ ray)
     timeout 200 "$PY" -m autosched tune gemv-q4f16 --shape 4096x4096 --trials 256 --db $db $runner 2>&1 \
       | tee -a "$OUT/ray-gpu.log" | tail -9
   done
+  ;;
+scale-gpu)
+  # issue 18 on a machine of two GPUs (nvidia-h200-x2 / nvidia-h100-x2): the measuring rate on GPU 0 and on
+  # both (gpu2_throughput_speedup, bar 1.8), the NVRTC rate, tune end to end on one and both; then
+  # tune-model on both GPUs (SCALE_TUNE_MIN minutes, default 2)
+  stage "scaling: one GPU vs all (gemv-q4f16 4096x4096, 256 configs)"
+  timeout ${SCALE_S:-300} "$PY" -m autosched.benchmarks.scale_gpu --configs ${SCALE_CONFIGS:-256} --out "$OUT" 2>&1 \
+    | tee "$OUT/bench-scale-gpu.log" | tail -12
+  echo "rc=${PIPESTATUS[0]}"
+  stage "tune-model on every GPU"
+  timeout 240 "$PY" -m autosched tune-model random:llama3.2-1b --budget ${SCALE_TUNE_MIN:-2} --gpus all \
+    --db "$OUT/tune-model-2gpu.db" 2>&1 | tee "$OUT/tune-model-2gpu.log" | grep -v "━" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 prefill)
   # ~210 s at most: the prefill GPU tests (engines of two small models, the kernels on their own), then the 7B

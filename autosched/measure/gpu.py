@@ -191,6 +191,11 @@ class GpuRunner(Runner):
     def measure(self, spec, binary) -> Measurement:
         return self._measure_on(self.slots[0], spec, binary)
 
+    def warm(self, spec, binary) -> list[Measurement]:
+        """One measurement of `spec` on every GPU in turn: each worker prepares the shape's inputs
+        and references (what a timed study leaves off its clock)."""
+        return [self._measure_on(s, spec, binary) for s in self.slots]
+
     def forget_inputs(self) -> None:
         """Every worker drops the inputs and float64 references it holds, so that what is measured
         next pays for its own, as in a fresh process (a benchmark's cold start)."""
