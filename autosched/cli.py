@@ -595,8 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "count even with the synthetic runner")
     s.add_argument("--templates", default=None, metavar="hgemm_dyn,hgemm_wgmma",
                    help="micro-kernel templates sampled (default: hgemm_dyn, with hgemm_wgmma on an sm_90 GPU, "
-                   "and hgemm_wgmma_splitk beside it unless AUTOSCHED_DYN_SPLIT_K=0; "
-                   "with --export hgemm_dyn only, since a result with wgmma kernels has no .cu export)")
+                   "and hgemm_wgmma_splitk beside it unless AUTOSCHED_DYN_SPLIT_K=0, and hgemm_stream (layout nt) "
+                   "once its GPU stage has passed or with AUTOSCHED_DYN_STREAM=1; "
+                   "with --export hgemm_dyn only, since a result with other kernels has no .cu export)")
     s.set_defaults(fn=cmd_tune_dynamic)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")

@@ -21,6 +21,11 @@
 #                                        # one reused workspace, memcheck + racecheck, timings at M = 1..256 of
 #                                        # 4096^2 vs the non-split kernels and cuBLAS (at most ~200 s); when it
 #                                        # passes, flip templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED to True
+#   bash scripts/gpu_check.sh dyn-stream # hgemm_stream micro-kernels for a dynamic M (switch on for the stage): GPU
+#                                        # tests of HgemmDispatch serving them vs float64 over ragged Ms through one
+#                                        # workspace (fp16, bf16), memcheck + racecheck, the quick DietCode bench
+#                                        # with them (at most ~560 s); when it passes and the bench's vs-cuBLAS
+#                                        # figure at M <= 256 rises, flip templates/hgemm_stream.py DYN_STREAM_VERIFIED
 #   bash scripts/gpu_check.sh cluster    # hgemm_wgmma clusters of 2 + TMA multicast (switch on for the stage): GPU
 #                                        # tests, memcheck and racecheck of pairs along m and n, timings of 4096^3
 #                                        # nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when it
@@ -162,6 +167,21 @@ dyn-splitk)
   timeout 55 "$PY" scripts/dyn_splitk_timing.py 4096 4096 1 16 64 128 256 2>&1 | tee "$OUT/timing-dyn-splitk.log" | tail -16
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_DYN_SPLIT_K
+  ;;
+dyn-stream)
+  # the dispatcher serves hgemm_stream micro-kernels only with their dynamic switch on
+  export AUTOSCHED_DYN_STREAM=1
+  stage "pytest dynamic stream"
+  timeout 120 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_dynamic_stream_gpu.py 2>&1 \
+    | tee "$OUT/pytest-dyn-stream.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  sanitize_both dyn-stream "dynamic stream" 60 "ERROR SUMMARY|RACECHECK SUMMARY|configs$|WRONG" \
+    scripts/sanitize_dyn_stream.py
+  stage "DietCode bench with stream micro-kernels (quick; 2 rounds of 8)"
+  timeout ${DYNAMIC_S:-300} "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
+    2>&1 | tee "$OUT/bench-dynamic-stream.log" | tail -8
+  echo "rc=${PIPESTATUS[0]}"
+  unset AUTOSCHED_DYN_STREAM
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1

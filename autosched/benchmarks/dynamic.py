@@ -165,13 +165,16 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
 def micro_kernel_templates(device, wgmma: bool = True) -> list:
     """The dynamic run's micro-kernel templates on `device`: hgemm_dyn everywhere; wgmma's where the
     GPU has it (sm_90), as the per-instance tuning searches every registry template, wgmma included;
-    and the split-K micro-kernels beside wgmma's while their dynamic switch is on (off until the
-    dyn-splitk GPU stage passes).  The results' settings record which ran."""
+    the split-K micro-kernels beside wgmma's while their dynamic switch is on (off until the
+    dyn-splitk GPU stage passed); hgemm_stream's while its switch is (off until dyn-stream passes; the
+    per-instance side searches it for M <= 256 already).  The results' settings record which ran."""
     from autosched.templates.hgemm_dyn import HgemmDynTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
     cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else []) + (
-        [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else [])
+        [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else []) + (
+        [HgemmStreamDynTemplate()] if dyn_stream_enabled() else [])
     return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]
 
 

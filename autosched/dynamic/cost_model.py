@@ -12,7 +12,8 @@ N, occupancy, threads, unroll, local padding) multiplies that by what measuremen
 
 A split-K micro-kernel (hgemm_wgmma_splitk) runs T x split_k work units (tile, K slice) on its
 persistent grid, and its probes time waves of work units (measurer.py): its waves are T x split_k /
-#SMs, so at a small M it fills the SMs that its T tiles alone would leave idle.
+#SMs, so at a small M it fills the SMs that its T tiles alone would leave idle.  hgemm_stream's CTAs
+are (tile, K slice) units too, its tile mt x BN (sketch.tile_of), its waves as hgemm_dyn's.
 
 For micro-kernels not yet measured, `ProbeModel` predicts the two probes from the config (trained on
 those measured so far, a roofline guess before that), so evolutionary search can rank candidates.
@@ -25,16 +26,21 @@ import math
 import numpy as np
 
 from autosched.dynamic.measurer import MicroKernel
-from autosched.dynamic.sketch import WG_FAMILIES, WGS, threads_of, unroll_of
+from autosched.dynamic.sketch import STR, WG_FAMILIES, WGS, threads_of, tile_of, unroll_of
 
 
-def tiles(config: dict, M: int, N: int) -> int:
-    return -(-M // config["bm"]) * -(-N // config["bn"])
+def tiles(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
+    bm, bn = tile_of(family, config)
+    return -(-M // bm) * -(-N // bn)
 
 
-def work_units(config: dict, M: int, N: int) -> int:
+def work_units(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
     """What the grid runs: tiles, each cut in split_k K slices where the config splits K."""
-    return tiles(config, M, N) * config.get("split_k", 1)
+    return tiles(config, M, N, family) * config.get("split_k", 1)
+
+
+# the template feature: 0 mma.sync tiles, 1 wgmma's (either), 2 the weight stream
+TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0, STR: 2.0}
 
 
 def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> float:
@@ -51,18 +57,19 @@ def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> floa
 def features(mk: MicroKernel, M: int, N: int, sm_count: int) -> list[float]:
     """Waves (of work units), the last wave's fill, padding waste in M and N, occupancy, threads,
     unroll, local padding, tile sizes, M, log2 split_k (0 where K is not split) and, last, the
-    template (wgmma's kernels: 1; their tiles pad in TMA's zero fill, as local_pad 1 does; their
-    persistent loop walks the waves inside one launch)."""
+    template (TEMPLATE_CODE: wgmma's tiles pad in TMA's zero fill, as local_pad 1 does, and their
+    persistent loop walks the waves inside one launch; the stream's zero-filled ring pads too)."""
     c, bps = mk.config, max(1, mk.report.blocks_per_sm)
     fam = getattr(mk, "family", "hgemm_dyn")
-    T = work_units(c, M, N)
+    bm, bn = tile_of(fam, c)
+    T = work_units(c, M, N, fam)
     wave = bps * sm_count
     rem = T % wave
     return [math.log2(T / wave + 1e-9) if T else 0.0, (rem / wave) if rem else 1.0,
-            1.0 - M / (-(-M // c["bm"]) * c["bm"]), 1.0 - N / (-(-N // c["bn"]) * c["bn"]),
+            1.0 - M / (-(-M // bm) * bm), 1.0 - N / (-(-N // bn) * bn),
             float(bps), math.log2(threads_of(fam, c)), math.log2(unroll_of(fam, c)),
-            float(c.get("local_pad", 1)), math.log2(c["bm"]), math.log2(c["bn"]), math.log2(M), math.log2(c.get("split_k", 1)),
-            float(fam in WG_FAMILIES)]
+            float(c.get("local_pad", 1)), math.log2(bm), math.log2(bn), math.log2(M), math.log2(c.get("split_k", 1)),
+            TEMPLATE_CODE.get(fam, 0.0)]
 
 
 class MicroKernelCostModel:
@@ -77,7 +84,7 @@ class MicroKernelCostModel:
     def analytic_us(self, mk: MicroKernel, M: int) -> float:
         g1, g2 = mk.grids
         return wave_model_us(mk.probes[g1], mk.probes[g2], mk.report.blocks_per_sm, self.device.sm_count,
-                             work_units(mk.config, M, self.dw.N))
+                             work_units(mk.config, M, self.dw.N, getattr(mk, "family", "hgemm_dyn")))
 
     def fit(self, observations) -> None:
         """observations: (micro-kernel, M, measured us) of real instances; learns log(measured /
@@ -125,7 +132,8 @@ class ProbeModel:
     # arithmetic intensity at which it is reached (mma.sync ~4 TFLOP/s an SM at intensity 48; wgmma
     # ~7 at 85, the 128 x 256 tile's; split-K's work unit is a wgmma tile over K / split_k, plus its
     # partials written and summed, PARTIAL_BW bytes/s an SM's share of the memory bandwidth)
-    ROOF = {"hgemm_dyn": (4e12, 48.0), "hgemm_wgmma": (7e12, 85.0), "hgemm_wgmma_splitk": (7e12, 85.0)}
+    ROOF = {"hgemm_dyn": (4e12, 48.0), "hgemm_wgmma": (7e12, 85.0), "hgemm_wgmma_splitk": (7e12, 85.0),
+            STR: (4e12, 48.0)}
     PARTIAL_BW = 3.0e12 / 132
 
     def __init__(self, dw, device, template):
@@ -136,6 +144,9 @@ class ProbeModel:
         self._models: dict = {}
 
     def _x(self, c: dict, family: str = "hgemm_dyn") -> list[float]:
+        if family == STR:
+            return [math.log2(c[k]) for k in ("rw", "wn", "wk", "mt", "kw", "stages", "split_k")] + [
+                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
         if family in WG_FAMILIES:
             return [math.log2(c[k]) for k in ("bm", "bn", "consumers", "swizzle", "stages", "group")] + [
                 math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))] + (
@@ -165,11 +176,12 @@ class ProbeModel:
         if models is None:
             c = config
             peak, ai_full = self.ROOF[family]
-            ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
+            bm, bn = tile_of(family, c)
+            ai = bm * bn / (bm + bn)
             sk = c.get("split_k", 1)
-            t1 = 2.0 * c["bm"] * c["bn"] * self.dw.K / sk / (peak * min(1.0, ai / ai_full)) * 1e6 + 3.0
+            t1 = 2.0 * bm * bn * self.dw.K / sk / (peak * min(1.0, ai / ai_full)) * 1e6 + 3.0
             if sk > 1:      # its partial written, and the last slice's read of the others'
-                t1 += c["bm"] * c["bn"] * 4 * (2 - 1 / sk) / self.PARTIAL_BW * 1e6
+                t1 += bm * bn * 4 * (2 - 1 / sk) / self.PARTIAL_BW * 1e6
             t2 = t1 * max(1, rep.blocks_per_sm) * 0.6 + 3.0
         else:
             x = np.array([self._x(config, family)])

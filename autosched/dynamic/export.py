@@ -60,6 +60,12 @@ def export_cu(result, out, device) -> Path:
     whose tile counters must stay zeroed between launches (HgemmDispatch's WorkspaceCache), which a
     plain launcher would have to allocate and lay out itself."""
     dw = result.workload
+    stream = [i for i, k in enumerate(result.kernels) if getattr(k, "family", "hgemm_dyn") == "hgemm_stream"]
+    if stream:
+        raise ValueError(f"export_cu: micro-kernels {stream} of {dw.key} are hgemm_stream, which take a workspace of "
+                         "FP32 partials and tile counters sized by M and kept zeroed between launches: the standalone "
+                         ".cu exports hgemm_dyn micro-kernels only.  Serve this result from its JSON artifact "
+                         "(autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn',)")
     wg = [i for i, k in enumerate(result.kernels) if getattr(k, "family", "hgemm_dyn") != "hgemm_dyn"]
     if wg:
         split = [i for i in wg if result.kernels[i].family == "hgemm_wgmma_splitk"]

@@ -69,11 +69,13 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     written to the database `db`, the selected ones verified on every instance, and the result (the
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
     micro-kernel with NVRTC for its register count even where the runner needs no binary.
-    templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk");
-    default hgemm_dyn, plus hgemm_wgmma on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO is on, plus
-    hgemm_wgmma_splitk beside it while templates/hgemm_wgmma_splitk.py's dynamic switch is on
-    (DYN_SPLIT_K_VERIFIED, AUTOSCHED_DYN_SPLIT_K), which asking for it by name needs too (a result
-    holding wgmma kernels is served by the wgmma backend only, and its .cu export is refused)."""
+    templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk",
+    "hgemm_stream"); default hgemm_dyn, plus hgemm_wgmma on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO
+    is on, plus hgemm_wgmma_splitk beside it while templates/hgemm_wgmma_splitk.py's dynamic switch is
+    on (DYN_SPLIT_K_VERIFIED, AUTOSCHED_DYN_SPLIT_K), plus hgemm_stream (layout nt) while
+    templates/hgemm_stream.py's is (DYN_STREAM_VERIFIED, AUTOSCHED_DYN_STREAM); asking for either by
+    name needs its switch too (a result holding wgmma kernels is served by the wgmma backend only,
+    and a result holding any but hgemm_dyn's has no .cu export)."""
     from autosched.build import Builder
     from autosched.dynamic.export import save_result
     from autosched.dynamic.tune import tune_dynamic as run
@@ -84,9 +86,10 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
     known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
-             "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate}
+             "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate}
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
         bad = [t for t in templates if t not in known]
@@ -97,13 +100,18 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             raise AutoschedError("hgemm_wgmma_splitk micro-kernels are off until `scripts/gpu_check.sh dyn-splitk` "
                                  "passes on a GPU (templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
                                  "AUTOSCHED_DYN_SPLIT_K=1 turns them on for one process")
+        if "hgemm_stream" in templates and not dyn_stream_enabled():
+            raise AutoschedError("hgemm_stream micro-kernels are off until `scripts/gpu_check.sh dyn-stream` passes "
+                                 "on a GPU (templates/hgemm_stream.py DYN_STREAM_VERIFIED); AUTOSCHED_DYN_STREAM=1 "
+                                 "turns them on for one process")
     r, note = open_dynamic_runner(runner)
     with r, _database(db) as database:
         if templates is None:
             from autosched.ops.hgemm import wgmma_in_auto
             wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and wgmma_in_auto()
             names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else []) + (
-                ["hgemm_wgmma_splitk"] if wg_ok and dyn_split_k_enabled() else [])
+                ["hgemm_wgmma_splitk"] if wg_ok and dyn_split_k_enabled() else []) + (
+                ["hgemm_stream"] if dyn_stream_enabled() and dw.layout == "nt" else [])
         else:
             names = templates
         template = [known[n]() for n in names]

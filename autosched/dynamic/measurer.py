@@ -15,6 +15,8 @@ factorizations the widest b (closest to the real N) is taken.
 A split-K micro-kernel (hgemm_wgmma_splitk) runs work units, (tile, K slice), on its persistent grid:
 its probe grids count work units, and its probe instance holds grid // split_k tiles, so that one
 probe is one full wave of work units with the partials' traffic and the last slice's sum in it.
+hgemm_stream's CTAs are its work units too (grid y is its K slices), and its tile is mt rows of A
+by BN rows of W (sketch.tile_of).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from concurrent.futures import as_completed
 import dataclasses
 from dataclasses import dataclass
 
-from autosched.dynamic.sketch import WG_FAMILIES
+from autosched.dynamic.sketch import STR, WG_FAMILIES, tile_of
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
 from autosched.templates.gemm_tiles import threads
@@ -51,7 +53,7 @@ class MicroKernel:
     report: CompileReport
     probes: dict                # grid (blocks) -> median us; two entries when measured
     error: str = ""
-    family: str = "hgemm_dyn"   # the template: hgemm_dyn, hgemm_wgmma or hgemm_wgmma_splitk (a sketch dimension)
+    family: str = "hgemm_dyn"   # the template: hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk or hgemm_stream (a sketch dimension)
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,16 @@ def wgmma_registers(config: dict) -> int:
     return min(255, (c["bm"] // 64) * c["bn"] // 2 + 64)
 
 
+def _ptxas(built, regs: int, spills: int, smem: int) -> tuple[int, int, int, str]:
+    """(registers, spills, shared memory, source): ptxas's where the build succeeded (its static
+    shared memory added to the dynamic), else the estimates given."""
+    if built is not None:
+        b = built.result()
+        if b.ok:
+            return b.resources.registers, b.resources.spills, smem + b.resources.smem_static, "ptxas"
+    return regs, spills, smem, "estimate"
+
+
 def compile_report(template, config: dict, workload, device, builder=None, built=None) -> CompileReport:
     """Threads, registers (ptxas with a builder, else estimated), shared memory and blocks an SM
     holds.  hgemm_wgmma is persistent (its grid at most #SMs, one CTA an SM by launch bounds): one
@@ -90,15 +102,19 @@ def compile_report(template, config: dict, workload, device, builder=None, built
     c = config
     if built is None and builder is not None:
         built = builder.submit(template.render(workload, config, device))
+    if template.family == STR:
+        from autosched.templates.hgemm_dyn import blocks_per_sm as bps_of
+        from autosched.templates.hgemm_stream import registers_needed as stream_regs
+        from autosched.templates.hgemm_stream import smem_bytes as stream_smem
+        from autosched.templates.hgemm_stream import threads as stream_threads
+        t = stream_threads(c["wn"], c["wk"])
+        smem = stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
+        regs, spills, smem, source = _ptxas(built, min(255, stream_regs(c["rw"], c["mt"])), 0, smem)
+        return CompileReport(t, regs, smem, spills, bps_of(t, regs, smem, device), source)
     if template.family in WG_FAMILIES:
         from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
         t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])
-        regs, spills, source = wgmma_registers(c), 0, "estimate"
-        if built is not None:
-            b = built.result()
-            if b.ok:
-                regs, spills, source = b.resources.registers, b.resources.spills, "ptxas"
-                smem += b.resources.smem_static
+        regs, spills, smem, source = _ptxas(built, wgmma_registers(c), 0, smem)
         fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
         return CompileReport(t, regs, smem, spills, int(fits), source)
     t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
@@ -106,30 +122,26 @@ def compile_report(template, config: dict, workload, device, builder=None, built
     # estimated: what the tiles need, as ptxas caps it under the kernel's __launch_bounds__ (the rest spills)
     need = registers_needed(c["wm"], c["wn"])
     regs = min(need, launch_bounds_registers(t, device))
-    spills, source = need - regs, "estimate"
-    if built is not None:
-        b = built.result()
-        if b.ok:
-            regs, spills, source = b.resources.registers, b.resources.spills, "ptxas"
-            smem += b.resources.smem_static
+    regs, spills, smem, source = _ptxas(built, regs, need - regs, smem)
     return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
 
 
-def probe_shape(config: dict, grid: int, N: int) -> tuple[int, int]:
+def probe_shape(config: dict, grid: int, N: int, family: str = "hgemm_dyn") -> tuple[int, int]:
     """(M, N') of an instance of exactly `grid` tiles: a x b = grid, b <= ceil(N / BN), b largest."""
-    cols = -(-N // config["bn"])
+    bm, bn = tile_of(family, config)
+    cols = -(-N // bn)
     b = max(d for d in range(1, min(cols, grid) + 1) if grid % d == 0)
-    return (grid // b) * config["bm"], b * config["bn"]
+    return (grid // b) * bm, b * bn
 
 
-def probe_workloads(config: dict, report: CompileReport, dw, device) -> dict:
+def probe_workloads(config: dict, report: CompileReport, dw, device, family: str = "hgemm_dyn") -> dict:
     """grid -> the concrete workload of its probe (grid #SMs and blocks_per_sm x #SMs; of a split-K
     micro-kernel in work units, its instance holding grid // split_k tiles)."""
     from autosched.workloads import Hgemm
     out = {}
     split = config.get("split_k", 1)
     for g in sorted({device.sm_count, max(1, report.blocks_per_sm) * device.sm_count}):
-        m, n = probe_shape(config, max(1, g // split), dw.N)
+        m, n = probe_shape(config, max(1, g // split), dw.N, family)
         out[g] = Hgemm.from_shape(f"{m}x{n}x{dw.K}", layout=dw.layout, dtype=dw.dtype)
     return out
 
@@ -155,7 +167,8 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             return []
         # the shapes of one row family (measure/row_family.py: the same N') by growing M: the worker
         # computes a family's rows only as far as the largest M so far
-        probes = sorted(probe_workloads(cfg, rep, dw, device).items(), key=lambda gw: (gw[1].row_family_key(), gw[1].M))
+        probes = sorted(probe_workloads(cfg, rep, dw, device, template.family).items(),
+                        key=lambda gw: (gw[1].row_family_key(), gw[1].M))
         items = []
         for g, w in probes:
             held = db.measured(w.key, device.key, template.family, build=build).get(config_hash(cfg)) if db else None

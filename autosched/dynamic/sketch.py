@@ -230,7 +230,82 @@ def wgmma_describe(config: dict) -> str:
             f"st{config['stages']} g{config['group']}{split} unroll {wgmma_unroll(config)}")
 
 
-# -- either template ------------------------------------------------------------------------------
+# -- hgemm_stream micro-kernels ----------------------------------------------------------------------
+# The weight-streaming kernel for few rows (templates/hgemm_stream.py, behind its dyn_stream_enabled).
+# Its tiles, from the outside in:
+#
+#     N (rows of W):  grid x                 | wn warps (threadIdx) | rw: 16-row blocks a warp owns
+#     M (rows of A):  grid z (ceil(M/mt))    | every warp           | mt / 8 MMA columns
+#     K:              grid y (split_k)       | wk warps (threadIdx) | kw a warp takes of each ring slot
+#
+# so its output tile is mt x BN with BN = 16 x rw x wn.  `sample_stream` draws the warps (wn, wk: the
+# block's threads) first, then (rw, mt) jointly under the accumulator budget (rw x mt / 2 floats a
+# thread), then kw, the ring depth and split_k; `mutate_stream` keeps the warps.  The unroll (MMAs a
+# warp issues per ring slot: rw x mt / 8 x kw / 16) is derived, never drawn.
+STR = "hgemm_stream"
+
+
+def stream_unroll(config: dict) -> int:
+    c = config
+    return c["rw"] * (c["mt"] // 8) * (c["kw"] // 16)
+
+
+def sample_stream(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_stream micro-kernel of HgemmStreamDynTemplate's space, drawn jointly: ConfigError if
+    none is found."""
+    from autosched.templates.hgemm_stream import MAX_ACC
+    vals = {k.name: k.values for k in space.knobs}
+    for _ in range(max_tries):
+        wn, wk = rng.choice(vals["wn"]), rng.choice(vals["wk"])
+        if not 64 <= 32 * wn * wk <= 512:
+            continue
+        inner = [(rw, mt) for rw in vals["rw"] for mt in vals["mt"] if rw * mt // 2 <= MAX_ACC]
+        rw, mt = rng.choice(inner)
+        cfg = {"rw": rw, "wn": wn, "wk": wk, "mt": mt, "kw": rng.choice(vals["kw"]),
+               "stages": rng.choice(vals["stages"]), "split_k": rng.choice(vals["split_k"])}
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no hgemm_stream micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_stream(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                  max_tries: int = 50) -> dict | None:
+    """A neighbour keeping the warps (wn, wk): a factor of 2 moved between rw and mt (the same
+    accumulators), rw, mt or kw resampled, or the ring depth or split_k changed."""
+    vals = {k.name: k.values for k in space.knobs}
+    for _ in range(max_tries):
+        c = dict(config)
+        move = rng.random()
+        if move < 0.3:
+            if c["rw"] * 2 in vals["rw"] and c["mt"] // 2 in vals["mt"]:
+                c["rw"], c["mt"] = c["rw"] * 2, c["mt"] // 2
+            elif c["rw"] // 2 in vals["rw"] and c["mt"] * 2 in vals["mt"]:
+                c["rw"], c["mt"] = c["rw"] // 2, c["mt"] * 2
+        elif move < 0.7:
+            knob = rng.choice(("rw", "mt", "kw"))
+            c[knob] = rng.choice(vals[knob])
+        else:
+            knob = rng.choice(("stages", "split_k"))
+            c[knob] = rng.choice(vals[knob])
+        if c != config and space.contains(c):
+            return c
+    return None
+
+
+def stream_describe(config: dict) -> str:
+    c = config
+    return (f"stream {c['mt']}x{16 * c['rw'] * c['wn']} warps {c['wn']}x{c['wk']} rw {c['rw']} kw {c['kw']} "
+            f"st{c['stages']} split{c['split_k']} unroll {stream_unroll(c)}")
+
+
+def tile_of(family: str, config: dict) -> tuple[int, int]:
+    """(rows of the output, columns) one tile (a CTA, or a persistent loop's step) covers."""
+    if family == STR:
+        return config["mt"], 16 * config["rw"] * config["wn"]
+    return config["bm"], config["bn"]
+
+
+# -- any template ---------------------------------------------------------------------------------
 
 def sample_any(spaces: dict, extents: tuple[int, int], rng: random.Random, local_pad: int = 1) -> tuple[str, dict]:
     """(family, config): the template drawn first (uniformly among `spaces`, family -> Space), then
@@ -238,27 +313,37 @@ def sample_any(spaces: dict, extents: tuple[int, int], rng: random.Random, local
     fam = rng.choice(sorted(spaces)) if len(spaces) > 1 else next(iter(spaces))
     if fam in WG_FAMILIES:
         return fam, sample_wgmma(spaces[fam], extents, rng)
+    if fam == STR:
+        return fam, sample_stream(spaces[fam], extents, rng)
     return fam, sample(spaces[fam], extents, rng, local_pad=local_pad)
 
 
 def mutate_any(spaces: dict, family: str, config: dict, rng: random.Random, extents) -> dict | None:
     if family in WG_FAMILIES:
         return mutate_wgmma(spaces[family], config, rng, extents)
+    if family == STR:
+        return mutate_stream(spaces[family], config, rng, extents)
     return mutate(spaces[family], config, rng, extents)
 
 
 def threads_of(family: str, config: dict) -> int:
     if family in WG_FAMILIES:
         return 128 * (config["consumers"] + 1)
+    if family == STR:
+        return 32 * config["wn"] * config["wk"]
     from autosched.templates.gemm_tiles import threads
     return threads(config["bm"], config["bn"], config["wm"], config["wn"])
 
 
 def unroll_of(family: str, config: dict) -> int:
+    if family == STR:
+        return stream_unroll(config)
     return wgmma_unroll(config) if family in WG_FAMILIES else unroll(config)
 
 
 def describe_any(family: str, config: dict) -> str:
+    if family == STR:
+        return stream_describe(config)
     return wgmma_describe(config) if family in WG_FAMILIES else describe(config)
 
 
@@ -267,7 +352,8 @@ def describe_any(family: str, config: dict) -> str:
 def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int, int]]]]:
     """(family, config, [(first M, last M), ...]) of the rule-based configs that ops.hgemm serves by
     default over dw's range (templates/hgemm_ladder.py: hgemm_dyn's DEFAULT_LADDER, hgemm_wgmma's
-    wave-model ladder over WGMMA_CANDIDATES), for each of `templates` that has a ladder, each
+    wave-model ladder over WGMMA_CANDIDATES; hgemm_stream, which ops serve only once tuned, its
+    STREAM_SEEDS over the Ms they were best at), for each of `templates` that has a ladder, each
     config once with the Ms of the range it serves, and only those the template's space holds
     for dw.largest.  Measured first, they make the search start from the known-good kernels and give
     selection its floor: no instance served worse than its ladder's kernel."""
@@ -276,7 +362,15 @@ def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int,
     out: dict[tuple[str, str], tuple[str, dict, list]] = {}
     for t in templates:
         space = t.space(dw.largest, device)
-        for first, last, cfg in served_configs(t.family, space, dw.N, dw.lo, dw.hi, device.sm_count):
+        served = served_configs(t.family, space, dw.N, dw.lo, dw.hi, device.sm_count)
+        if t.family == STR:         # no default ladder: its measured best configs (hgemm_stream.STREAM_SEEDS)
+            from autosched.templates.hgemm_stream import STREAM_SEEDS
+            prev, served = 0, []
+            for top, cfg in STREAM_SEEDS:
+                if max(prev + 1, dw.lo) <= min(top, dw.hi):
+                    served.append((max(prev + 1, dw.lo), min(top, dw.hi), cfg))
+                prev = top
+        for first, last, cfg in served:
             if not space.contains(cfg):
                 continue
             key = (t.family, config_hash(cfg))

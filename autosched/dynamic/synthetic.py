@@ -1,4 +1,4 @@
-"""A synthetic runner for hgemm_dyn, hgemm_wgmma and hgemm_wgmma_splitk: modelled times, for testing the dynamic pipeline on a machine
+"""A synthetic runner for hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk and hgemm_stream: modelled times, for testing the dynamic pipeline on a machine
 with no GPU and no recording of the shapes it asks for (the probe instances are made up per
 micro-kernel, so no recording could hold them).
 
@@ -115,12 +115,44 @@ def modelled_wgmma_splitk_us(config: dict, M: int, N: int, K: int, device) -> fl
     return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "wgs")
 
 
-MODELLED = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk")
+def modelled_stream_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_stream: ceil(N / BN) x ceil(M / mt) x split_k CTAs, each streaming its BN rows of W and mt
+    rows of A over K / split_k at an SM's share of the bandwidth (a fraction of it while the ring
+    keeps few bytes in flight) or computing at mma.sync's rate, whichever is slower; waves as
+    hgemm_dyn's (a partial last wave leaves SMs, and their bandwidth, idle), the split's partials, the
+    memory floor, launch and noise.  W is read once per M block, so past a few blocks the tiled
+    templates win.  MODELLED, not measured."""
+    from autosched.templates.hgemm_stream import bn_of, registers_needed as stream_regs, smem_bytes as stream_smem
+    c, sk = config, config["split_k"]
+    bm, bn = c["mt"], bn_of(c["rw"], c["wn"])
+    t = 32 * c["wn"] * c["wk"]
+    bps = blocks_per_sm(t, min(255, stream_regs(c["rw"], c["mt"])),
+                        stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"]), device)
+    if bps < 1:
+        return float("nan")
+    ctas = -(-N // bn) * -(-M // bm) * sk
+    k_slice = -(-K // sk)
+    in_flight = min(1.0, (c["stages"] - 1) * c["kw"] * c["wk"] / 256)
+    cta_bytes = (bn + bm) * k_slice * 2 + (bm * bn * 4 * (2 - 1 / sk) if sk > 1 else 0)
+    cta_compute_us = 2.0 * bm * bn * k_slice / (PEAK_SM_TFLOPS * 1e12 * 0.7) * 1e6
+    sm_bw = BANDWIDTH / device.sm_count
+
+    def wave_us(resident: int) -> float:
+        return max(resident * cta_compute_us, resident * cta_bytes / (sm_bw * in_flight) * 1e6)
+    per_wave = bps * device.sm_count
+    full, rem = divmod(ctas, per_wave)
+    us = full * wave_us(bps) + (wave_us(-(-rem // device.sm_count)) if rem else 0.0)
+    floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
+    return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "str")
+
+
+MODELLED = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream")
 
 
 class SyntheticRunner(Runner):
-    """Answers hgemm_dyn, hgemm_wgmma and hgemm_wgmma_splitk specs from `modelled_us`,
-    `modelled_wgmma_us` and `modelled_wgmma_splitk_us` (any M, N, K): a test double of GpuRunner."""
+    """Answers hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk and hgemm_stream specs from `modelled_us`,
+    `modelled_wgmma_us`, `modelled_wgmma_splitk_us` and `modelled_stream_us` (any M, N, K): a test
+    double of GpuRunner."""
 
     name = "synthetic"
     needs_binary = False
@@ -148,6 +180,15 @@ class SyntheticRunner(Runner):
             model = modelled_wgmma_splitk_us if spec.family == "hgemm_wgmma_splitk" else modelled_wgmma_us
             us = model(cfg, args["M"], args["N"], args["K"], self._device)
             return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=wgmma_registers(cfg),
+                               smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
+        if spec.family == "hgemm_stream":
+            from autosched.templates.hgemm_stream import registers_needed as stream_regs
+            us = modelled_stream_us(cfg, args["M"], args["N"], args["K"], self._device)
+            if us != us:
+                return Measurement(Status.LAUNCH_ERROR, error="too many resources for one block",
+                                   source="synthetic:model")
+            return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0,
+                               registers=min(255, stream_regs(cfg["rw"], cfg["mt"])),
                                smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
         b_col = int("b_col=1" in spec.workload_key)
         us = modelled_us(cfg, args["M"], args["N"], args["K"], b_col, self._device)

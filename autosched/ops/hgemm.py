@@ -21,6 +21,9 @@ Backends (`backend=`):
     Their workspace (FP32 partials + tile counters) follows M: WorkspaceCache keeps one buffer per
     stream, grown (and zeroed) only when a call's M needs more than any before; the counters sit at
     a fixed place in it (dynamic_workspace) so that launches of any M leave them zeroed for the next.
+  * Either backend serves a result's hgemm_stream micro-kernels (mma.sync, plain pointers, fp16 and
+    bf16, the same counters-then-partials workspace) while templates/hgemm_stream.py's dynamic switch
+    is on (DYN_STREAM_VERIFIED, AUTOSCHED_DYN_STREAM); off, such an artifact is not served.
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);
@@ -61,6 +64,7 @@ from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
 from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
                                               wgmma_estimate, wgmma_ladder)
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
+from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, bn_of, dyn_stream_enabled
 from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate, counter_bytes, dyn_split_k_enabled,
                                                     dynamic_workspace)
 
@@ -69,7 +73,8 @@ from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate,
 # on wgmma against 171.9 ms on mma.  The environment variable overrides it for one process (=0: mma).
 WGMMA_IN_AUTO = True
 BACKENDS = ("auto", "wgmma", "mma")
-DYN, WG, WGS = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk"
+DYN, WG, WGS, STR = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream"
+WORKSPACE_FAMILIES = (WGS, STR)     # kernels that take a workspace of tile counters and FP32 partials
 
 
 def wgmma_in_auto() -> bool:
@@ -260,20 +265,25 @@ class HgemmDispatch:
             raise ValueError(f"K={K}: rows of X and W are read in 16-byte chunks, so K must be a multiple of 8")
         self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
         self.backend = resolve_backend(backend, N, K, dtype, device)
-        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate(), WGS: HgemmWgmmaSplitKDynTemplate()}
+        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate(), WGS: HgemmWgmmaSplitKDynTemplate(),
+                          STR: HgemmStreamDynTemplate()}
         self.template = self.templates[self.backend]
         if result is None and db_path is not None:
             result = find_dynamic_result(db_path, N, K, device.key, dtype)
         if result is not None and (result.workload.N, result.workload.K) != (N, K):
             raise ValueError(f"a dynamic result for {result.workload.shape_str} cannot serve {N}x{K}")
         self.note = ""
-        if result is not None and self.backend == DYN and any(k.family != DYN for k in result.kernels):
+        if result is not None and self.backend == DYN and any(k.family in (WG, WGS) for k in result.kernels):
             self.note = (f"the dynamic artifact holds {WG} micro-kernels, which backend mma does not launch: "
                          "its ladder serves every M")
             result = None
         if result is not None and any(k.family == WGS for k in result.kernels) and not dyn_split_k_enabled():
             self.note = (f"the dynamic artifact holds {WGS} micro-kernels, not yet verified on a GPU "
                          "(DYN_SPLIT_K_VERIFIED off; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
+            result = None
+        if result is not None and any(k.family == STR for k in result.kernels) and not dyn_stream_enabled():
+            self.note = (f"the dynamic artifact holds {STR} micro-kernels, not yet verified on a GPU "
+                         "(DYN_STREAM_VERIFIED off; AUTOSCHED_DYN_STREAM=1 serves them): its ladder serves every M")
             result = None
         self.result = result
         self.configs: list[dict] = []
@@ -302,9 +312,15 @@ class HgemmDispatch:
         self.tensormaps = TensorMapCache()
         # the split-K counters' place in the workspace: room for the most tiles any served M makes
         top = max(m_max, self.hi)
-        self.counter_region = max([counter_bytes(-(-top // c["bm"]) * -(-N // c["bn"]))
-                                   for c, f in zip(self.configs, self.families) if f == WGS] or [0])
+        self.counter_region = max([counter_bytes(-(-top // bm) * -(-N // bn))
+                                   for bm, bn in (self._tile(i) for i, f in enumerate(self.families)
+                                                  if f in WORKSPACE_FAMILIES)] or [0])
         self.workspaces = WorkspaceCache()
+
+    def _tile(self, i: int) -> tuple[int, int]:
+        """(rows, columns) of kernel i's output tile."""
+        c = self.configs[i]
+        return (c["mt"], bn_of(c["rw"], c["wn"])) if self.families[i] == STR else (c["bm"], c["bn"])
 
     def _space(self, family: str):
         from autosched.workloads import Hgemm
@@ -326,7 +342,8 @@ class HgemmDispatch:
         return self.configs[self.index(M)]
 
     def family(self, M: int) -> str:
-        """hgemm_dyn, hgemm_wgmma or hgemm_wgmma_splitk: the template of the kernel that serves M."""
+        """hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk or hgemm_stream: the template of the kernel that
+        serves M."""
         return self.families[self.index(M)]
 
     def source(self, M: int) -> str:
@@ -342,6 +359,9 @@ class HgemmDispatch:
         if self.families[i] in (WG, WGS):      # persistent over work units: a CTA per SM at most
             units = -(-M // c["bm"]) * -(-self.N // c["bn"]) * c.get("split_k", 1)
             return (min(units, self.device.sm_count), 1, 1)
+        if self.families[i] == STR:         # N blocks of W rows, K slices, M blocks of A rows
+            bm, bn = self._tile(i)
+            return (-(-self.N // bn), c["split_k"], -(-M // bm))
         return (-(-self.N // c["bn"]), -(-M // c["bm"]), 1)
 
     def workload(self, M: int):
@@ -376,15 +396,15 @@ class HgemmDispatch:
     # -- device side --------------------------------------------------------------------------
     def workspace(self, i: int, M: int) -> tuple[int, int]:
         """(offset, bytes) of kernel i's workspace at M in this dispatcher's shared layout."""
-        c = self.configs[i]
-        return dynamic_workspace(M, self.N, c["bm"], c["bn"], c["split_k"], self.counter_region)
+        bm, bn = self._tile(i)
+        return dynamic_workspace(M, self.N, bm, bn, self.configs[i]["split_k"], self.counter_region)
 
     def load(self, builder) -> None:
         from autosched.launch import LoadedKernel
         specs = self.specs()
-        # __call__ passes the workspace of split-K kernels (WorkspaceCache); no other kernel may want one
+        # __call__ passes the workspace of split-K and stream kernels (WorkspaceCache); no other kernel may want one
         scratch = [s.name_expression for s, f in zip(specs, self.families)
-                   if f != WGS and any(a.role == "workspace" for a in s.args)]
+                   if f not in WORKSPACE_FAMILIES and any(a.role == "workspace" for a in s.args)]
         if scratch:
             raise ValueError(f"HgemmDispatch cannot launch kernels that take a workspace: {scratch}")
         list(builder.build_many(specs))
@@ -414,10 +434,18 @@ class HgemmDispatch:
                 args += (np.uint64(self.workspaces.address(stream, need) + off),)
             self._kernels[i].launch(stream, grid, *args)
             return
+        if fam == STR:
+            off, need = self.workspace(i, M)
+            ws = np.uint64(self.workspaces.address(stream, need) + off)
+            self._kernels[i].launch(stream, grid, ptr(x), ptr(w), ptr(y), ws, np.int32(M), np.int32(self.N),
+                                    np.int32(self.K))
+            return
         self._kernels[i].launch(stream, grid, ptr(x), ptr(w), ptr(y), np.int32(M), np.int32(self.N), np.int32(self.K))
 
 
 def _short(family: str, c: dict) -> str:
+    if family == STR:
+        return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
     if family in (WG, WGS):
         split = f" split{c['split_k']}" if family == WGS else ""
         return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}{split}"

@@ -10,13 +10,35 @@ BN = 16 x rw x wn rows of W a CTA; a slot holds kw x wk of K.
 
 It serves the linear layer's layout only (nt: A row-major, B stored (N, K)) and refuses M > 256:
 there W is read again for every 128 rows of A, where the tiled templates reuse it from shared memory.
+
+HgemmStreamDynTemplate is the same kernel as a dynamic-M micro-kernel (autosched.dynamic,
+ops.HgemmDispatch): M is a run-time argument and nothing in the binary depends on it, so its space
+reads no M and it refuses none; where it is slow (large M) is the cost model's to predict from its
+probes.  Until `gpu_check.sh dyn-stream` passes on a GPU it stays out of dynamic runs and a
+dispatcher serves no artifact holding one (DYN_STREAM_VERIFIED, AUTOSCHED_DYN_STREAM).
 """
 
 from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
+from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
 from autosched.templates.gemm_tiles import tile_use
+
+# The dynamic micro-kernel's switch: off until `gpu_check.sh dyn-stream` passes (HgemmDispatch serving
+# stream micro-kernels vs float64 over ragged Ms through one workspace, the sanitizers, the bench).
+DYN_STREAM_VERIFIED = False
+
+
+def dyn_stream_enabled() -> bool:
+    return env_switch("AUTOSCHED_DYN_STREAM", DYN_STREAM_VERIFIED)
+
+
+# A dynamic run's seeds of this template (dynamic/sketch.seed_kernels; it has no default ladder): the
+# configs tuned best on the H100 on 2026-11-24 at 16 and 128 rows of 4096 x 4096
+# (bench/results/checks/hgemm-few-rows-stream-kpair-2026-11-24.json), each with the largest M it seeds.
+STREAM_SEEDS = ((32, {"rw": 1, "wn": 2, "wk": 4, "mt": 16, "kw": 64, "stages": 6, "split_k": 1}),
+                (128, {"rw": 1, "wn": 4, "wk": 4, "mt": 64, "kw": 32, "stages": 3, "split_k": 1}))
 
 MAX_M = 256              # rows of A above which the template refuses the shape
 MAX_ACC = 128            # accumulator floats a thread: rw x mt / 2
@@ -74,6 +96,8 @@ class HgemmStreamTemplate(Template):
     workload_name = "hgemm"
     header = "hgemm_stream.cuh"
 
+    dynamic_m = False         # True: no rule reads M (HgemmStreamDynTemplate)
+
     def refuses(self, workload) -> str | None:
         why = super().refuses(workload)
         if why is not None:
@@ -81,7 +105,7 @@ class HgemmStreamTemplate(Template):
         if workload.layout != "nt":
             return (f"it streams a linear layer's weight: A row-major and B stored (N, K) (layout nt), "
                     f"not {workload.layout}")
-        if workload.M > MAX_M:
+        if workload.M > MAX_M and not self.dynamic_m:
             return f"M = {workload.M} > {MAX_M}: W would be streamed once per 128 rows of A"
         return None
 
@@ -102,11 +126,12 @@ class HgemmStreamTemplate(Template):
         ]
         C = Constraint
         cap = device.smem_per_block_optin
+        # the dynamic template's space reads no M: its workspace cap is taken at MAX_M rows
+        Mw = MAX_M if self.dynamic_m else M
         rules = [
             C(f"threads 32 x wn x wk between 64 and 512", ("wn", "wk"), lambda wn, wk: 64 <= threads(wn, wk) <= 512),
             C("BN = 16 x rw x wn no larger than the smallest that covers N", ("rw", "wn"),
               lambda rw, wn: bn_of(rw, wn) == 16 or bn_of(rw, wn) // 2 < N),
-            C("mt no larger than the smallest that covers M", ("mt",), lambda mt: mt == 8 or mt // 2 < M),
             C(f"accumulators rw x mt / 2 <= {MAX_ACC} a thread", ("rw", "mt"), lambda rw, mt: rw * mt // 2 <= MAX_ACC),
             C(f"registers: accumulators + fragments + {REG_OVERHEAD} <= min(255, {device.regs_per_block} / threads)",
               ("rw", "wn", "wk", "mt"),
@@ -115,12 +140,17 @@ class HgemmStreamTemplate(Template):
               lambda rw, wn, wk, mt, kw, st: smem_bytes(rw, wn, wk, mt, kw, st) <= cap),
             C("every K slice holds at least one ring slot: ceil(K / (kw x wk)) >= split_k", ("wk", "kw", "split_k"),
               lambda wk, kw, sk: -(-K // (kw * wk)) >= sk),
-            # a split pays for partials that only a GPU short of CTAs earns back
-            C(f"split_k > 1 only while tiles x split_k <= 8 x {sms} SMs", ("rw", "wn", "mt", "split_k"),
-              lambda rw, wn, mt, sk: sk == 1 or tiles(M, N, rw, wn, mt) * sk <= 8 * sms),
-            C(f"workspace <= {WORKSPACE_CAP >> 20} MiB", ("rw", "wn", "mt", "split_k"),
-              lambda rw, wn, mt, sk: workspace_bytes(M, N, rw, wn, mt, sk) <= WORKSPACE_CAP),
+            C(f"workspace <= {WORKSPACE_CAP >> 20} MiB" + (f" at M = {MAX_M}" if self.dynamic_m else ""),
+              ("rw", "wn", "mt", "split_k"),
+              lambda rw, wn, mt, sk: workspace_bytes(Mw, N, rw, wn, mt, sk) <= WORKSPACE_CAP),
         ]
+        if not self.dynamic_m:
+            rules += [
+                C("mt no larger than the smallest that covers M", ("mt",), lambda mt: mt == 8 or mt // 2 < M),
+                # a split pays for partials that only a GPU short of CTAs earns back
+                C(f"split_k > 1 only while tiles x split_k <= 8 x {sms} SMs", ("rw", "wn", "mt", "split_k"),
+                  lambda rw, wn, mt, sk: sk == 1 or tiles(M, N, rw, wn, mt) * sk <= 8 * sms),
+            ]
         return Space(knobs, rules)
 
     def default_config(self, workload, device) -> dict:
@@ -168,3 +198,11 @@ class HgemmStreamTemplate(Template):
                   ArgSpec("M", "scalar", value=M, ctype="int"), ArgSpec("N", "scalar", value=N, ctype="int"),
                   ArgSpec("K", "scalar", value=K, ctype="int")),
             arch=device.arch)
+
+
+class HgemmStreamDynTemplate(HgemmStreamTemplate):
+    """hgemm_stream as a dynamic-M micro-kernel: the same kernel and family, a space that reads no M
+    (the rules on M are the cost model's business), any M served; the workspace ArgSpec is sized for
+    the M rendered for (what the measuring worker allocates), ops.HgemmDispatch lays one buffer out
+    for every M instead (hgemm_wgmma_splitk's dynamic_workspace: the same counters-then-partials)."""
+    dynamic_m = True

@@ -1,0 +1,104 @@
+"""On a GPU: hgemm_stream micro-kernels served for a dynamic M by ops.HgemmDispatch, against float64,
+on ragged Ms called in a row through one dispatcher (with hgemm_dyn's mma.sync kernels, so any sm_80+
+GPU), so one workspace per stream is reused by launches of other Ms, tile counts and configs, grown
+and shrunk in between: a counter a launch failed to reset, or a partial landing on another launch's
+counters, shows as a wrong result of a later call.  FP16 and BF16.  What must pass (with
+scripts/gpu_check.sh dyn-stream's sanitizers) before DYN_STREAM_VERIFIED flips; it keeps the switch on
+for the module whatever the environment."""
+
+import pytest
+
+from gemm_checks import assert_matches_float64
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+STR, DYN = "hgemm_stream", "hgemm_dyn"
+# split 1, 2 and 4; W rows a CTA 32..128; A rows 8..64
+STREAMS = [
+    {"rw": 1, "wn": 2, "wk": 4, "mt": 16, "kw": 64, "stages": 6, "split_k": 1},
+    {"rw": 2, "wn": 2, "wk": 2, "mt": 8, "kw": 32, "stages": 4, "split_k": 4},
+    {"rw": 1, "wn": 4, "wk": 4, "mt": 64, "kw": 32, "stages": 3, "split_k": 2},
+]
+PLAIN = {"bm": 128, "bn": 128, "wm": 64, "wn": 64, "bk": 32, "stages": 3, "pad": 8, "local_pad": 1}
+TOPS = [16, 64, 256]
+SEQUENCE = [100, 1, 7, 64, 65, 129, 300, 33, 256, 2048, 5, 100]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def switch():
+    from cuda.core import Device
+    Device(0).set_current()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AUTOSCHED_DYN_STREAM", "1")
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory):
+    from autosched.build import BuildCache, Builder
+    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
+        yield b
+
+
+def dispatcher(builder, N, K, kernels, tops, m_max=2048, dtype="fp16"):
+    from autosched.device import query
+    from autosched.dynamic.handmade import handmade_result
+    from autosched.dynamic.workload import DynamicWorkload
+    from autosched.ops import HgemmDispatch
+    dev = query(0)
+    dw = DynamicWorkload.parse("hgemm", f"Mx{N}x{K}_bt" + ("_bf16" if dtype == "bf16" else ""), (1, m_max))
+    backend = "wgmma" if dtype == "bf16" else "mma"
+    g = HgemmDispatch(N, K, dev, result=handmade_result(dw, kernels, tops, dev.key), backend=backend,
+                      m_max=m_max, dtype=dtype)
+    g.load(builder)
+    return g
+
+
+def _stream():
+    from cuda.core import Stream
+    return Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+
+
+@pytest.mark.parametrize("n, k", [(4096, 4096), (264, 4104), (1032, 520)])
+def test_dispatched_stream_on_ragged_ms_through_one_workspace(builder, n, k):
+    g = dispatcher(builder, n, k, [(STR, c) for c in STREAMS] + [(DYN, PLAIN)], TOPS)
+    assert [g.family(m) for m in (1, 50, 200, 2048)] == [STR, STR, STR, DYN]
+    s = _stream()
+    gen = torch.Generator(device="cuda").manual_seed(n + k)
+    w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
+    for M in SEQUENCE:
+        x = torch.randn((M, k), device="cuda", generator=gen).half()
+        y = torch.full((M, n), float("nan"), device="cuda").half()
+        g(s, x, w, y, M)
+        torch.cuda.synchronize()
+        assert_matches_float64(y, x, w)
+    assert 1 <= g.workspaces.allocations < len(SEQUENCE)
+
+
+@pytest.mark.parametrize("which", range(len(STREAMS)))
+def test_each_stream_config_serves_every_m_on_one_workspace(builder, which):
+    """One stream config over the whole range (it serves any M; slow past a few hundred rows): tile
+    counts from 1 to hundreds, the same M twice in a row (its counters reset by the first)."""
+    g = dispatcher(builder, 4096, 4096, [(STR, STREAMS[which])], [])
+    s = _stream()
+    w = (torch.randn((4096, 4096), device="cuda") / 64).half()
+    for M in (256, 1, 256, 17, 1000, 1000, 128, 3):
+        x = torch.randn((M, 4096), device="cuda").half()
+        y = torch.full((M, 4096), float("nan"), device="cuda").half()
+        g(s, x, w, y, M)
+        torch.cuda.synchronize()
+        assert_matches_float64(y, x, w)
+
+
+def test_bf16_on_the_wgmma_backend(builder, wgmma_gpu):
+    g = dispatcher(builder, 1032, 520, [(STR, c) for c in STREAMS], TOPS[:-1], dtype="bf16")
+    s = _stream()
+    w = (torch.randn((1032, 520), device="cuda") / 23).bfloat16()
+    for M in (1, 40, 200):
+        x = torch.randn((M, 520), device="cuda").bfloat16()
+        y = torch.full((M, 1032), float("nan"), device="cuda").bfloat16()
+        g(s, x, w, y, M)
+        torch.cuda.synchronize()
+        assert_matches_float64(y, x, w)
