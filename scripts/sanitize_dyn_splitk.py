@@ -11,7 +11,7 @@ workspace.  Exit code 1 if any check failed.
 """
 import sys
 
-from dyn_splitk_common import TILES, WG, WGS, config, dispatcher, max_error  # (scripts/ is sys.path[0])
+from dyn_splitk_common import TILES, WG, WGS, check_sequence, config, dispatcher  # (scripts/ is sys.path[0])
 
 MS = [100, 1, 65, 300, 33, 100]
 
@@ -25,22 +25,9 @@ def main() -> int:
     s = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
     N, K = 264, 520
     kernels = [(WGS, config(*t, split_k=sk)) for t, sk in zip(TILES, (8, 4, 3))] + [(WG, config(*TILES[0]))]
-    bad = n = 0
     with Builder() as b:
         g = dispatcher(b, N, K, kernels, [40, 90, 200], m_max=512)
-        w = (torch.randn((N, K), device="cuda") / K ** 0.5).half()
-        for M in MS:
-            x = torch.randn((M, K), device="cuda").half()
-            y = torch.full((M, N), float("nan"), device="cuda").half()
-            g(s, x, w, y, M)
-            torch.cuda.synchronize()
-            err, bound = max_error(y, x, w)
-            n += 1
-            ok = err <= bound
-            bad += not ok
-            print(f"M={M:4d} {g.family(M):18s} {g.config(M)} max error {err:.3g} (bound {bound:.3g})"
-                  f"{'' if ok else ' WRONG'}", flush=True)
-    print(f"{n - bad} of {n} launches right, {g.workspaces.allocations} workspace grants; checked {n} configs")
+        bad = check_sequence(g, s, N, K, MS)
     return 1 if bad else 0
 
 
