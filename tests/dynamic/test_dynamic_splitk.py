@@ -28,6 +28,7 @@ from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate,
                                                     workspace_bytes)
 from autosched.workloads import Hgemm
 from fake_dispatch import load_fakes
+from source_literals import literal
 
 WGS = "hgemm_wgmma_splitk"
 BASE_KNOBS = ["bm", "bn", "consumers", "swizzle", "stages", "group"]
@@ -398,9 +399,11 @@ def test_handmade_results_serve_each_kernel_its_range(h100):
 def test_the_gpu_stage_s_configs_are_in_the_dynamic_spaces(h100, on):
     """The configs tests/gpu and scripts/ pin, on the shapes they pin them to: a typo here would
     cost a GPU session."""
-    gpu = _load("tests/gpu/test_dynamic_splitk_gpu.py")
+    # the GPU module's literals read without importing it: its import skips without torch, which
+    # would skip this CPU check wherever torch is missing (CI)
+    gpu = {name: literal("tests/gpu/test_dynamic_splitk_gpu.py", name) for name in ("WGS", "WG", "SPLITS", "PLAIN")}
     common = _load("scripts/dyn_splitk_common.py")
-    pinned = [(gpu.WGS, c) for c in gpu.SPLITS] + [(gpu.WG, gpu.PLAIN)]
+    pinned = [(gpu["WGS"], c) for c in gpu["SPLITS"]] + [(gpu["WG"], gpu["PLAIN"])]
     pinned += [(common.WGS, common.config(*t, split_k=sk)) for t in common.TILES for sk in (2, 3, 4)]
     pinned += [(common.WG, common.config(*t)) for t in common.TILES]
     from autosched.dynamic.handmade import handmade_result

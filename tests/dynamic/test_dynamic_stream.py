@@ -25,6 +25,7 @@ from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
 from autosched.templates.hgemm_wgmma_splitk import counter_bytes
 from autosched.workloads import Hgemm
 from fake_dispatch import load_fakes
+from source_literals import literal
 
 STR = "hgemm_stream"
 
@@ -233,19 +234,10 @@ def test_a_max_m_workspace_cap_keeps_render_sane(t, h100):
         assert spec.grid[2] == 1
 
 
-def _literal(path: str, name: str):
-    """A module-level literal of a file, read without importing it (the GPU tests import torch)."""
-    import ast
-    from pathlib import Path
-    tree = ast.parse((Path(__file__).resolve().parents[2] / path).read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == name)
-    return ast.literal_eval(node.value)
-
-
 @pytest.mark.parametrize("shape", ["Mx4096x4096_bt", "Mx264x4104_bt", "Mx1032x520_bt", "Mx264x520_bt",
                                    "Mx1032x520_bt_bf16"])
 def test_the_gpu_stage_s_configs_are_in_the_dynamic_spaces(t, h100, shape):
-    configs = _literal("tests/gpu/test_dynamic_stream_gpu.py", "STREAMS") + _literal(
+    configs = literal("tests/gpu/test_dynamic_stream_gpu.py", "STREAMS") + literal(
         "scripts/sanitize_dyn_stream.py", "KERNELS")
     w = DynamicWorkload.parse("hgemm", shape, (1, 2048)).largest
     space = t.space(w, h100)
