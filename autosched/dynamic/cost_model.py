@@ -82,9 +82,16 @@ class MicroKernelCostModel:
         self.observations: list[tuple[MicroKernel, int, float]] = []
 
     def analytic_us(self, mk: MicroKernel, M: int) -> float:
+        """The wave model of the two grid probes; where the row probe was taken (measurer.py), no
+        partial first wave is predicted faster than it: such an M streams all of W at least once,
+        which the row probe does and the grid probes may not."""
         g1, g2 = mk.grids
-        return wave_model_us(mk.probes[g1], mk.probes[g2], mk.report.blocks_per_sm, self.device.sm_count,
-                             work_units(mk.config, M, self.dw.N, getattr(mk, "family", "hgemm_dyn")))
+        T = work_units(mk.config, M, self.dw.N, getattr(mk, "family", "hgemm_dyn"))
+        us = wave_model_us(mk.probes[g1], mk.probes[g2], mk.report.blocks_per_sm, self.device.sm_count, T)
+        row = getattr(mk, "row_us", None)
+        if row is not None and T <= max(1, mk.report.blocks_per_sm) * self.device.sm_count:
+            us = max(us, row)
+        return us
 
     def fit(self, observations) -> None:
         """observations: (micro-kernel, M, measured us) of real instances; learns log(measured /

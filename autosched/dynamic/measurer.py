@@ -12,6 +12,13 @@ persistent loop or a grid override would time a different program from the one d
 output is still whole, so the runner's correctness check holds as for any measurement.  Of the
 factorizations the widest b (closest to the real N) is taken.
 
+The row probe (optional, `row_probe=True`): the micro-kernel on the range's smallest real shape, one
+row of tiles over the whole N (M = BM, N' = N).  The grid probes lay their tiles out as widely as the
+grid divides, which for few columns of tiles means two or three rows of them over part of W: in the
+memory-bound regime of a small M they read less of W than an instance does (on the H200, 2026-11-26,
+a 64x64 split-K kernel probed at 20.1 us took 24-27 us at M = 1..64).  The cost model takes no
+partial wave faster than it (cost_model.MicroKernelCostModel.analytic_us).
+
 A split-K micro-kernel (hgemm_wgmma_splitk) runs work units, (tile, K slice), on its persistent grid:
 its probe grids count work units, and its probe instance holds grid // split_k tiles, so that one
 probe is one full wave of work units with the partials' traffic and the last slice's sum in it.
@@ -53,6 +60,7 @@ class MicroKernel:
     report: CompileReport
     probes: dict                # grid (blocks) -> median us; two entries when measured
     error: str = ""
+    row_us: float | None = None # the row probe's median (M = BM, N' = N), where it was taken
     family: str = "hgemm_dyn"   # the template: hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk or hgemm_stream (a sketch dimension)
 
     @property
@@ -67,12 +75,13 @@ class MicroKernel:
 
     def to_json(self) -> dict:
         return {"config": self.config, "report": self.report.to_json(),
-                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error, "family": self.family}
+                "probes": {str(k): v for k, v in self.probes.items()}, "error": self.error, "family": self.family,
+                "row_us": self.row_us}
 
     @classmethod
     def from_json(cls, d: dict) -> "MicroKernel":
         return cls(d["config"], CompileReport(**d["report"]), {int(k): v for k, v in d["probes"].items()},
-                   d.get("error", ""), d.get("family", "hgemm_dyn"))
+                   d.get("error", ""), d.get("row_us"), d.get("family", "hgemm_dyn"))
 
 
 def wgmma_registers(config: dict) -> int:
@@ -146,9 +155,19 @@ def probe_workloads(config: dict, report: CompileReport, dw, device, family: str
     return out
 
 
-def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, versions=None) -> list[MicroKernel]:
-    """Each config's compile report and probes; a probe the database holds (same build) is not taken
-    again, and every new one is written to it."""
+ROW = 0        # the row probe's tag among a micro-kernel's probes in flight (no grid is 0 blocks)
+
+
+def row_workload(config: dict, dw, family: str):
+    """The row probe's instance: one row of tiles (M = BM rows) over the whole N."""
+    from autosched.workloads import Hgemm
+    return Hgemm.from_shape(f"{tile_of(family, config)[0]}x{dw.N}x{dw.K}", layout=dw.layout, dtype=dw.dtype)
+
+
+def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, versions=None,
+                          row_probe: bool = False) -> list[MicroKernel]:
+    """Each config's compile report and probes (with `row_probe`, the row probe too); a probe the
+    database holds (same build) is not taken again, and every new one is written to it."""
     device = runner.device_info
     build = runner.build_id(template)
     # every config's build is submitted before the first report waits on one: NVRTC runs on all cores
@@ -167,8 +186,10 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             return []
         # the shapes of one row family (measure/row_family.py: the same N') by growing M: the worker
         # computes a family's rows only as far as the largest M so far
-        probes = sorted(probe_workloads(cfg, rep, dw, device, template.family).items(),
-                        key=lambda gw: (gw[1].row_family_key(), gw[1].M))
+        probes = list(probe_workloads(cfg, rep, dw, device, template.family).items())
+        if row_probe:
+            probes.append((ROW, row_workload(cfg, dw, template.family)))
+        probes.sort(key=lambda gw: (gw[1].row_family_key(), gw[1].M))
         items = []
         for g, w in probes:
             held = db.measured(w.key, device.key, template.family, build=build).get(config_hash(cfg)) if db else None
@@ -202,7 +223,10 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
 
 
 def _take(mk: MicroKernel, g: int, m: Measurement) -> None:
-    if m.ok:
+    if m.ok and g == ROW:
+        mk.row_us = m.median_us
+    elif m.ok:
         mk.probes[g] = m.median_us
     else:
-        mk.error = mk.error or f"probe grid {g}: {m.status.value} {m.error}".strip()
+        what = "row probe" if g == ROW else f"probe grid {g}"
+        mk.error = mk.error or f"{what}: {m.status.value} {m.error}".strip()

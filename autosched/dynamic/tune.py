@@ -145,11 +145,14 @@ def ladder_floor(seeded, good, P: np.ndarray, insts) -> np.ndarray | None:
 
 def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: int = 12, population: int = 64,
                  generations: int = 3, max_kernels: int = 6, seed: int = 0, builder=None, local_pad=(1, 0),
-                 tolerance: float = TOLERANCE, on_progress=None, seeds: bool = True) -> DynamicResult:
+                 tolerance: float = TOLERANCE, on_progress=None, seeds: bool = True,
+                 row_probe: bool = False) -> DynamicResult:
     """`template`: one Template or a list (hgemm_dyn and HgemmWgmmaDynTemplate): the template is then
     a sketch dimension, each micro-kernel carries its family, and selection and the tree mix them.
     `seeds`: measure the templates' rule-based ladder configs first (besides the sampled sketches)
-    and select no instance slower than its ladder's kernel predicts."""
+    and select no instance slower than its ladder's kernel predicts.
+    `row_probe`: each micro-kernel probed on the range's smallest real shape too (measurer.py), which
+    bounds the cost model's partial waves from below; off by default until the bench shows it pays."""
     t0 = time.perf_counter()
     device = runner.device_info
     templates = list(template) if isinstance(template, (list, tuple)) else [template]
@@ -240,8 +243,8 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         for fam, t in by_family.items():
             cfgs = [c for f, c in picks if f == fam]
             if cfgs:
-                new += measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers)
-        calls += sum(len(mk.probes) for mk in new)
+                new += measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers, row_probe=row_probe)
+        calls += sum(len(mk.probes) + (mk.row_us is not None) for mk in new)
         for mk in new:
             measured[_key(mk.family, mk.config)] = mk
         lap("probes")
