@@ -152,6 +152,16 @@ class BuildCache:
         except (OSError, ValueError, KeyError, TypeError):
             return None      # a torn or stale entry is rebuilt
 
+    def build(self, spec: KernelSpec) -> Binary:
+        """The cached binary of `spec`, else one compiled in this process and cached (for a kernel or
+        two, where starting Builder's pool would cost more than the compile)."""
+        hit = self.get(cache_key(spec, nvrtc_version()))
+        if hit is not None:
+            return hit
+        b = compile_spec(spec)
+        self.put(b)
+        return b
+
     def put(self, b: Binary) -> None:
         if not b.ok:
             return           # failures are recorded in the database, not cached

@@ -43,6 +43,17 @@ def scalar(arg):
     return SCALAR_TYPES[arg.dtype](arg.value)
 
 
+def to_device(device, stream, host: np.ndarray):
+    """A new device buffer (stream-ordered allocation) holding a C-contiguous copy of `host`, copied
+    in once the allocation is ready."""
+    from cuda.bindings import driver
+    host = np.ascontiguousarray(host)
+    buf = device.allocate(max(1, host.nbytes), stream=stream)
+    stream.sync()
+    check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
+    return buf
+
+
 def load_kernel(spec, binary):
     """The cuda.core Kernel of `spec` from its built `binary` (needs a GPU); a binary that failed
     to build raises here, naming the kernel, rather than deep inside the driver."""

@@ -168,3 +168,10 @@ def test_static_asserts_catch_a_config_outside_the_space(default_spec):
                               name_expression="gemv_q4f16<" + ", ".join(map(str, args)) + ">")
     b = compile_spec(bad)
     assert not b.ok and "TILE_S > n is not in the space" in b.error
+
+
+def test_the_cache_builds_in_process_once(default_spec, tmp_path):
+    cache = BuildCache(tmp_path)
+    first = cache.build(default_spec)
+    second = cache.build(default_spec)
+    assert first.ok and not first.cached and second.cached and second.cubin == first.cubin

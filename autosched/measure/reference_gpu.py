@@ -56,17 +56,10 @@ def host_reference_forced() -> bool:
 
 
 def _load_utility(spec):
-    """A kernel of this module, built in this process through the build cache (a build pool would
-    cost more to start than the one compile)."""
-    from autosched.build import BuildCache, cache_key, compile_spec, nvrtc_version
+    """A kernel of this module, built in this process through the default build cache."""
+    from autosched.build import BuildCache
     from autosched.runtime import load_kernel
-    cache = BuildCache()
-    binary = cache.get(cache_key(spec, nvrtc_version()))
-    if binary is None:
-        binary = compile_spec(spec)
-        if binary.ok:
-            cache.put(binary)
-    return load_kernel(spec, binary)      # a failed build raises, naming the kernel
+    return load_kernel(spec, BuildCache().build(spec))      # a failed build raises, naming the kernel
 
 
 class GpuProducts:
@@ -89,7 +82,7 @@ class GpuProducts:
         from cuda.bindings import driver
         from cuda.core import launch
 
-        from autosched.runtime import check, launch_config, ptr
+        from autosched.runtime import check, launch_config, ptr, to_device
         (M, K), (N, K2) = a32.shape, bt32.shape
         if K != K2:
             raise ValueError(f"inner dimensions differ: A is {a32.shape}, B^T is {bt32.shape}")
@@ -97,16 +90,12 @@ class GpuProducts:
             return host_products(a32, bt32)
         if M == 0 or N == 0:
             return np.zeros((M, N)), np.zeros((M, N))
-        a = np.ascontiguousarray(a32, dtype=np.float32)
-        b = np.ascontiguousarray(bt32, dtype=np.float32)
         spec = reference_spec(M, N, K, self.arch)
         kernel = self._load(spec)
         s = int(self.stream.handle)
-        bufs = [self.device.allocate(max(1, n), stream=self.stream) for n in (a.nbytes, b.nbytes, M * N * 8, M * N * 8)]
+        bufs = [to_device(self.device, self.stream, x.astype(np.float32, copy=False)) for x in (a32, bt32)]
+        bufs += [self.device.allocate(M * N * 8, stream=self.stream) for _ in range(2)]
         try:
-            self.stream.sync()
-            check(driver.cuMemcpyHtoD(int(bufs[0].handle), a.ctypes.data, a.nbytes))
-            check(driver.cuMemcpyHtoD(int(bufs[1].handle), b.ctypes.data, b.nbytes))
             launch(self.stream, launch_config(spec, pdl=False), kernel, *(ptr(x) for x in bufs),
                    np.int32(M), np.int32(N), np.int32(K))
             ref, mag = np.empty((M, N)), np.empty((M, N))
@@ -148,20 +137,16 @@ class GpuChecker:
         self._stats = None
 
     @staticmethod
-    def handles(out_dtype, ref, bound) -> bool:
-        return (np.dtype(out_dtype) in CHECK_KINDS and isinstance(bound, np.ndarray)
-                and bound.shape == ref.shape and ref.dtype == bound.dtype == np.float64)
+    def handles(out, ref, bound) -> bool:
+        """Whether `out` (an array, or what has its shape and dtype) can be checked here: a dtype the
+        kernel reads and a float64 reference and per-element bound of its shape."""
+        return (np.dtype(out.dtype) in CHECK_KINDS and isinstance(bound, np.ndarray)
+                and out.shape == np.shape(ref) == bound.shape and ref.dtype == bound.dtype == np.float64)
 
     def upload(self, arr: np.ndarray):
         """A device copy of a float64 array (a strided view is made contiguous first)."""
-        from cuda.bindings import driver
-
-        from autosched.runtime import check
-        host = np.ascontiguousarray(arr, dtype=np.float64)
-        buf = self.device.allocate(max(1, host.nbytes), stream=self.stream)
-        self.stream.sync()
-        check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
-        return buf
+        from autosched.runtime import to_device
+        return to_device(self.device, self.stream, arr.astype(np.float64, copy=False))
 
     def __call__(self, out_buf, out_dtype, n: int, ref_buf, bound_buf):
         """The Check (workloads.base) of n outputs at out_buf, after the work queued on the stream."""

@@ -28,7 +28,7 @@ from autosched.measure.protocol import Protocol, Timer
 from autosched.measure.result import Measurement, Status, summarize
 from autosched.measure.row_family import RowFamily
 from autosched.runtime import (allow_dynamic_smem, check, encode_tensormap, launch_config, load_kernel, ptr,
-                               scalar)
+                               scalar, to_device)
 from autosched.templates.base import ArgSpec
 from autosched.workloads import workload_from_key
 
@@ -63,12 +63,8 @@ class _WorkloadState:
         key = (arg.name, arg.layout, arg.layout_params)
         buf = self.packed.get(key)
         if buf is None:
-            from cuda.bindings import driver
-            host = np.ascontiguousarray(layouts.apply(arg.layout, arg.params(), self.inputs[arg.name]))
-            buf = self.device.allocate(max(1, host.nbytes), stream=self.stream)
-            self.stream.sync()
-            check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
-            self.packed[key] = buf
+            host = layouts.apply(arg.layout, arg.params(), self.inputs[arg.name])
+            buf = self.packed[key] = to_device(self.device, self.stream, host)
         return buf
 
     def tensormap_buffer(self, arg):
@@ -77,16 +73,12 @@ class _WorkloadState:
         key = (arg.name, "tensormap", arg.layout_params)
         buf = self.packed.get(key)
         if buf is None:
-            from cuda.bindings import driver
             of = arg.params().get("of")
             if of not in ("input", "output"):
                 raise ValueError(f"tensormap argument {arg.name}: 'of' must be input or output, got {of!r}")
             data = self.out if of == "output" else self.arg_buffer(ArgSpec(arg.name, "input"))
-            host = np.frombuffer(encode_tensormap(arg.params(), int(data.handle)), dtype=np.uint8).copy()
-            buf = self.device.allocate(host.nbytes, stream=self.stream)
-            self.stream.sync()
-            check(driver.cuMemcpyHtoD(int(buf.handle), host.ctypes.data, host.nbytes))
-            self.packed[key] = buf
+            host = np.frombuffer(encode_tensormap(arg.params(), int(data.handle)), dtype=np.uint8)
+            buf = self.packed[key] = to_device(self.device, self.stream, host)
         return buf
 
 
@@ -187,8 +179,7 @@ class Worker:
         """The Check of the output the last launch left: on the GPU where the checker handles it
         (a per-element bound: the GEMMs), else on the host."""
         c = self.checker
-        if (c is not None and st.out_host.shape == np.shape(st.reference)
-                and c.handles(st.out_host.dtype, st.reference, st.bound)):
+        if c is not None and c.handles(st.out_host, st.reference, st.bound):
             if st.ref_dev is None:
                 st.ref_dev, st.bound_dev = c.upload(st.reference), c.upload(st.bound)
             return c(st.out, st.out_host.dtype, st.out_host.size, st.ref_dev, st.bound_dev)

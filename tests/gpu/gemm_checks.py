@@ -1,4 +1,5 @@
-"""The float64 check the GPU tests of the dispatched GEMMs (prefill on wgmma, dynamic split-K) share."""
+"""What the GPU tests of the dispatched GEMMs (prefill on wgmma, dynamic split-K and stream) share: the
+float64 check, a dispatcher of handmade micro-kernels, and torch's current stream for cuda.core."""
 
 
 def assert_matches_float64(y, x, w) -> None:
@@ -7,3 +8,25 @@ def assert_matches_float64(y, x, w) -> None:
     want = x.double() @ w.double().t()
     assert torch.isfinite(y).all()
     torch.testing.assert_close(y.double(), want, rtol=0, atol=1e-2 * float(want.abs().max()))
+
+
+def handmade_dispatcher(builder, N, K, kernels, tops, *, backend, m_max=2048, dtype="fp16"):
+    """An ops.HgemmDispatch serving kernels[i] ((family, config)) for M up to tops[i] (the last one
+    the rest of 1..m_max), loaded through `builder`.  A family behind a dynamic switch needs it on."""
+    from autosched.device import query
+    from autosched.dynamic.handmade import handmade_result
+    from autosched.dynamic.workload import DynamicWorkload
+    from autosched.ops import HgemmDispatch
+    dev = query(0)
+    dw = DynamicWorkload.parse("hgemm", f"Mx{N}x{K}_bt" + ("_bf16" if dtype == "bf16" else ""), (1, m_max))
+    g = HgemmDispatch(N, K, dev, result=handmade_result(dw, kernels, tops, dev.key), backend=backend,
+                      m_max=m_max, dtype=dtype)
+    g.load(builder)
+    return g
+
+
+def current_stream():
+    """torch's current CUDA stream as a cuda.core Stream."""
+    import torch
+    from cuda.core import Stream
+    return Stream.from_handle(torch.cuda.current_stream().cuda_stream)

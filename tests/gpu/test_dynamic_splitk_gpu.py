@@ -8,7 +8,7 @@ What had to pass (with scripts/gpu_check.sh dyn-splitk's sanitizers) before DYN_
 
 import pytest
 
-from gemm_checks import assert_matches_float64
+from gemm_checks import assert_matches_float64, current_stream, handmade_dispatcher
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -42,27 +42,14 @@ def builder(tmp_path_factory):
 
 
 def dispatcher(builder, N, K, kernels, tops, m_max=2048):
-    from autosched.device import query
-    from autosched.dynamic.handmade import handmade_result
-    from autosched.dynamic.workload import DynamicWorkload
-    from autosched.ops import HgemmDispatch
-    dev = query(0)
-    dw = DynamicWorkload.parse("hgemm", f"Mx{N}x{K}_bt", (1, m_max))
-    g = HgemmDispatch(N, K, dev, result=handmade_result(dw, kernels, tops, dev.key), backend="wgmma", m_max=m_max)
-    g.load(builder)
-    return g
-
-
-def _stream():
-    from cuda.core import Stream
-    return Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+    return handmade_dispatcher(builder, N, K, kernels, tops, backend="wgmma", m_max=m_max)
 
 
 @pytest.mark.parametrize("n, k", [(4096, 4096), (264, 4104), (1032, 520)])
 def test_dispatched_split_k_on_ragged_ms_through_one_workspace(builder, n, k):
     g = dispatcher(builder, n, k, [(WGS, c) for c in SPLITS] + [(WG, PLAIN)], TOPS)
     assert [g.family(m) for m in (1, 100, 300, 2048)] == [WGS, WGS, WGS, WG]
-    s = _stream()
+    s = current_stream()
     gen = torch.Generator(device="cuda").manual_seed(n + k)
     w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
     grants = []
@@ -82,7 +69,7 @@ def test_each_split_serves_every_m_on_one_workspace(builder, split):
     """One split-K config over the whole range: the same workspace through tile counts from 1 to
     hundreds, the same M twice in a row (its counters reset by the first)."""
     g = dispatcher(builder, 4096, 4096, [(WGS, SPLITS[split])], [])
-    s = _stream()
+    s = current_stream()
     w = (torch.randn((4096, 4096), device="cuda") / 64).half()
     for M in (256, 1, 256, 17, 1000, 1000, 128, 2048, 3):
         x = torch.randn((M, 4096), device="cuda").half()
@@ -114,7 +101,7 @@ def test_two_streams_two_workspaces(builder):
 def test_host_overhead_with_split_k(builder):
     from autosched.ops.hgemm import host_overhead_us
     g = dispatcher(builder, 4096, 4096, [(WGS, c) for c in SPLITS] + [(WG, PLAIN)], TOPS)
-    s = _stream()
+    s = current_stream()
     x, w = torch.randn((2048, 4096), device="cuda").half(), torch.randn((4096, 4096), device="cuda").half()
     y = torch.empty((2048, 4096), device="cuda").half()
     us = host_overhead_us(g, s, x, w, y, [1, 64, 100, 300, 2048])

@@ -8,7 +8,7 @@ for the module whatever the environment."""
 
 import pytest
 
-from gemm_checks import assert_matches_float64
+from gemm_checks import assert_matches_float64, current_stream, handmade_dispatcher
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -42,30 +42,17 @@ def builder(tmp_path_factory):
         yield b
 
 
-def dispatcher(builder, N, K, kernels, tops, m_max=2048, dtype="fp16"):
-    from autosched.device import query
-    from autosched.dynamic.handmade import handmade_result
-    from autosched.dynamic.workload import DynamicWorkload
-    from autosched.ops import HgemmDispatch
-    dev = query(0)
-    dw = DynamicWorkload.parse("hgemm", f"Mx{N}x{K}_bt" + ("_bf16" if dtype == "bf16" else ""), (1, m_max))
-    backend = "wgmma" if dtype == "bf16" else "mma"
-    g = HgemmDispatch(N, K, dev, result=handmade_result(dw, kernels, tops, dev.key), backend=backend,
-                      m_max=m_max, dtype=dtype)
-    g.load(builder)
-    return g
-
-
-def _stream():
-    from cuda.core import Stream
-    return Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+def dispatcher(builder, N, K, kernels, tops, dtype="fp16"):
+    # bf16 is served by the wgmma backend only (hgemm_dyn reads fp16); stream kernels by either
+    return handmade_dispatcher(builder, N, K, kernels, tops, backend="wgmma" if dtype == "bf16" else "mma",
+                               dtype=dtype)
 
 
 @pytest.mark.parametrize("n, k", [(4096, 4096), (264, 4104), (1032, 520)])
 def test_dispatched_stream_on_ragged_ms_through_one_workspace(builder, n, k):
     g = dispatcher(builder, n, k, [(STR, c) for c in STREAMS] + [(DYN, PLAIN)], TOPS)
     assert [g.family(m) for m in (1, 50, 200, 2048)] == [STR, STR, STR, DYN]
-    s = _stream()
+    s = current_stream()
     gen = torch.Generator(device="cuda").manual_seed(n + k)
     w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
     for M in SEQUENCE:
@@ -82,7 +69,7 @@ def test_each_stream_config_serves_every_m_on_one_workspace(builder, which):
     """One stream config over the whole range (it serves any M; slow past a few hundred rows): tile
     counts from 1 to hundreds, the same M twice in a row (its counters reset by the first)."""
     g = dispatcher(builder, 4096, 4096, [(STR, STREAMS[which])], [])
-    s = _stream()
+    s = current_stream()
     w = (torch.randn((4096, 4096), device="cuda") / 64).half()
     for M in (256, 1, 256, 17, 1000, 1000, 128, 3):
         x = torch.randn((M, 4096), device="cuda").half()
@@ -94,7 +81,7 @@ def test_each_stream_config_serves_every_m_on_one_workspace(builder, which):
 
 def test_bf16_on_the_wgmma_backend(builder, wgmma_gpu):
     g = dispatcher(builder, 1032, 520, [(STR, c) for c in STREAMS], TOPS[:-1], dtype="bf16")
-    s = _stream()
+    s = current_stream()
     w = (torch.randn((1032, 520), device="cuda") / 23).bfloat16()
     for M in (1, 40, 200):
         x = torch.randn((M, 520), device="cuda").bfloat16()

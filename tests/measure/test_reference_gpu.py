@@ -43,8 +43,10 @@ def test_the_check_kernel_compiles_for_every_output_type(h100, tmp_path):
 def test_gpu_checks_handle_per_element_bounds_of_gemm_outputs_only():
     from autosched.measure.reference_gpu import GpuChecker
     ref = np.zeros((4, 8))
-    assert GpuChecker.handles(np.float16, ref, ref.copy()) and GpuChecker.handles(np.uint16, ref, ref.copy())
-    assert GpuChecker.handles(np.float32, ref, ref.copy())
-    assert not GpuChecker.handles(np.float16, ref, None)                 # a scalar bound: the host's
-    assert not GpuChecker.handles(np.float16, ref, np.zeros(8))          # broadcast: the host's
-    assert not GpuChecker.handles(np.int8, ref, ref.copy())
+    out = {t: np.zeros((4, 8), dtype=t) for t in (np.float16, np.uint16, np.float32, np.int8)}
+    assert GpuChecker.handles(out[np.float16], ref, ref.copy()) and GpuChecker.handles(out[np.uint16], ref, ref.copy())
+    assert GpuChecker.handles(out[np.float32], ref, ref.copy())
+    assert not GpuChecker.handles(out[np.float16], ref, None)                 # a scalar bound: the host's
+    assert not GpuChecker.handles(out[np.float16], ref, np.zeros(8))          # broadcast: the host's
+    assert not GpuChecker.handles(out[np.int8], ref, ref.copy())
+    assert not GpuChecker.handles(np.zeros((8, 4), np.float16), ref, ref.copy())   # another shape: the host's
