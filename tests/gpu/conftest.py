@@ -14,6 +14,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="module")
+def builder(tmp_path_factory):
+    """A Builder on a compile cache of the test module's own (no test reads another's binaries)."""
+    from autosched.build import BuildCache, Builder
+    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
 def wgmma_gpu():
     """GPU 0 made current, or the module skipped where it has no wgmma (not an sm_90 GPU)."""
     from cuda.core import Device

@@ -34,12 +34,6 @@ def switch_and_sm90(wgmma_gpu):
     mp.undo()
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 def dispatcher(builder, N, K, kernels, tops, m_max=2048):
     return handmade_dispatcher(builder, N, K, kernels, tops, backend="wgmma", m_max=m_max)

@@ -35,12 +35,6 @@ def switch():
     mp.undo()
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 def dispatcher(builder, N, K, kernels, tops, dtype="fp16"):
     # bf16 is served by the wgmma backend only (hgemm_dyn reads fp16); stream kernels by either

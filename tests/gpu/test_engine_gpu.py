@@ -26,12 +26,6 @@ def weights():
     return random_weights(CFG, 11)
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 def run_both(engine, ref, tokens):
     worst = 0.0

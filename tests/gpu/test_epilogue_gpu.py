@@ -44,12 +44,6 @@ def run_epilogue(m, epilogue: str, seed: int):
     return {"out": (out, new), "x": (x, new), "ss": (ss[1:], np.array([np.sum(x.double().cpu().numpy() ** 2)]))}
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 @pytest.mark.parametrize("fmt", ["q4f16_1", "fp16", "int8", "fp32"])
 @pytest.mark.parametrize("epilogue", ["norm", "residual", "norm_swiglu"])

@@ -5,7 +5,6 @@ import dataclasses
 
 import pytest
 
-from autosched.build import Builder, BuildCache
 from autosched.measure.gpu import GpuRunner
 from autosched.measure.protocol import Protocol
 from autosched.measure.result import Status
@@ -23,11 +22,6 @@ def runner():
     with GpuRunner(protocol=SMALL, timeout_s=20) as r:
         yield r
 
-
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
 
 
 @pytest.mark.parametrize("shape", ["264x4128", "4096x4096"])

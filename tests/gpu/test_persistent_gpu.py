@@ -19,12 +19,6 @@ STEPS = 32
 TOL = 5e-3
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 def _weights(cfg):
     from autosched.engine.weights import random_weights_torch

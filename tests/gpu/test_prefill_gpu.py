@@ -31,12 +31,6 @@ def current_device():
     Device(0).set_current()
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 @pytest.fixture(scope="module", params=[(m, f) for m in MODELS for f in ("fp16", "q4f16_1")],
                 ids=lambda p: f"{p[0]}-{p[1]}")

@@ -22,12 +22,6 @@ def current_device():
     Device(0).set_current()
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 # -- the kernel on its own ------------------------------------------------------------------------
 

@@ -13,12 +13,6 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("wgmma_gpu")]
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory):
-    from autosched.build import BuildCache, Builder
-    with Builder(cache=BuildCache(tmp_path_factory.mktemp("cache"))) as b:
-        yield b
-
 
 @pytest.mark.parametrize("n, k", [(4096, 4096), (4096, 11008), (11008, 4096), (96, 288)])
 @pytest.mark.parametrize("M", [1, 7, 64, 128, 300, 2048])
