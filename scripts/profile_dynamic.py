@@ -10,7 +10,6 @@ import cProfile
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -64,5 +63,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    tempfile.tempdir = tempfile.tempdir     # (the harness makes its scratch under the default)
     main()

@@ -47,17 +47,14 @@ def measuring_rate(runner, specs, binaries) -> dict:
             "configs_per_s": round(rate, 2) if rate else None, "statuses": dict(statuses)}
 
 
-def study(make_runner, make_builder, template, workload, configs: list[dict], gpu_sets: list[list[int]],
+def study(make_runner, make_builder, template, workload, device, configs: list[dict], gpu_sets: list[list[int]],
           tune_trials: int, log=print) -> tuple[list, dict]:
     """make_runner(ids) -> a runner on those GPUs; make_builder(dir) -> a Builder on a fresh cache
-    there.  gpu_sets: the GPU lists to compare, one GPU first."""
+    there; `device` the GPUs' DeviceInfo.  gpu_sets: the GPU lists to compare, one GPU first."""
     from autosched.database import Database
     from autosched.tuner import tune
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
-        probe = make_runner(gpu_sets[0][:1])
-        device = probe.device_info
-        probe.close()
         specs = [template.render(workload, c, device) for c in configs]
         with make_builder(Path(scratch) / "build") as builder:
             t0 = time.perf_counter()
@@ -141,7 +138,7 @@ def main(argv=None) -> int:
     device = probe.device_info
     probe.close()
     configs = sample_configs(t, w, device, a.configs)
-    rows, summary = study(lambda ids: GpuRunner(ids), lambda d: Builder(cache=BuildCache(d)), t, w, configs,
+    rows, summary = study(lambda ids: GpuRunner(ids), lambda d: Builder(cache=BuildCache(d)), t, w, device, configs,
                           [[0], list(range(n))], a.tune_trials)
     extra = {"workload": w.key, "template": t.family, "configs_sampled": len(configs)}
     out = write_results("scale-gpu", device, rows, summary, a.out, extra=extra)

@@ -112,14 +112,13 @@ def compile_report(template, config: dict, workload, device, builder=None, built
     if built is None and builder is not None:
         built = builder.submit(template.render(workload, config, device))
     if template.family == STR:
-        from autosched.templates.hgemm_dyn import blocks_per_sm as bps_of
         from autosched.templates.hgemm_stream import registers_needed as stream_regs
         from autosched.templates.hgemm_stream import smem_bytes as stream_smem
         from autosched.templates.hgemm_stream import threads as stream_threads
         t = stream_threads(c["wn"], c["wk"])
         smem = stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
         regs, spills, smem, source = _ptxas(built, min(255, stream_regs(c["rw"], c["mt"])), 0, smem)
-        return CompileReport(t, regs, smem, spills, bps_of(t, regs, smem, device), source)
+        return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
     if template.family in WG_FAMILIES:
         from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
         t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])

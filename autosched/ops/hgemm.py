@@ -59,6 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.dynamic.sketch import tile_of
 from autosched.switches import env_switch
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
 from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
@@ -319,8 +320,7 @@ class HgemmDispatch:
 
     def _tile(self, i: int) -> tuple[int, int]:
         """(rows, columns) of kernel i's output tile."""
-        c = self.configs[i]
-        return (c["mt"], bn_of(c["rw"], c["wn"])) if self.families[i] == STR else (c["bm"], c["bn"])
+        return tile_of(self.families[i], self.configs[i])
 
     def _space(self, family: str):
         from autosched.workloads import Hgemm
