@@ -22,15 +22,6 @@ def _is_torch(a) -> bool:
     return type(a).__module__.startswith("torch")
 
 
-def _nibbles(words):
-    if _is_torch(words):
-        import torch
-        shifts = torch.arange(8, dtype=torch.int32, device=words.device) * 4
-        return (words[..., None] >> shifts) & 0xF
-    shifts = np.arange(8, dtype=np.uint32) * 4
-    return (words[..., None] >> shifts) & np.uint32(0xF)
-
-
 def pack_nibbles(nibbles):
     """(..., 8) values of 4 bits -> (...) words, value j at bits 4j..4j+3."""
     if _is_torch(nibbles):
@@ -42,16 +33,34 @@ def pack_nibbles(nibbles):
     return np.bitwise_or.reduce(nibbles.astype(np.uint32) << shifts, axis=-1).astype(np.uint32)
 
 
-def _cat(parts, axis):
-    if _is_torch(parts[0]):
-        import torch
-        return torch.cat(parts, dim=axis)
-    return np.concatenate(parts, axis=axis)
+def _word_mask(bits: int, like):
+    """`bits` (a 32-bit pattern) as a mask for `like`'s words: uint32 for numpy, the int32 of the same
+    bits for torch."""
+    if _is_torch(like):
+        return bits - (1 << 32) if bits >= 1 << 31 else bits
+    return np.uint32(bits)
+
+
+def _move_nibbles(words, order):
+    """Nibble p of each output word <- nibble order[p] of the input word, by whole-word shifts and
+    masks, one per distance moved (no (..., 8) array of nibbles: an 8 MB weight packs in tens of
+    milliseconds, which a tuning worker pays once per layout)."""
+    out = None
+    by_shift: dict[int, int] = {}
+    for p, src in enumerate(order):
+        by_shift[4 * (p - src)] = by_shift.get(4 * (p - src), 0) | (0xF << (4 * p))
+    for shift, mask in by_shift.items():
+        # a right shift of torch's int32 fills with the sign; the mask never keeps those top bits
+        # (a nibble moved down lands at most at 7 - distance)
+        moved = words << shift if shift > 0 else words >> -shift if shift < 0 else words
+        part = moved & _word_mask(mask, words)
+        out = part if out is None else out | part
+    return out
 
 
 def interleave_k(a_q: np.ndarray) -> np.ndarray:
     """Reorder the nibbles of every word to NIBBLE_ORDER_K."""
-    return pack_nibbles(_nibbles(a_q)[..., list(NIBBLE_ORDER_K)])
+    return _move_nibbles(a_q, NIBBLE_ORDER_K)
 
 
 def interleave_rows(a_q: np.ndarray) -> np.ndarray:
@@ -60,10 +69,14 @@ def interleave_rows(a_q: np.ndarray) -> np.ndarray:
     n = a_q.shape[0]
     if n % 2:
         raise ValueError(f"row interleave needs an even number of rows, got {n}")
-    nib = _nibbles(a_q)
-    a, b = nib[0::2], nib[1::2]
-    out = _cat([_cat([a[..., :4], b[..., :4]], -1)[:, None], _cat([a[..., 4:], b[..., 4:]], -1)[:, None]], 1)
-    return pack_nibbles(out.reshape(nib.shape))
+    a, b = a_q[0::2], a_q[1::2]
+    low, high = _word_mask(0xFFFF, a_q), _word_mask(0xFFFF0000, a_q)
+    first = (a & low) | (b << 16)                   # bits of b past 16 fall off the word
+    second = ((a >> 16) & low) | (b & high)
+    if _is_torch(a_q):
+        import torch
+        return torch.stack([first, second], dim=1).reshape(a_q.shape)
+    return np.stack([first, second], axis=1).reshape(a_q.shape)
 
 
 def tile(a: np.ndarray, n: int, k: int) -> np.ndarray:

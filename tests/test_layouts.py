@@ -160,3 +160,20 @@ def test_apply_refuses_unknown_names():
         apply("zigzag", {}, a)
     with pytest.raises(ValueError, match="unknown nibble order"):
         apply("q4_words", {"nibbles": "zigzag", "n": 1, "k": 1}, a)
+
+
+# -- torch words (the engine packs a model's weights on the GPU through the same transforms) -------
+
+@pytest.mark.parametrize("nibbles", ["k", "rows"])
+def test_torch_int32_words_pack_to_the_same_bits_as_numpy(nibbles):
+    torch = pytest.importorskip("torch")
+    w = random_words((12, 10), 7)
+    w[0, 0], w[1, 0] = 0xFFFFFFFF, 0x80000001        # sign bits set: torch shifts them in on >>
+    want = apply("q4_words", {"nibbles": nibbles, "n": 2, "k": 5}, w)
+    got = apply("q4_words", {"nibbles": nibbles, "n": 2, "k": 5}, torch.from_numpy(w.view(np.int32)))
+    assert got.dtype == torch.int32 and np.array_equal(got.numpy().view(np.uint32), want)
+
+
+def test_numpy_words_under_sign_bits_keep_every_nibble():
+    w = np.full((2, 3), 0xF7654321, dtype=np.uint32)
+    assert interleave_k(w)[0, 0] == 0xF6427531 and interleave_rows(w)[:, 0].tolist() == [0x43214321, 0xF765F765]

@@ -38,13 +38,20 @@ def measuring_rate(runner, specs, binaries) -> dict:
     """Configs per second from the first result to the last, and the statuses.  One config is measured
     first, off the clock, on every GPU, so that inputs and references are ready everywhere."""
     runner.warm(specs[0], binaries[0])
+    slots = [s for s in getattr(runner, "slots", []) if hasattr(s, "measure_s")]
+    busy0 = [s.measure_s for s in slots]
     stamps, statuses = [], Counter()
     for _, m in runner.measure_stream([(i, s, b) for i, (s, b) in enumerate(zip(specs, binaries))]):
         stamps.append(time.perf_counter())
         statuses[m.status.value] += 1
     rate = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 and stamps[-1] > stamps[0] else None
-    return {"configs": len(stamps), "measuring_s": round(stamps[-1] - stamps[0], 3) if stamps else 0.0,
-            "configs_per_s": round(rate, 2) if rate else None, "statuses": dict(statuses)}
+    out = {"configs": len(stamps), "measuring_s": round(stamps[-1] - stamps[0], 3) if stamps else 0.0,
+           "configs_per_s": round(rate, 2) if rate else None, "statuses": dict(statuses)}
+    if slots:
+        # each GPU's seconds waiting on its worker: near the span when the GPUs are kept fed, and per
+        # config as on one GPU unless the workers get in each other's way
+        out["busy_s"] = [round(s.measure_s - b, 3) for s, b in zip(slots, busy0)]
+    return out
 
 
 def study(make_runner, make_builder, template, workload, device, configs: list[dict], gpu_sets: list[list[int]],
