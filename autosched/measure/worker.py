@@ -59,12 +59,20 @@ class _WorkloadState:
             return self.workload.check(out, self.reference)
         return self.workload.check(out, self.reference, self.bound)
 
-    def arg_buffer(self, arg):
+    def arg_buffer(self, arg, relayout=None):
+        """The input `arg` names in the layout it asks for, uploaded once per workload: made on the
+        GPU from the natural input where `relayout` (a GpuRelayout) handles the layout, else on the
+        host (layouts.apply)."""
         key = (arg.name, arg.layout, arg.layout_params)
         buf = self.packed.get(key)
         if buf is None:
-            host = layouts.apply(arg.layout, arg.params(), self.inputs[arg.name])
-            buf = self.packed[key] = to_device(self.device, self.stream, host)
+            host = self.inputs[arg.name]
+            if relayout is not None and arg.layout != "identity" and relayout.handles(arg.layout, arg.params(), host):
+                natural = self.arg_buffer(ArgSpec(arg.name, "input"))
+                buf = relayout(arg.layout, arg.params(), natural, host.shape, host.dtype.itemsize)
+            else:
+                buf = to_device(self.device, self.stream, layouts.apply(arg.layout, arg.params(), host))
+            self.packed[key] = buf
         return buf
 
     def tensormap_buffer(self, arg):
@@ -82,7 +90,7 @@ class _WorkloadState:
         return buf
 
 
-def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None):
+def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None, relayout=None):
     """One launch argument: a device pointer for buffers, TMA maps and workspaces, a sized integer
     for scalars."""
     if arg.role == "scalar":
@@ -91,7 +99,7 @@ def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None):
         return ptr(st.tensormap_buffer(arg))
     if arg.role == "workspace":
         return ptr(workspaces[arg.name])
-    return ptr(st.out if arg.role == "output" else st.arg_buffer(arg))
+    return ptr(st.out if arg.role == "output" else st.arg_buffer(arg, relayout))
 
 
 def zeroed_workspaces(args, allocate, zero) -> dict:
@@ -133,6 +141,9 @@ class Worker:
         host = host_reference_forced()
         self.products = host_products if host else GpuProducts(self.device, self.stream, self.info.arch)
         self.checker = None if host else GpuChecker(self.device, self.stream, self.info.sm_count, self.info.arch)
+        # the q4 weight layouts too (relayout_gpu.py): every GPU of a host packed each one on the host
+        from autosched.measure.relayout_gpu import GpuRelayout
+        self.relayout = None if host else GpuRelayout(self.device, self.stream, self.info.sm_count, self.info.arch)
 
     def state(self, workload_key: str) -> _WorkloadState:
         st = self.states.get(workload_key)
@@ -234,7 +245,7 @@ class Worker:
     def _measure(self, spec, st, kernel, workspaces, screen_over_us, base) -> Measurement:
         from cuda.bindings import driver
         from cuda.core import launch
-        args = [kernel_arg(a, st, workspaces) for a in spec.args]
+        args = [kernel_arg(a, st, workspaces, self.relayout) for a in spec.args]
         cfg = launch_config(spec, pdl=False)
 
         zero_first = spec.output_init == "zero"
