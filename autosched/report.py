@@ -131,6 +131,10 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
     block = models_block(Path(results_dir))
     if block is not None and readme is not None:
         readme.write_text(replace_block(readme.read_text(), "models", block))
+    from autosched.report_scale import scale_block
+    block = scale_block(Path(results_dir))
+    if block is not None and readme is not None:
+        readme.write_text(replace_block(readme.read_text(), "scale", block))
     return written
 
 
