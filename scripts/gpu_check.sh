@@ -24,8 +24,9 @@
 #   bash scripts/gpu_check.sh dyn-stream # hgemm_stream micro-kernels for a dynamic M (switch on for the stage): GPU
 #                                        # tests of HgemmDispatch serving them vs float64 over ragged Ms through one
 #                                        # workspace (fp16, bf16), memcheck + racecheck, the quick DietCode bench
-#                                        # with them (at most ~560 s); when it passes and the bench's vs-cuBLAS
-#                                        # figure at M <= 256 rises, flip templates/hgemm_stream.py DYN_STREAM_VERIFIED
+#                                        # with them and without (at most ~580 s); when it passes and the bench's
+#                                        # vs-cuBLAS figure at M <= 256 rises, flip templates/hgemm_stream.py
+#                                        # DYN_STREAM_VERIFIED
 #   bash scripts/gpu_check.sh cluster    # hgemm_wgmma clusters of 2 + TMA multicast (switch on for the stage): GPU
 #                                        # tests, memcheck and racecheck of pairs along m and n, timings of 4096^3
 #                                        # nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when it
@@ -178,11 +179,18 @@ dyn-stream)
   echo "rc=${PIPESTATUS[0]}"
   sanitize_both dyn-stream "dynamic stream" 60 "ERROR SUMMARY|RACECHECK SUMMARY|configs$|WRONG" \
     scripts/sanitize_dyn_stream.py
-  stage "DietCode bench with stream micro-kernels (quick; 2 rounds of 8)"
-  timeout ${DYNAMIC_S:-300} "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
+  # A/B in one process tree on one GPU: the quick DietCode bench (default rounds) with the stream
+  # micro-kernels, then without; each run's vs-cuBLAS ratios are measured in that run
+  stage "DietCode bench with stream micro-kernels (quick)"
+  mkdir -p "$OUT/with-stream" "$OUT/without-stream"
+  timeout ${DYNAMIC_S:-170} "$PY" -m autosched.benchmarks.dynamic --quick --out "$OUT/with-stream" \
     2>&1 | tee "$OUT/bench-dynamic-stream.log" | tail -8
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_DYN_STREAM
+  stage "DietCode bench without them (quick)"
+  timeout ${DYNAMIC_S:-170} "$PY" -m autosched.benchmarks.dynamic --quick --out "$OUT/without-stream" \
+    2>&1 | tee "$OUT/bench-dynamic-no-stream.log" | tail -8
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1
