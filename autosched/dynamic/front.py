@@ -97,12 +97,12 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             raise AutoschedError(f"templates must be among {', '.join(known)}, got {templates!r}")
         if "hgemm_wgmma_splitk" in templates and not dyn_split_k_enabled():
             # its kernels would be tuned into an artifact that ops.HgemmDispatch then refuses to serve
-            raise AutoschedError("hgemm_wgmma_splitk micro-kernels are off until `scripts/gpu_check.sh dyn-splitk` "
-                                 "passes on a GPU (templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
+            raise AutoschedError("hgemm_wgmma_splitk micro-kernels are switched off (AUTOSCHED_DYN_SPLIT_K=0 in the "
+                                 "environment, or templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
                                  "AUTOSCHED_DYN_SPLIT_K=1 turns them on for one process")
         if "hgemm_stream" in templates and not dyn_stream_enabled():
-            raise AutoschedError("hgemm_stream micro-kernels are off until `scripts/gpu_check.sh dyn-stream` passes "
-                                 "on a GPU (templates/hgemm_stream.py DYN_STREAM_VERIFIED); AUTOSCHED_DYN_STREAM=1 "
+            raise AutoschedError("hgemm_stream micro-kernels are switched off (AUTOSCHED_DYN_STREAM=0 in the environment, "
+                                 "or templates/hgemm_stream.py DYN_STREAM_VERIFIED); AUTOSCHED_DYN_STREAM=1 "
                                  "turns them on for one process")
     r, note = open_dynamic_runner(runner)
     with r, _database(db) as database:

@@ -23,7 +23,8 @@ Backends (`backend=`):
     a fixed place in it (dynamic_workspace) so that launches of any M leave them zeroed for the next.
   * Either backend serves a result's hgemm_stream micro-kernels (mma.sync, plain pointers, fp16 and
     bf16, the same counters-then-partials workspace) while templates/hgemm_stream.py's dynamic switch
-    is on (DYN_STREAM_VERIFIED, AUTOSCHED_DYN_STREAM); off, such an artifact is not served.
+    is on (DYN_STREAM_VERIFIED, on since its GPU stage passed on an H100 on 2026-11-26;
+    AUTOSCHED_DYN_STREAM=0 turns it off); off, such an artifact is not served.
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);
@@ -279,12 +280,12 @@ class HgemmDispatch:
                          "its ladder serves every M")
             result = None
         if result is not None and any(k.family == WGS for k in result.kernels) and not dyn_split_k_enabled():
-            self.note = (f"the dynamic artifact holds {WGS} micro-kernels, not yet verified on a GPU "
-                         "(DYN_SPLIT_K_VERIFIED off; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
+            self.note = (f"the dynamic artifact holds {WGS} micro-kernels, and their switch is "
+                         "off (AUTOSCHED_DYN_SPLIT_K=0 or DYN_SPLIT_K_VERIFIED; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
             result = None
         if result is not None and any(k.family == STR for k in result.kernels) and not dyn_stream_enabled():
-            self.note = (f"the dynamic artifact holds {STR} micro-kernels, not yet verified on a GPU "
-                         "(DYN_STREAM_VERIFIED off; AUTOSCHED_DYN_STREAM=1 serves them): its ladder serves every M")
+            self.note = (f"the dynamic artifact holds {STR} micro-kernels, and their switch is "
+                         "off (AUTOSCHED_DYN_STREAM=0 or DYN_STREAM_VERIFIED; AUTOSCHED_DYN_STREAM=1 serves them): its ladder serves every M")
             result = None
         self.result = result
         self.configs: list[dict] = []

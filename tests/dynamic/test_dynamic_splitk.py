@@ -252,7 +252,7 @@ def test_host_overhead_with_split_k_is_small(h100, mixed, monkeypatch, on):
 def test_switch_off_the_artifact_is_not_served(h100, mixed, off):
     g = HgemmDispatch(4096, 4096, h100, result=_measured(mixed), backend="wgmma")
     assert WGS not in g.families and all(g.source(m) == "default" for m in (1, 64, 4096))
-    assert "not yet verified" in g.describe() and "AUTOSCHED_DYN_SPLIT_K=1" in g.describe()
+    assert "switch is off" in g.describe() and "AUTOSCHED_DYN_SPLIT_K=1" in g.describe()
 
 
 def test_the_load_refusal_spares_split_k_only(h100, mixed, on):
@@ -353,6 +353,7 @@ def test_the_bench_runs_the_family_only_when_on(monkeypatch, h100):
     from autosched.benchmarks.dynamic import micro_kernel_templates
     from autosched.device import DeviceInfo
     fams = lambda dev, **kw: [t.family for t in micro_kernel_templates(dev, **kw)]  # noqa: E731
+    monkeypatch.setenv("AUTOSCHED_DYN_STREAM", "0")      # its own switch: tests/dynamic/test_dynamic_stream.py
     monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", "1")
     assert fams(h100) == ["hgemm_dyn", "hgemm_wgmma", WGS]
     assert fams(h100, wgmma=False) == ["hgemm_dyn"]

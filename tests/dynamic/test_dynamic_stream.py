@@ -50,11 +50,11 @@ def off(monkeypatch):
     monkeypatch.setenv("AUTOSCHED_DYN_STREAM", "0")
 
 
-def test_switch_is_off_until_its_gpu_stage_passes_and_the_environment_overrides_it(monkeypatch):
+def test_switch_is_on_since_its_gpu_stage_passed_and_the_environment_overrides_it(monkeypatch):
     monkeypatch.delenv("AUTOSCHED_DYN_STREAM", raising=False)
-    assert not dyn_stream_enabled()
-    monkeypatch.setenv("AUTOSCHED_DYN_STREAM", "1")
     assert dyn_stream_enabled()
+    monkeypatch.setenv("AUTOSCHED_DYN_STREAM", "0")
+    assert not dyn_stream_enabled()
 
 
 def test_the_space_reads_no_m_and_refuses_none_of_the_layout_it_serves(t, h100):
