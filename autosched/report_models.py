@@ -94,9 +94,11 @@ def models_block(results_dir: Path) -> str | None:
         if doc is None:
             continue
         if name == "dynamic":
-            same = [d for d in all_results(Path(results_dir), name)
-                    if (d.get("device"), d.get("date")) == (doc.get("device"), doc.get("date"))]
-            parts.append(table(doc, same))
+            # one table per GPU model measured on the newest date (their settings may differ: each says)
+            day = [d for d in all_results(Path(results_dir), name) if d.get("date") == doc.get("date")]
+            for device in dict.fromkeys(d.get("device") for d in day):
+                same = [d for d in day if d.get("device") == device]
+                parts.append(table(same[0], same))
         else:
             parts.append(table(doc))
     return "\n\n".join(parts) if parts else None

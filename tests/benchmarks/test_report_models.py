@@ -57,3 +57,15 @@ def test_dynamic_table_shows_the_spread_over_runs_of_one_device_and_date(tmp_pat
     assert "| `tuning_time_speedup` | 5.600 |" in block          # the newest run's figure
     assert "Over the 2 runs of this device and date" in block and "`tuning_time_speedup` 5.400 to 5.600" in block
     assert "9.000" not in block                                    # another date's run is not in the spread
+
+
+def test_each_gpu_model_of_the_newest_date_gets_its_own_dynamic_table(tmp_path):
+    def doc(v, device):
+        return {**_doc("dynamic", [], {"tuning_time_speedup": v, "untuned_geomean_vs_per_instance": 1.0,
+                                       "geomean_vs_cublas_m_le_256": 0.5, "bars": {}}), "device": device}
+    for name, d in (("dynamic-A-2026-01-01.json", doc(5.4, "GPU A")), ("dynamic-B-2026-01-01.json", doc(4.2, "GPU B")),
+                    ("dynamic-B-2026-01-01-2.json", doc(4.3, "GPU B"))):
+        (tmp_path / name).write_text(json.dumps(d))
+    block = models_block(tmp_path)
+    assert block.count("DietCode (") == 2 and "GPU A, 2026-01-01" in block and "GPU B, 2026-01-01" in block
+    assert "`tuning_time_speedup` 4.200 to 4.300" in block and "| `tuning_time_speedup` | 5.400 |" in block
