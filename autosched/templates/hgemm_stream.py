@@ -27,10 +27,11 @@ from autosched.templates.gemm_tiles import tile_use
 
 # The dynamic micro-kernel's switch, on since `gpu_check.sh dyn-stream` passed on an H100 (2026-11-26:
 # HgemmDispatch serving stream micro-kernels right against float64 over ragged Ms through one workspace,
-# fp16 and bf16; memcheck and racecheck clean; the quick DietCode bench, with cuBLAS the faster of its
-# two runs' timings, 0.867 of cuBLAS at M <= 256 with them against 0.806 without, 25.7 against 28.4 us
-# at M = 10 of 4096 x 4096; bench/results/checks/*dyn-stream*-2026-11-26*).  AUTOSCHED_DYN_STREAM=0 in
-# the environment turns it off for one process.
+# fp16 and bf16; memcheck and racecheck clean).  In the quick DietCode bench a stream micro-kernel
+# served BERT's M = 80 (768 x 768) at 6.8 and 7.1 us in two runs, against 8.7 us without one, and M = 1..4
+# of 4096 x 4096 at 23.3 us; the run's 0.867 of cuBLAS at M <= 256 against 0.806 without owes the rest to
+# which wgmma micro-kernels each search kept (bench/results/checks/*dyn-stream*-2026-11-26*).
+# AUTOSCHED_DYN_STREAM=0 in the environment turns it off for one process.
 DYN_STREAM_VERIFIED = True
 
 
