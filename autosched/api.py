@@ -223,32 +223,37 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     on_start(Plan) is called once before measuring; on_result(config, Measurement, TuneResult) after
     each config."""
     from autosched.build import Builder
+    from autosched.device import gpu_count
     from autosched.tuner import SearchSpace, measure_configs
     from autosched.tuner import tune as run_tune
     w = _as_workload(w)
     ts = _templates(w, template)
-    run, note = open_runner(runner, w, ts, screen, cluster, gpus)
-    with run, _database(db) as database:
-        device = run.device_info
-        full = SearchSpace(w, ts, device)          # every template's pruned space, for the plan
-        size = full.size()
-        coverage = [n for t in ts if t.family not in full.empty
-                    and (n := run.coverage_note(w.key, t.family, full.size(t.family)))]
-        # what the run searches: a replay only what its recordings hold (sized once, here)
-        search = SearchSpace(w, ts, device, run) if run.partial else full
-        total = search.size()
-        if trials is None and run.needs_binary and strategy != "exhaustive":
-            trials = GPU_DEFAULT_TRIALS
-        total = min(trials or total, total)
-        builds = {t.family: run.build_id(t) for t in ts}
-        stale = sum(n for (wk, _, tf), n in database.stale(builds, device.key).items()
-                    if wk == w.key and tf in builds)
-        plan = Plan(w, device, note, [t.family for t in ts], full.space.raw_size(), size,
-                    full.space.prune_report(), coverage, total, stale, full.empty_notes())
-        if on_start:
-            on_start(plan)
-        builder = Builder(jobs) if (run.needs_binary or build) else None
-        try:
+    # the build pool starts while the GPU workers do (Builder.start); a replay without --build needs none
+    builder = Builder(jobs).start() if (build or (cluster is None and runner in ("gpu", "auto")
+                                                  and gpu_count() > 0)) else None
+    try:
+        run, note = open_runner(runner, w, ts, screen, cluster, gpus)
+        if builder is None and run.needs_binary:        # a Ray cluster's GPU actors: built here
+            builder = Builder(jobs)
+        with run, _database(db) as database:
+            device = run.device_info
+            full = SearchSpace(w, ts, device)          # every template's pruned space, for the plan
+            size = full.size()
+            coverage = [n for t in ts if t.family not in full.empty
+                        and (n := run.coverage_note(w.key, t.family, full.size(t.family)))]
+            # what the run searches: a replay only what its recordings hold (sized once, here)
+            search = SearchSpace(w, ts, device, run) if run.partial else full
+            total = search.size()
+            if trials is None and run.needs_binary and strategy != "exhaustive":
+                trials = GPU_DEFAULT_TRIALS
+            total = min(trials or total, total)
+            builds = {t.family: run.build_id(t) for t in ts}
+            stale = sum(n for (wk, _, tf), n in database.stale(builds, device.key).items()
+                        if wk == w.key and tf in builds)
+            plan = Plan(w, device, note, [t.family for t in ts], full.space.raw_size(), size,
+                        full.space.prune_report(), coverage, total, stale, full.empty_notes())
+            if on_start:
+                on_start(plan)
             res = run_tune(w, ts, run, database, strategy=strategy, trials=trials, time_budget_s=time_s,
                            builder=builder, seed=seed, search=search, on_result=on_result)
             out = Tuned(plan, res)
@@ -256,9 +261,9 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
                 t0 = ts[0]
                 out.default_config = t0.default_config(w, device)
                 out.default = measure_configs(w, t0, run, [out.default_config], builder)[0]
-        finally:
-            if builder:
-                builder.close()
+    finally:
+        if builder:
+            builder.close()
     return out
 
 

@@ -184,6 +184,12 @@ def _pool_compile(spec: KernelSpec, cache_root: str) -> Binary:
     return b
 
 
+def _load_nvrtc() -> str:
+    """A pool process's first work: import cuda.core and load NVRTC (Builder.start)."""
+    from cuda.core import Program  # noqa: F401
+    return nvrtc_version()
+
+
 class Builder:
     """Compiles KernelSpecs in a process pool, through the disk cache.
 
@@ -208,6 +214,16 @@ class Builder:
             # spawn: a forked child of a process that touched the CUDA driver is not safe
             self._pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"))
         return self._pool
+
+    def start(self) -> "Builder":
+        """Start the pool's processes now, each importing cuda.core and loading NVRTC, in the
+        background (returns at once): a tuning starts its GPU workers meanwhile, where the pool would
+        otherwise start on the first build and the GPUs wait for it (on 32 cores, most of the
+        1.3-1.9 s the two H100s of 2026-11-26 waited on builds in a 128-config tune)."""
+        ex = self._executor()
+        for _ in range(self.workers):
+            ex.submit(_load_nvrtc)
+        return self
 
     def submit(self, spec: KernelSpec) -> Future:
         key = cache_key(spec, self._nvrtc)

@@ -175,3 +175,15 @@ def test_the_cache_builds_in_process_once(default_spec, tmp_path):
     first = cache.build(default_spec)
     second = cache.build(default_spec)
     assert first.ok and not first.cached and second.cached and second.cubin == first.cubin
+
+
+def test_start_brings_up_every_pool_process_before_the_first_build(default_spec, tmp_path):
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        assert b.start() is b
+        deadline = time.monotonic() + 60
+        while len(b._pool._processes) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(b._pool._processes) == 2 and b.compiled == 0      # up, nothing built yet
+        binary = b.build(default_spec)
+        b.close()               # waits for the done-callbacks, which count the build
+        assert binary.ok and b.compiled == 1

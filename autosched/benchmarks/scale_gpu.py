@@ -82,16 +82,19 @@ def study(make_runner, make_builder, template, workload, device, configs: list[d
             rows.append({"what": "measuring", "gpus": ids, **r})
             log(f"measuring on GPUs {ids}: {r['configs_per_s']} configs/s {r['statuses']}")
         for ids in gpu_sets:
-            runner = make_runner(ids)
             d = Path(scratch) / f"tune-{'-'.join(map(str, ids))}"
-            try:
-                with make_builder(d / "build") as builder, Database(d / "tune.db") as db:
-                    t0 = time.perf_counter()
-                    res = tune(workload, template, runner, db, strategy="exhaustive", trials=tune_trials,
-                               builder=builder, seed=0)
-                    wall = time.perf_counter() - t0
-            finally:
-                runner.close()
+            # as `autosched tune` does: the build pool starts beside the GPU workers (Builder.start)
+            with make_builder(d / "build") as builder:
+                builder.start()
+                runner = make_runner(ids)
+                try:
+                    with Database(d / "tune.db") as db:
+                        t0 = time.perf_counter()
+                        res = tune(workload, template, runner, db, strategy="exhaustive", trials=tune_trials,
+                                   builder=builder, seed=0)
+                        wall = time.perf_counter() - t0
+                finally:
+                    runner.close()
             rows.append({"what": "tune", "gpus": ids, "configs": res.measured_now, "seconds": round(wall, 3),
                          "configs_per_s": round(res.measured_now / wall, 2) if wall > 0 else None,
                          "nvrtc_configs_per_s": round(res.build_rate, 2), "build_wait_s": round(res.build_wait_s, 3),
