@@ -13,6 +13,7 @@ failures as `AutoschedError` (a ValueError) whose message names the bad input.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,16 +206,18 @@ class Tuned:
         return bool(self.result.best and self.result.best.source.startswith("replay"))
 
 
-def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: int | None = None,
+def tune(w, *, runner="auto", db=None, strategy: str = "model", trials: int | None = None,
          time_s: float | None = None, seed: int = 0, screen: float | None = None, jobs: int | None = None,
          build: bool = False, template: str | None = None, cluster: str | None = None,
          gpus: list[int] | None = None, on_start: Callable[[Plan], None] | None = None,
-         on_result: Callable | None = None) -> Tuned:
+         on_result: Callable | None = None, builder=None) -> Tuned:
     """Search the schedules of workload `w` (or an (op, shape) pair) over every template that serves
     it (or only `template`), writing every measurement to the database `db` (a path or a Database;
     None: the default file), so an interrupted run resumes.
 
-    runner: "gpu", "replay" (answers from shipped recordings of real GPU measurements) or "auto".
+    runner: "gpu", "replay" (answers from shipped recordings of real GPU measurements) or "auto"; or
+    an open Runner (`open_runner`'s), which this run uses and leaves open (several shapes tuned in a
+    row, as `tune_model` does, then share its GPU workers); `builder` likewise (a Builder left open).
     trials: configs to evaluate (default: 500 on a GPU, every recorded config in a replay).
     build: with the replay runner, compile every config with NVRTC too (the GPU runner always does).
     cluster: the address of a Ray cluster ("auto": the one `ray start` made here, else a local one)
@@ -228,14 +231,22 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
     from autosched.tuner import tune as run_tune
     w = _as_workload(w)
     ts = _templates(w, template)
+    given = not isinstance(runner, str)
+    if given and (cluster is not None or gpus is not None):
+        raise AutoschedError("tune: an open runner already has its GPUs or cluster; pass neither `gpus` nor `cluster`")
+    own_builder = builder is None
     # the build pool starts while the GPU workers do (Builder.start); a replay without --build needs none
-    builder = Builder(jobs).start() if (build or (cluster is None and runner in ("gpu", "auto")
-                                                  and gpu_count() > 0)) else None
+    if own_builder and (build or (not given and cluster is None and runner in ("gpu", "auto") and gpu_count() > 0)):
+        builder = Builder(jobs).start()
     try:
-        run, note = open_runner(runner, w, ts, screen, cluster, gpus)
+        if given:
+            run = runner
+            note = _gpu_note(run) if run.name == "gpu" else f"measuring on the {run.name} runner"
+        else:
+            run, note = open_runner(runner, w, ts, screen, cluster, gpus)
         if builder is None and run.needs_binary:        # a Ray cluster's GPU actors: built here
             builder = Builder(jobs)
-        with run, _database(db) as database:
+        with contextlib.nullcontext(run) if given else run, _database(db) as database:
             device = run.device_info
             full = SearchSpace(w, ts, device)          # every template's pruned space, for the plan
             size = full.size()
@@ -262,7 +273,7 @@ def tune(w, *, runner: str = "auto", db=None, strategy: str = "model", trials: i
                 out.default_config = t0.default_config(w, device)
                 out.default = measure_configs(w, t0, run, [out.default_config], builder)[0]
     finally:
-        if builder:
+        if builder and own_builder:
             builder.close()
     return out
 

@@ -83,46 +83,69 @@ def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto
         on_plan(plan, kind)
     t_start = time.perf_counter()
     with api._database(db) as database:
-        for shape in plan.shapes:
-            row = ShapeRun(shape)
-            out.rows.append(row)
-            w = shape.workload
-            # what was spent beyond their budgets by the shapes before is taken from the rest
-            left = budget_s - (time.perf_counter() - t_start)
-            later = sum(s.budget_s for s in plan.shapes[len(out.rows) - 1:])
-            share_s = max(1.0, left * shape.budget_s / later) if later > 0 else 1.0
-            t0 = time.perf_counter()
-            try:
-                run = api.tune(w, runner=kind, db=database, strategy="model", time_s=share_s, seed=seed, gpus=gpus,
-                               on_start=(lambda p, row=row: on_shape(row, p)) if on_shape else None,
-                               on_result=on_result)
-            except api.AutoschedError as e:
-                if kind != "replay" or "no recording" not in str(e):
-                    row.status, row.note = "failed", str(e)
+        # on the GPU every shape is tuned through one runner and one build pool: a new pair a shape
+        # spent seconds of each shape's share starting GPU workers and NVRTC processes
+        shared_runner, builder = _open_shared(api, kind, gpus)
+        try:
+            for shape in plan.shapes:
+                row = ShapeRun(shape)
+                out.rows.append(row)
+                w = shape.workload
+                # what was spent beyond their budgets by the shapes before is taken from the rest
+                left = budget_s - (time.perf_counter() - t_start)
+                later = sum(s.budget_s for s in plan.shapes[len(out.rows) - 1:])
+                share_s = max(1.0, left * shape.budget_s / later) if later > 0 else 1.0
+                t0 = time.perf_counter()
+                try:
+                    run = api.tune(w, runner=shared_runner or kind, builder=builder, db=database, strategy="model",
+                                   time_s=share_s, seed=seed, gpus=None if shared_runner else gpus,
+                                   on_start=(lambda p, row=row: on_shape(row, p)) if on_shape else None,
+                                   on_result=on_result)
+                except api.AutoschedError as e:
+                    if kind != "replay" or "no recording" not in str(e):
+                        row.status, row.note = "failed", str(e)
+                    else:
+                        served = rank(w, api.target_device(w), database)[0]
+                        row.status = "not recorded"
+                        row.source = f"served {served.source.split(' (')[0]}"
+                        row.note = "no recording of this shape: a replay cannot measure it (tune it on a GPU)"
+                    row.seconds = time.perf_counter() - t0
+                    if on_done:
+                        on_done(row)
+                    continue
+                res = run.result
+                row.seconds, row.trials = time.perf_counter() - t0, res.trials
+                if res.best is None:
+                    row.status, row.note = "nothing passed", f"statuses {res.statuses}"
                 else:
-                    served = rank(w, api.target_device(w), database)[0]
-                    row.status = "not recorded"
-                    row.source = f"served {served.source.split(' (')[0]}"
-                    row.note = "no recording of this shape: a replay cannot measure it (tune it on a GPU)"
-                row.seconds = time.perf_counter() - t0
+                    row.status, row.best_us = "tuned", res.best.median_us
+                    row.default_us = run.default.median_us if run.default is not None and run.default.ok else None
+                    row.source = (f"replay of {res.best.source.split(':', 1)[1]}" if run.replayed
+                                  else f"measured on {run.plan.device.name}")
                 if on_done:
                     on_done(row)
-                continue
-            res = run.result
-            row.seconds, row.trials = time.perf_counter() - t0, res.trials
-            if res.best is None:
-                row.status, row.note = "nothing passed", f"statuses {res.statuses}"
-            else:
-                row.status, row.best_us = "tuned", res.best.median_us
-                row.default_us = run.default.median_us if run.default is not None and run.default.ok else None
-                row.source = (f"replay of {res.best.source.split(':', 1)[1]}" if run.replayed
-                              else f"measured on {run.plan.device.name}")
-            if on_done:
-                on_done(row)
+        finally:
+            for x in (shared_runner, builder):
+                if x is not None:
+                    x.close()
         if kind == "gpu" and verify and load_weights is not None:
             _verify_in_engines(out, database, load_weights)
     out.seconds = time.perf_counter() - t_start
     return out
+
+
+def _open_shared(api, kind: str, gpus):
+    """(runner, builder) open for every shape of a GPU run (the pool started beside the workers); (None,
+    None) elsewhere, where each shape's api.tune opens what it needs."""
+    if kind != "gpu":
+        return None, None
+    from autosched.build import Builder
+    builder = Builder().start()
+    try:
+        return api.open_runner("gpu", gpus=gpus)[0], builder
+    except BaseException:
+        builder.close()
+        raise
 
 
 def _verify_in_engines(out: ModelTuned, db, load_weights) -> None:

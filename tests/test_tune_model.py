@@ -131,3 +131,51 @@ def test_the_engine_names_untuned_shapes_and_the_command():
     note = untuned_note(names, "random:llama3.2-1b", "q4f16_1")
     assert "o 2048x2048" in note and "`autosched tune-model random:llama3.2-1b --formats q4f16_1`" in note
     assert untuned_note([], "m", "q4f16_1") == ""
+
+
+def test_a_gpu_run_tunes_every_shape_through_one_runner_and_one_build_pool(tmp_path, monkeypatch):
+    """On the GPU the runner and the build pool are opened once for the whole model (each shape's own
+    pair cost seconds of its share), handed to every shape's api.tune, and closed at the end."""
+    from autosched import model_tuning
+    from autosched.build import Builder
+    opened, closed, seen = [], [], []
+
+    class OpenRunner:
+        name = "gpu"
+
+        def close(self):
+            closed.append(self)
+
+    def open_runner(kind, w=None, templates=None, screen=None, cluster=None, gpus=None):
+        opened.append((kind, gpus))
+        return OpenRunner(), "note"
+
+    def tune(w, *, runner, builder, gpus, **kw):
+        seen.append((runner, builder, gpus))
+        raise api.AutoschedError("measured nothing here")
+    monkeypatch.setattr(api, "open_runner", open_runner)
+    monkeypatch.setattr(api, "tune", tune)
+    monkeypatch.setattr(Builder, "start", lambda self: self)      # no NVRTC processes for a stand-in
+    out = model_tuning.tune_model("m", L32, ["q4f16_1"], 10.0, runner="gpu", db=tmp_path / "db", gpus=[1],
+                                  verify=False)
+    assert opened == [("gpu", [1])] and len(closed) == 1 and len(out.rows) == len(seen) == 5
+    assert all(r is closed[0] and isinstance(b, Builder) and b is seen[0][1] and g is None for r, b, g in seen)
+    assert all(row.status == "failed" and "measured nothing" in row.note for row in out.rows)
+
+
+def test_api_tune_leaves_an_open_runner_open_and_refuses_gpus_beside_it(tmp_path):
+    from autosched.measure.recording import Recording, ReplayRunner, shipped_recordings
+
+    class Kept(ReplayRunner):
+        closes = 0
+
+        def close(self):
+            Kept.closes += 1
+    rec = Recording.load(next(p for p in shipped_recordings() if p.name.startswith("gemv_q4f16-4096x4096-")))
+    run = Kept([rec])
+    for seed in (0, 1):
+        t = api.tune(("gemv-q4f16", "4096x4096"), runner=run, db=tmp_path / "db", trials=6, seed=seed)
+        assert t.result.best is not None and t.plan.runner_note == "measuring on the replay runner"
+    assert Kept.closes == 0
+    with pytest.raises(api.AutoschedError, match="open runner already has its GPUs"):
+        api.tune(("gemv-q4f16", "4096x4096"), runner=run, db=tmp_path / "db", gpus=[0])
