@@ -291,6 +291,7 @@ def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = 
     measurements are taken as done.  Needs a GPU (every GPU here, or `gpus`), or a Ray cluster with
     GPUs (`cluster`: its address)."""
     from autosched.build import Builder
+    from autosched.device import gpu_count
     from autosched.measure.gpu import NoGpu
     from autosched.measure.protocol import Protocol
     from autosched.measure.recording import recording_from_db
@@ -302,12 +303,18 @@ def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = 
         raise AutoschedError(f"a recording holds one template and {w.key} has {len(ts)} "
                              f"({', '.join(t.family for t in ts)}): name one")
     t = ts[0]
+    # the build pool starts while the GPU workers do (Builder.start), as in tune
+    builder = Builder(jobs).start() if cluster is None and gpu_count() > 0 else Builder(jobs)
     try:
         run = _ray_runner("gpu", w, ts, screen, cluster, replay_ok=False)[0] if cluster else _gpu_runner(screen, gpus)
     except NoGpu as e:
+        builder.close()
         raise AutoschedError(f"{e}: recording measures every config on a GPU (`autosched tune` replays "
                              "the shipped recordings on a CPU)") from e
-    with run, _database(db) as database, Builder(jobs) as builder:
+    except BaseException:
+        builder.close()
+        raise
+    with run, _database(db) as database, builder:
         device = run.device_info
         space = t.space(w, device)
         size = space.size()
