@@ -10,6 +10,22 @@ def assert_matches_float64(y, x, w) -> None:
     torch.testing.assert_close(y.double(), want, rtol=0, atol=1e-2 * float(want.abs().max()))
 
 
+def assert_serves_in_turn(g, w, ms, gen=None) -> list[int]:
+    """g (an HgemmDispatch) called for each M of `ms` in turn on torch's stream, x drawn in w's dtype
+    and y poisoned with NaN before, checked against float64 after; the dispatcher's workspace grants
+    after each call."""
+    import torch
+    s, (n, k), grants = current_stream(), w.shape, []
+    for M in ms:
+        x = torch.randn((M, k), device="cuda", generator=gen).to(w.dtype)
+        y = torch.full((M, n), float("nan"), device="cuda", dtype=w.dtype)
+        g(s, x, w, y, M)
+        torch.cuda.synchronize()
+        assert_matches_float64(y, x, w)
+        grants.append(g.workspaces.allocations)
+    return grants
+
+
 def handmade_dispatcher(builder, N, K, kernels, tops, *, backend, m_max=2048, dtype="fp16"):
     """An ops.HgemmDispatch serving kernels[i] ((family, config)) for M up to tops[i] (the last one
     the rest of 1..m_max), loaded through `builder`.  A family behind a dynamic switch needs it on."""

@@ -8,7 +8,7 @@ What had to pass (with scripts/gpu_check.sh dyn-splitk's sanitizers) before DYN_
 
 import pytest
 
-from gemm_checks import assert_matches_float64, current_stream, handmade_dispatcher
+from gemm_checks import assert_matches_float64, assert_serves_in_turn, current_stream, handmade_dispatcher
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -43,17 +43,9 @@ def dispatcher(builder, N, K, kernels, tops, m_max=2048):
 def test_dispatched_split_k_on_ragged_ms_through_one_workspace(builder, n, k):
     g = dispatcher(builder, n, k, [(WGS, c) for c in SPLITS] + [(WG, PLAIN)], TOPS)
     assert [g.family(m) for m in (1, 100, 300, 2048)] == [WGS, WGS, WGS, WG]
-    s = current_stream()
     gen = torch.Generator(device="cuda").manual_seed(n + k)
     w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
-    grants = []
-    for M in SEQUENCE:
-        x = torch.randn((M, k), device="cuda", generator=gen).half()
-        y = torch.full((M, n), float("nan"), device="cuda").half()
-        g(s, x, w, y, M)
-        torch.cuda.synchronize()
-        assert_matches_float64(y, x, w)
-        grants.append(g.workspaces.allocations)
+    grants = assert_serves_in_turn(g, w, SEQUENCE, gen)
     assert grants[0] == 1 and grants[-1] >= 2          # M larger than the first call's grew it
     assert grants[-1] < len(SEQUENCE)                  # and smaller ones reused it
 
@@ -63,14 +55,8 @@ def test_each_split_serves_every_m_on_one_workspace(builder, split):
     """One split-K config over the whole range: the same workspace through tile counts from 1 to
     hundreds, the same M twice in a row (its counters reset by the first)."""
     g = dispatcher(builder, 4096, 4096, [(WGS, SPLITS[split])], [])
-    s = current_stream()
     w = (torch.randn((4096, 4096), device="cuda") / 64).half()
-    for M in (256, 1, 256, 17, 1000, 1000, 128, 2048, 3):
-        x = torch.randn((M, 4096), device="cuda").half()
-        y = torch.full((M, 4096), float("nan"), device="cuda").half()
-        g(s, x, w, y, M)
-        torch.cuda.synchronize()
-        assert_matches_float64(y, x, w)
+    assert_serves_in_turn(g, w, (256, 1, 256, 17, 1000, 1000, 128, 2048, 3))
 
 
 def test_two_streams_two_workspaces(builder):
