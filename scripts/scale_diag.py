@@ -1,7 +1,8 @@
 """Where the 2-GPU measuring rate goes (issue 18's diagnosis): the same configs measured
   (a) through GpuRunner([0]), (b) through GpuRunner([0, 1]), (c) as two OS processes at once, each its
   own GpuRunner([i]) on its own GPU (the ceiling of one-worker-per-GPU with nothing shared),
-with each GPU's busy time (the parent waiting on its worker) beside the span, and the CPU quota.
+with each GPU's busy time (the parent waiting on its worker) beside the measuring time, and the CPU quota;
+rates as the scaling study counts them (first result to last).
 
     python scripts/scale_diag.py [--configs 128] [--out DIR]
 """
@@ -18,21 +19,14 @@ from pathlib import Path
 
 
 def measure(ids, specs, binaries):
+    """The study's measuring rate (scale_gpu.measuring_rate: each GPU's busy seconds beside it) on `ids`."""
+    from autosched.benchmarks.scale_gpu import measuring_rate
     from autosched.measure.gpu import GpuRunner
     r = GpuRunner(ids)
     try:
-        r.warm(specs[0], binaries[0])
-        before = [(s.measure_s, s.prepare_s) for s in r.slots]
-        t0 = time.perf_counter()
-        stamps = []
-        for _ in r.measure_stream([(i, s, b) for i, (s, b) in enumerate(zip(specs, binaries))]):
-            stamps.append(time.perf_counter())
-        span = stamps[-1] - t0
-        busy = [s.measure_s - b[0] for s, b in zip(r.slots, before)]
+        return {"gpus": ids, **measuring_rate(r, specs, binaries)}
     finally:
         r.close()
-    return {"gpus": ids, "configs": len(stamps), "span_s": round(span, 3),
-            "configs_per_s": round(len(stamps) / span, 2), "busy_s": [round(b, 3) for b in busy]}
 
 
 def main():
