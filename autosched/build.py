@@ -218,8 +218,9 @@ class Builder:
     def start(self) -> "Builder":
         """Start the pool's processes now, each importing cuda.core and loading NVRTC, in the
         background (returns at once): a tuning starts its GPU workers meanwhile, where the pool would
-        otherwise start on the first build and the GPUs wait for it (on 32 cores, most of the
-        1.3-1.9 s the two H100s of 2026-11-26 waited on builds in a 128-config tune)."""
+        otherwise start on the first build and the GPUs wait for it (a 128-config tune on the H100s of
+        2026-11-26 waited 1.9 s on builds on one GPU; how much of it the pool's start was is for
+        scripts/pool_start_ab.sh to measure)."""
         ex = self._executor()
         for _ in range(self.workers):
             ex.submit(_load_nvrtc)

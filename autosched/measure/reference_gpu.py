@@ -55,7 +55,7 @@ def host_reference_forced() -> bool:
     return os.environ.get("AUTOSCHED_HOST_REFERENCE", "") not in ("", "0")
 
 
-def _load_utility(spec):
+def load_utility(spec):
     """A kernel of this module, built in this process through the default build cache."""
     from autosched.build import BuildCache
     from autosched.runtime import load_kernel
@@ -75,7 +75,7 @@ class GpuProducts:
 
     def _load(self, spec):
         if self._kernel is None:
-            self._kernel = _load_utility(spec)
+            self._kernel = load_utility(spec)
         return self._kernel
 
     def __call__(self, a32: np.ndarray, bt32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -158,7 +158,7 @@ class GpuChecker:
         kind = CHECK_KINDS[np.dtype(out_dtype)]
         spec = check_spec(kind, n, self.sm_count, self.arch)
         if kind not in self._kernels:
-            self._kernels[kind] = _load_utility(spec)
+            self._kernels[kind] = load_utility(spec)
         if self._stats is None:
             self._stats = self.device.allocate(40, stream=self.stream)     # 3 u64 counters, 2 f64 sums
         s, h = int(self.stream.handle), int(self._stats.handle)

@@ -68,12 +68,12 @@ class GpuRelayout:
     def __call__(self, layout: str, params: dict, natural_buf, shape: tuple[int, int], itemsize: int):
         from cuda.core import launch
 
-        from autosched.measure.reference_gpu import _load_utility
+        from autosched.measure.reference_gpu import load_utility
         from autosched.runtime import launch_config, ptr
         spec = relayout_spec(layout, params, shape, self.sm_count, self.arch)
         kernel = self._kernels.get(spec.name_expression)
         if kernel is None:
-            kernel = self._kernels[spec.name_expression] = _load_utility(spec)
+            kernel = self._kernels[spec.name_expression] = load_utility(spec)
         out = self.device.allocate(max(1, shape[0] * shape[1] * itemsize), stream=self.stream)
         launch(self.stream, launch_config(spec, pdl=False), kernel, ptr(natural_buf), ptr(out),
                *(np.int64(a.value) for a in spec.args if a.role == "scalar"))
