@@ -34,8 +34,9 @@ from autosched.workloads import workload_from_key
 
 
 class _WorkloadState:
-    def __init__(self, device, stream, workload, family: RowFamily | None = None):
+    def __init__(self, device, stream, workload, family: RowFamily | None = None, relayout=None):
         self.workload = workload
+        self.relayout = relayout        # a GpuRelayout: the layouts it handles are made on the GPU
         if family is not None:
             # a member of a row family: views of rows the family drew and checked against already
             self.seed = family.seed
@@ -59,14 +60,15 @@ class _WorkloadState:
             return self.workload.check(out, self.reference)
         return self.workload.check(out, self.reference, self.bound)
 
-    def arg_buffer(self, arg, relayout=None):
+    def arg_buffer(self, arg):
         """The input `arg` names in the layout it asks for, uploaded once per workload: made on the
-        GPU from the natural input where `relayout` (a GpuRelayout) handles the layout, else on the
-        host (layouts.apply)."""
+        GPU from the natural input where the state's GpuRelayout handles the layout, else on the host
+        (layouts.apply)."""
         key = (arg.name, arg.layout, arg.layout_params)
         buf = self.packed.get(key)
         if buf is None:
             host = self.inputs[arg.name]
+            relayout = self.relayout
             if relayout is not None and arg.layout != "identity" and relayout.handles(arg.layout, arg.params(), host):
                 natural = self.arg_buffer(ArgSpec(arg.name, "input"))
                 buf = relayout(arg.layout, arg.params(), natural, host.shape, host.dtype.itemsize)
@@ -90,7 +92,7 @@ class _WorkloadState:
         return buf
 
 
-def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None, relayout=None):
+def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None):
     """One launch argument: a device pointer for buffers, TMA maps and workspaces, a sized integer
     for scalars."""
     if arg.role == "scalar":
@@ -99,7 +101,7 @@ def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None, relayout
         return ptr(st.tensormap_buffer(arg))
     if arg.role == "workspace":
         return ptr(workspaces[arg.name])
-    return ptr(st.out if arg.role == "output" else st.arg_buffer(arg, relayout))
+    return ptr(st.out if arg.role == "output" else st.arg_buffer(arg))
 
 
 def zeroed_workspaces(args, allocate, zero) -> dict:
@@ -151,7 +153,8 @@ class Worker:
             # one workload's buffers at a time: a record or tune run moves through shapes in order
             self._release_states()
             w = workload_from_key(workload_key)
-            st = self.states[workload_key] = _WorkloadState(self.device, self.stream, w, self._family_of(w))
+            st = _WorkloadState(self.device, self.stream, w, self._family_of(w), self.relayout)
+            self.states[workload_key] = st
         return st
 
     def _family_of(self, workload) -> RowFamily | None:
@@ -245,7 +248,7 @@ class Worker:
     def _measure(self, spec, st, kernel, workspaces, screen_over_us, base) -> Measurement:
         from cuda.bindings import driver
         from cuda.core import launch
-        args = [kernel_arg(a, st, workspaces, self.relayout) for a in spec.args]
+        args = [kernel_arg(a, st, workspaces) for a in spec.args]
         cfg = launch_config(spec, pdl=False)
 
         zero_first = spec.output_init == "zero"
