@@ -143,6 +143,7 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
                "micro_kernels": [k.config for k in res.kernels], "verification": res.verification,
                "flagged": [v["M"] for v in res.flagged], "per_instance_budget": budget,
                "dynamic_phase_s": getattr(res, "phase_s", {}), "dynamic_spent": dyn_spent,
+               "dynamic_rounds": getattr(res, "history", []),
                "per_instance_tune_s": per_total, "tuning_time_speedup": per_total / dyn_s if dyn_s else None,
                "untuned": per, "dispatcher_overhead_ns": dispatcher_overhead_ns(res.dispatcher, dw.ms()),
                "runner": res.runner}

@@ -54,6 +54,24 @@ def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> floa
     return us
 
 
+def wave_model_us_many(t1: float, t2: float, bps: int, sm_count: int, T: np.ndarray) -> np.ndarray:
+    """wave_model_us over an array of tile counts (the same arithmetic, element by element)."""
+    bps = max(1, bps)
+    T = np.asarray(T, dtype=np.int64)
+    full, rem = np.divmod(T, bps * sm_count)
+    resident = -(-rem // sm_count)
+    last = np.full(T.shape, float(t1)) if bps == 1 else t1 + (t2 - t1) * (resident - 1) / (bps - 1)
+    return full * t2 + np.where(rem > 0, last, 0.0)
+
+
+def _quiet_sklearn():
+    """sklearn's per-call checks (parameter validation, finiteness) off: the search fits and queries
+    its models hundreds of times on a few dozen rows, where those checks were most of a dynamic run's
+    search time (2026-11-26: 0.9 s of it); the inputs are our own finite feature arrays."""
+    import sklearn
+    return sklearn.config_context(assume_finite=True, skip_parameter_validation=True)
+
+
 def features(mk: MicroKernel, M: int, N: int, sm_count: int) -> list[float]:
     """Waves (of work units), the last wave's fill, padding waste in M and N, occupancy, threads,
     unroll, local padding, tile sizes, M, log2 split_k (0 where K is not split) and, last, the
@@ -93,6 +111,19 @@ class MicroKernelCostModel:
             us = max(us, row)
         return us
 
+    def analytic_us_many(self, mk: MicroKernel, Ms) -> np.ndarray:
+        """analytic_us at every M of Ms, as one array operation."""
+        g1, g2 = mk.grids
+        fam = getattr(mk, "family", "hgemm_dyn")
+        bm, bn = tile_of(fam, mk.config)
+        T = -(-np.asarray(Ms, dtype=np.int64) // bm) * -(-self.dw.N // bn) * mk.config.get("split_k", 1)
+        bps = mk.report.blocks_per_sm
+        us = wave_model_us_many(mk.probes[g1], mk.probes[g2], bps, self.device.sm_count, T)
+        row = getattr(mk, "row_us", None)
+        if row is not None:
+            us = np.where(T <= max(1, bps) * self.device.sm_count, np.maximum(us, row), us)
+        return us
+
     def fit(self, observations) -> None:
         """observations: (micro-kernel, M, measured us) of real instances; learns log(measured /
         analytic) from the features.  Few rows: their median ratio only."""
@@ -107,20 +138,22 @@ class MicroKernelCostModel:
             self._model = None
             return
         from sklearn.ensemble import GradientBoostingRegressor
-        self._model = GradientBoostingRegressor(n_estimators=60, max_depth=2, learning_rate=0.1,
-                                                subsample=1.0, random_state=0).fit(X, y - self._bias)
+        with _quiet_sklearn():
+            self._model = GradientBoostingRegressor(n_estimators=60, max_depth=2, learning_rate=0.1,
+                                                    subsample=1.0, random_state=0).fit(X, y - self._bias)
 
     def correction(self, mk: MicroKernel, Ms) -> np.ndarray:
         if self._model is None:
             return np.full(len(Ms), math.exp(self._bias))
         X = np.array([features(mk, M, self.dw.N, self.device.sm_count) for M in Ms])
-        return np.exp(self._model.predict(X) + self._bias)
+        with _quiet_sklearn():
+            return np.exp(self._model.predict(X) + self._bias)
 
     def predict_us(self, kernels, Ms) -> np.ndarray:
         Ms = list(Ms)
         out = np.empty((len(kernels), len(Ms)))
         for i, mk in enumerate(kernels):
-            out[i] = [self.analytic_us(mk, M) for M in Ms]
+            out[i] = self.analytic_us_many(mk, Ms)
             out[i] *= self.correction(mk, Ms)
         return out
 
@@ -170,27 +203,47 @@ class ProbeModel:
             if len(ok) < 8:
                 continue
             X = np.array([self._x(mk.config, fam) for mk in ok])
-            self._models[fam] = [GradientBoostingRegressor(n_estimators=80, max_depth=3, random_state=0).fit(
-                X, np.array([math.log(mk.probes[mk.grids[which]]) for mk in ok])) for which in (0, 1)]
+            with _quiet_sklearn():
+                self._models[fam] = [GradientBoostingRegressor(n_estimators=80, max_depth=3, random_state=0).fit(
+                    X, np.array([math.log(mk.probes[mk.grids[which]]) for mk in ok])) for which in (0, 1)]
 
     def guess(self, config: dict, family: str | None = None) -> MicroKernel:
         """A MicroKernel whose probes are predicted (estimated compile report)."""
-        from autosched.dynamic.measurer import compile_report
         family = family or self.template.family
-        rep = compile_report(self.templates[family], config, self.dw.largest, self.device)
-        g1, g2 = self.device.sm_count, max(1, rep.blocks_per_sm) * self.device.sm_count
-        models = self._models.get(family) if isinstance(self._models, dict) else None
-        if models is None:
-            c = config
-            peak, ai_full = self.ROOF[family]
-            bm, bn = tile_of(family, c)
-            ai = bm * bn / (bm + bn)
-            sk = c.get("split_k", 1)
-            t1 = 2.0 * bm * bn * self.dw.K / sk / (peak * min(1.0, ai / ai_full)) * 1e6 + 3.0
-            if sk > 1:      # its partial written, and the last slice's read of the others'
-                t1 += bm * bn * 4 * (2 - 1 / sk) / self.PARTIAL_BW * 1e6
-            t2 = t1 * max(1, rep.blocks_per_sm) * 0.6 + 3.0
-        else:
-            x = np.array([self._x(config, family)])
-            t1, t2 = (float(np.exp(m.predict(x)[0])) for m in models)
-        return MicroKernel(dict(config), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1}, family=family)
+        return self.guess_many([(family, config)])[0]
+
+    def guess_many(self, pairs) -> list[MicroKernel]:
+        """guess() of each (family, config), the fitted models queried once per family."""
+        from autosched.dynamic.measurer import compile_report
+        pairs = list(pairs)
+        out: list[MicroKernel | None] = [None] * len(pairs)
+        reports = [compile_report(self.templates[f], c, self.dw.largest, self.device) for f, c in pairs]
+        predicted: dict[int, tuple[float, float]] = {}
+        by_family: dict[str, list[int]] = {}
+        for i, (f, _) in enumerate(pairs):
+            by_family.setdefault(f, []).append(i)
+        models_of = self._models if isinstance(self._models, dict) else {}
+        for fam, idx in by_family.items():
+            models = models_of.get(fam)
+            if models is None:
+                continue
+            X = np.array([self._x(pairs[i][1], fam) for i in idx])
+            with _quiet_sklearn():
+                t1s, t2s = (np.exp(m.predict(X)) for m in models)
+            for i, a, b in zip(idx, t1s, t2s):
+                predicted[i] = (float(a), float(b))
+        for i, ((family, c), rep) in enumerate(zip(pairs, reports)):
+            g1, g2 = self.device.sm_count, max(1, rep.blocks_per_sm) * self.device.sm_count
+            if i in predicted:
+                t1, t2 = predicted[i]
+            else:
+                peak, ai_full = self.ROOF[family]
+                bm, bn = tile_of(family, c)
+                ai = bm * bn / (bm + bn)
+                sk = c.get("split_k", 1)
+                t1 = 2.0 * bm * bn * self.dw.K / sk / (peak * min(1.0, ai / ai_full)) * 1e6 + 3.0
+                if sk > 1:      # its partial written, and the last slice's read of the others'
+                    t1 += bm * bn * 4 * (2 - 1 / sk) / self.PARTIAL_BW * 1e6
+                t2 = t1 * max(1, rep.blocks_per_sm) * 0.6 + 3.0
+            out[i] = MicroKernel(dict(c), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1}, family=family)
+        return out

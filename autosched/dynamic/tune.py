@@ -172,10 +172,12 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     phase_s: dict[str, float] = {}
     clock = [time.perf_counter()]
 
-    def lap(name: str) -> None:
+    def lap(name: str) -> float:
         now = time.perf_counter()
-        phase_s[name] = phase_s.get(name, 0.0) + now - clock[0]
+        took = now - clock[0]
+        phase_s[name] = phase_s.get(name, 0.0) + took
         clock[0] = now
+        return took
 
     def draw() -> tuple[str, dict]:
         return sketch.sample_any(spaces, extents, rng, local_pad=rng.choice(local_pad))
@@ -204,17 +206,25 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         if good:
             best = model.throughput(good, insts).max(axis=0)
         else:           # nothing measured yet: each instance's best guess of the population
-            best = model.throughput([probe_model.guess(c, f) for f, c in pop], insts).max(axis=0)
+            best = model.throughput(probe_model.guess_many([(f, c) for f, c in pop]), insts).max(axis=0)
         best = np.maximum(best, 1e-30)
         # evolution over the population, ranked by the predicted gain over what is measured, each
         # instance's throughput as a share of its best (a small M's TFLOP/s are tiny: raw ones would
-        # rank by the large Ms alone)
-        def score(fc) -> float:
-            p = model.throughput([probe_model.guess(fc[1], fc[0])], insts)[0]
-            return float(np.dot(weights, np.maximum(p / best - 1.0, 0.0))) + 1e-3 * float(np.dot(weights, p / best))
-        scored = {_key(*fc): (score(fc), fc) for fc in pop}
+        # rank by the large Ms alone); a generation's children are scored together (one query of
+        # the probe model a family), which ranks exactly as scoring them one by one
+        def score_all(fcs: dict) -> None:
+            fcs = {k: fc for k, fc in fcs.items() if k not in scored}
+            if not fcs:
+                return
+            P = model.throughput(probe_model.guess_many(fcs.values()), insts)
+            for (k, fc), p in zip(fcs.items(), P):
+                scored[k] = (float(np.dot(weights, np.maximum(p / best - 1.0, 0.0)))
+                             + 1e-3 * float(np.dot(weights, p / best)), fc)
+        scored: dict = {}
+        score_all({_key(*fc): fc for fc in pop})
         for _ in range(generations):
             parents = sorted(scored.values(), key=lambda sc: -sc[0])[: max(4, population // 4)]
+            children: dict = {}
             for _ in range(population):
                 if rng.random() < 0.8:
                     fam, cfg = rng.choice(parents)[1]
@@ -222,8 +232,9 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
                     child = (fam, m) if m is not None else None
                 else:
                     child = draw()
-                if child is not None and _key(*child) not in scored:
-                    scored[_key(*child)] = (score(child), child)
+                if child is not None:
+                    children.setdefault(_key(*child), child)
+            score_all(children)
         seeds_now = [fc for fc in seed_picks if _key(*fc) not in measured] if r == 0 else []
         ranked = [fc for _, fc in sorted(scored.values(), key=lambda sc: -sc[0])
                   if _key(*fc) not in measured and fc not in seeds_now]
@@ -232,7 +243,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         rest = ranked[per_round - n_explore:]
         picks += rng.sample(rest, min(n_explore, len(rest)))
         picks = seeds_now + picks
-        lap("search")
+        round_s = {"search_s": lap("search")}
         new = []
         prebuild(picks)
         if r + 1 < rounds:
@@ -247,11 +258,11 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         calls += sum(len(mk.probes) + (mk.row_us is not None) for mk in new)
         for mk in new:
             measured[_key(mk.family, mk.config)] = mk
-        lap("probes")
+        round_s["probes_s"] = lap("probes")
         probe_model.fit(list(measured.values()))
         good = [mk for mk in measured.values() if mk.ok]
         P = model.throughput(good, insts)
-        history.append({"round": r, "measured": len(measured), "ok": len(good), "seeds": len(seeded),
+        history.append({"round": r, "measured": len(measured), "ok": len(good), "seeds": len(seeded), **round_s,
                         "by_family": {f: sum(mk.family == f for mk in good) for f in by_family},
                         "weighted_tflops_best": float(np.dot(weights, P.max(axis=0))) if good else 0.0})
         if on_progress:
