@@ -2,7 +2,7 @@
 tuning of the same budget) under cProfile in this process and in the GPU worker
 (AUTOSCHED_WORKER_PROFILE), both printed, with the runner's time split.
 
-    python3 scripts/profile_dynamic.py Mx768x768_bt 16 2048 16 [--instance M] [--out DIR]
+    python3 scripts/profile_dynamic.py Mx768x768_bt 16 2048 16 [--instance M] [--rounds 4 --per-round 12] [--out DIR]
 """
 
 import argparse
@@ -23,6 +23,8 @@ def main() -> None:
     p.add_argument("--instance", type=int, default=None, help="also tune this M alone, to the same budget")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/profile-dynamic"))
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--rounds", type=int, default=4, help="search rounds (default 4, the bench's)")
+    p.add_argument("--per-round", type=int, default=12, help="micro-kernels a round (default 12, the bench's)")
     a = p.parse_args()
     out = Path(a.out)
     prof_dir = out / "worker-prof"
@@ -31,7 +33,7 @@ def main() -> None:
     from autosched.benchmarks.dynamic import gpu_harness
     from autosched.dynamic.workload import DynamicWorkload
     dw = DynamicWorkload.parse("hgemm", a.shape, (a.lo, a.hi), step=a.step)
-    h, closers = gpu_harness(None, rounds=2, per_round=8)
+    h, closers = gpu_harness(None, rounds=a.rounds, per_round=a.per_round)
     main_prof = cProfile.Profile()
     try:
         before = h.spent()

@@ -167,17 +167,24 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
                           row_probe: bool = False) -> list[MicroKernel]:
     """Each config's compile report and probes (with `row_probe`, the row probe too); a probe the
     database holds (same build) is not taken again, and every new one is written to it."""
+    return measure_pairs([(template, c) for c in configs], dw, runner, db, builder, versions, row_probe)
+
+
+def measure_pairs(pairs, dw, runner, db=None, builder=None, versions=None, row_probe: bool = False) -> list[MicroKernel]:
+    """measure_micro_kernels over (template, config) pairs of any templates in one stream of probes:
+    the GPU takes whichever kernel's build finishes first, so one template's NVRTC time overlaps
+    another's probes instead of each template's stream waiting on its own first builds."""
+    pairs = list(pairs)
     device = runner.device_info
-    build = runner.build_id(template)
+    builds = {t.family: runner.build_id(t) for t, _ in pairs}
     # every config's build is submitted before the first report waits on one: NVRTC runs on all cores
     # (one at a time, a wgmma micro-kernel's ~2 s compile each made most of a dynamic run's time)
-    built = [builder.submit(template.render(dw.largest, cfg, device)) if builder is not None else None
-             for cfg in configs]
-    out: list[MicroKernel | None] = [None] * len(configs)
+    built = [builder.submit(t.render(dw.largest, cfg, device)) if builder is not None else None for t, cfg in pairs]
+    out: list[MicroKernel | None] = [None] * len(pairs)
     where: list[tuple] = []
 
     def probes_of(i: int) -> list[tuple]:
-        cfg = configs[i]
+        template, cfg = pairs[i]
         rep = compile_report(template, cfg, dw.largest, device, builder, built=built[i])
         mk = out[i] = MicroKernel(dict(cfg), rep, {}, family=template.family)
         if rep.blocks_per_sm < 1:
@@ -190,6 +197,7 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
             probes.append((ROW, row_workload(cfg, dw, template.family)))
         probes.sort(key=lambda gw: (gw[1].row_family_key(), gw[1].M))
         items = []
+        build = builds[template.family]
         for g, w in probes:
             held = db.measured(w.key, device.key, template.family, build=build).get(config_hash(cfg)) if db else None
             if held is not None:
@@ -204,19 +212,19 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
         """Probe items as their kernels' builds finish (the probe shapes need the compile report): the
         GPU measures the first kernels while NVRTC still compiles the rest."""
         if builder is None:
-            order = range(len(configs))
+            order = range(len(pairs))
         else:
             index: dict[int, list[int]] = {}
             for i, f in enumerate(built):        # two configs of one kernel share a build's future
                 index.setdefault(id(f), []).append(i)
-            order = (i for f in as_completed(built) for i in index[id(f)])
+            order = (i for f in as_completed(set(built)) for i in index[id(f)])
         for i in order:
             yield from probes_of(i)
 
     for i, m in runner.measure_stream(stream()):
         mk, g, w = where[i]
         if db is not None:
-            db.add(w.key, device.key, template.family, mk.config, m, versions or {}, build=build)
+            db.add(w.key, device.key, mk.family, mk.config, m, versions or {}, build=builds[mk.family])
         _take(mk, g, m)
     return out
 

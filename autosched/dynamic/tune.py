@@ -32,7 +32,7 @@ import numpy as np
 from autosched.dynamic import sketch
 from autosched.dynamic.cost_model import MicroKernelCostModel, ProbeModel
 from autosched.dynamic.dispatch import Dispatcher, fit_tree, tree_nodes
-from autosched.dynamic.measurer import MicroKernel, measure_micro_kernels
+from autosched.dynamic.measurer import MicroKernel, measure_pairs
 from autosched.space import config_hash
 
 TOLERANCE = 0.10
@@ -183,9 +183,10 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         return sketch.sample_any(spaces, extents, rng, local_pad=rng.choice(local_pad))
 
     def prebuild(pairs) -> None:
-        """Submit the builds of (family, config) pairs of every template at once: measure_micro_kernels
-        goes template by template, and the second's NVRTC work would otherwise wait on the first's
-        measuring (the Builder joins a later submit of the same kernel to the build in flight)."""
+        """Submit the builds of (family, config) pairs ahead of their probes (the seeds' start while
+        the first round's search runs).  The next round's likely picks are not built ahead: the
+        refitted ranking kept about one of twelve of them (synthetic runner, 2026-11-26), and their
+        compiles took cores from the GPU worker's launches and this round's builds."""
         if builder is not None:
             for fam, cfg in pairs:
                 builder.submit(by_family[fam].render(dw.largest, cfg, device))
@@ -244,17 +245,9 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         picks += rng.sample(rest, min(n_explore, len(rest)))
         picks = seeds_now + picks
         round_s = {"search_s": lap("search")}
-        new = []
-        prebuild(picks)
-        if r + 1 < rounds:
-            # the next round's likely picks compile (after these, on cores NVRTC would leave idle
-            # while the GPU probes them): the next ranking refits on this round's probes, but its top
-            # overlaps this one's runners-up, and a build already done costs that round nothing
-            prebuild([fc for fc in ranked[per_round - n_explore:] if fc not in picks][:per_round])
-        for fam, t in by_family.items():
-            cfgs = [c for f, c in picks if f == fam]
-            if cfgs:
-                new += measure_micro_kernels(t, cfgs, dw, runner, db, builder, vers, row_probe=row_probe)
+        # one stream of probes for every template's picks (grouped by template, as the results are kept)
+        new = measure_pairs([(t, c) for fam, t in by_family.items() for f, c in picks if f == fam], dw, runner, db,
+                            builder, vers, row_probe=row_probe)
         calls += sum(len(mk.probes) + (mk.row_us is not None) for mk in new)
         for mk in new:
             measured[_key(mk.family, mk.config)] = mk

@@ -393,6 +393,55 @@ def test_probes_stream_as_their_builds_finish(h100, dw):
         assert ms == sorted(ms)
 
 
+def test_one_probe_stream_serves_every_template_in_build_order(h100, dw):
+    """measure_pairs: the picks of several templates go through one measure_stream, each probed as
+    soon as its own build is done (a wgmma kernel finishing first is probed first, though the
+    hgemm_dyn picks come first in the list), and each result stays with its pair."""
+    import threading
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from autosched.dynamic.measurer import measure_pairs
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+
+    class Builder:
+        def __init__(self):
+            self.futures = {}
+
+        def submit(self, spec):
+            return self.futures.setdefault(spec.name_expression, Future())
+
+    class Recording(SyntheticRunner):
+        streams = 0
+
+        def measure_stream(self, items):
+            Recording.streams += 1
+            self.order = []
+            for tag, spec, binary in items:
+                self.order.append(spec.family)
+                yield tag, self.measure(spec, None)
+
+    dyn_t, wg_t = HgemmDynTemplate(), HgemmWgmmaDynTemplate()
+    rng = random.Random(11)
+    pairs = [(dyn_t, sketch.sample_any({dyn_t.family: dyn_t.space(dw.largest, h100)}, (dw.hi, dw.N), rng)[1]),
+             (wg_t, sketch.sample_any({wg_t.family: wg_t.space(dw.largest, h100)}, (dw.hi, dw.N), rng)[1])]
+    builder, runner = Builder(), Recording(h100)
+    done = SimpleNamespace(ok=True, resources=SimpleNamespace(registers=40, spills=0, smem_static=0))
+
+    def wgmma_first():
+        exprs = [t.render(dw.largest, c, h100).name_expression for t, c in pairs]
+        while len(builder.futures) < len(pairs):
+            pass
+        for e in reversed(exprs):
+            builder.futures[e].set_result(done)
+    threading.Thread(target=wgmma_first, daemon=True).start()
+    mks = measure_pairs(pairs, dw, runner, builder=builder)
+    assert Recording.streams == 1
+    assert [(mk.family, mk.config) for mk in mks] == [(t.family, c) for t, c in pairs]
+    assert all(mk.ok for mk in mks), [mk.error for mk in mks]
+    assert runner.order[0] == "hgemm_wgmma" and set(runner.order) == {"hgemm_dyn", "hgemm_wgmma"}
+
+
 def test_the_dynamic_front_imports_on_its_own():
     """api re-exports the dynamic front, which imports api: either may be imported first."""
     import sys
@@ -408,12 +457,12 @@ def test_the_seeds_are_probed_in_one_batch_with_the_first_round(h100, dw, monkey
     import autosched.dynamic.tune as dyn_tune
     from autosched.dynamic.sketch import seed_kernels
     batches = []
-    real = dyn_tune.measure_micro_kernels
+    real = dyn_tune.measure_pairs
 
-    def spy(template, cfgs, *a, **kw):
-        batches.append([dict(c) for c in cfgs])
-        return real(template, cfgs, *a, **kw)
-    monkeypatch.setattr(dyn_tune, "measure_micro_kernels", spy)
+    def spy(pairs, *a, **kw):
+        batches.append([dict(c) for _, c in pairs])
+        return real(pairs, *a, **kw)
+    monkeypatch.setattr(dyn_tune, "measure_pairs", spy)
     res = tune_dynamic(dw, HgemmDynTemplate(), SyntheticRunner(h100), None, rounds=2, per_round=6, seed=3)
     seeds = [c for _, c, _ in seed_kernels(dw, [HgemmDynTemplate()], h100)]
     assert len(batches) == 2 and res.seeds == len(seeds) == 3
