@@ -7,6 +7,10 @@
 // sums out: [0] sum (out - ref)^2, [1] sum ref^2.  A warp reduces, then one atomic each.
 //
 // KIND: 0 FP16 outputs, 1 BF16 (uint16 bit patterns), 2 FP32.
+//
+// The output is n = rows x cols elements, row-major and contiguous; ref and bound are the same rows
+// and cols with a row stride of ld >= cols elements: a row family's device copies (measure/worker.py)
+// hold a larger problem's products, and a member's are its top-left corner, checked where they lie.
 
 #include <cuda_fp16.h>
 
@@ -20,18 +24,20 @@ __device__ __forceinline__ double output_value(const void* out, long long i) {
 template <int KIND>
 __global__ void __launch_bounds__(256)
 check_output(const void* __restrict__ out, const double* __restrict__ ref, const double* __restrict__ bound,
-             long long n, unsigned long long* __restrict__ stats, double* __restrict__ sums) {
+             long long n, long long cols, long long ld, unsigned long long* __restrict__ stats,
+             double* __restrict__ sums) {
   unsigned long long bad = 0, nonfinite = 0;
   double max_err = 0.0, d2 = 0.0, r2 = 0.0;
   const long long stride = (long long)gridDim.x * blockDim.x;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const double o = output_value<KIND>(out, i), r = ref[i];
+    const long long j = ld == cols ? i : (i / cols) * ld + i % cols;
+    const double o = output_value<KIND>(out, i), r = ref[j];
     if (!isfinite(o)) {
       ++nonfinite;
       continue;
     }
     const double d = o - r, e = fabs(d);
-    bad += e > bound[i];
+    bad += e > bound[j];
     max_err = fmax(max_err, e);
     d2 = fma(d, d, d2);
     r2 = fma(r, r, r2);

@@ -121,6 +121,7 @@ def check_spec(kind: int, n: int, sm_count: int, arch: str) -> KernelSpec:
                       grid=(blocks, 1, 1), block=(CHECK_THREADS, 1, 1), smem_bytes=0,
                       args=(ArgSpec("out", "input", ctype="const void*"), ArgSpec("ref", "input", ctype="const double*"),
                             ArgSpec("bound", "input", ctype="const double*"), ArgSpec("n", "scalar", value=n, ctype="long long"),
+                            ArgSpec("cols", "scalar", value=n, ctype="long long"), ArgSpec("ld", "scalar", value=n, ctype="long long"),
                             ArgSpec("stats", "output", ctype="unsigned long long*"),
                             ArgSpec("sums", "output", ctype="double*")),
                       arch=arch)
@@ -148,8 +149,14 @@ class GpuChecker:
         from autosched.runtime import to_device
         return to_device(self.device, self.stream, arr.astype(np.float64, copy=False))
 
-    def __call__(self, out_buf, out_dtype, n: int, ref_buf, bound_buf):
-        """The Check (workloads.base) of n outputs at out_buf, after the work queued on the stream."""
+    def __call__(self, out_buf, out_dtype, n: int, ref_buf, bound_buf, cols: int | None = None, ld: int | None = None):
+        """The Check (workloads.base) of n outputs at out_buf, after the work queued on the stream.
+        ref_buf and bound_buf (Buffers or device addresses) hold n // cols rows of `cols` values each
+        `ld` apart (default: contiguous, cols = ld = n)."""
+        cols = n if cols is None else cols
+        ld = cols if ld is None else ld
+        if cols < 1 or n % cols or ld < cols:
+            raise ValueError(f"check of {n} outputs: {cols} columns, row stride {ld}")
         from cuda.bindings import driver
         from cuda.core import launch
 
@@ -164,7 +171,7 @@ class GpuChecker:
         s, h = int(self.stream.handle), int(self._stats.handle)
         check(driver.cuMemsetD8Async(h, 0, 40, s))
         launch(self.stream, launch_config(spec, pdl=False), self._kernels[kind], ptr(out_buf), ptr(ref_buf),
-               ptr(bound_buf), np.int64(n), ptr(h), ptr(h + 24))
+               ptr(bound_buf), np.int64(n), np.int64(cols), np.int64(ld), ptr(h), ptr(h + 24))
         got = np.zeros(5, dtype=np.uint64)
         check(driver.cuMemcpyDtoHAsync(got.ctypes.data, h, 40, s))
         self.stream.sync()

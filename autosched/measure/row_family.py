@@ -70,6 +70,19 @@ class RowFamily:
         return ({"A": self._a[:M], "B": bt if workload.b_col else bt.T},
                 self._ref[:M, :N], self._bound[:M, :N])
 
+    def prefix_inputs(self, workload) -> dict[str, str]:
+        """The inputs of a member that are prefixes of the family's stored arrays (device_arrays'
+        names): A always (rows of row-major storage); B where it is stored (N, K), B^T's rows."""
+        out = {"A": "a"}
+        if workload.b_col:
+            out["B"] = "bt"
+        return out
+
+    def device_arrays(self) -> dict[str, np.ndarray]:
+        """What a device mirror holds (measure/worker.py): A's rows and B^T's rows in the stored
+        dtype, the reference and bound (rows x cols), all C-contiguous."""
+        return {"a": self._a, "bt": self._bt, "ref": self._ref, "bound": self._bound}
+
     def _corner(self, a32: np.ndarray, bt32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not (len(a32) and len(bt32)):        # nothing drawn yet along the other side
             empty = np.empty((len(a32), len(bt32)), dtype=np.float64)

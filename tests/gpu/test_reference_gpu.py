@@ -116,3 +116,58 @@ def test_the_gpu_check_gives_the_host_check_s_verdict(checker, shape):
             assert got.max_abs_err == pytest.approx(want.max_abs_err, rel=1e-12)
             assert got.rel_l2_err == pytest.approx(want.rel_l2_err, rel=1e-9, abs=1e-15)
     assert gpu_check(checker, good, ref, bound).ok and not gpu_check(checker, off, ref, bound).ok
+
+
+def test_the_gpu_check_reads_a_corner_of_a_larger_reference(checker):
+    """ref and bound given with a row stride (a row family's mirror holds a larger problem's): the
+    verdict is that of the corner's own contiguous copies, a wrong output in the last row included."""
+    from cuda.bindings import driver
+
+    from autosched.measure.reference_gpu import host_products
+    from autosched.runtime import check
+    w = Hgemm.from_shape("96x200x64_bt")
+    a, b = (x.astype(np.float32) for x in w.logical(w.inputs(4)))
+    ref, mag = host_products(a, np.ascontiguousarray(b.T))
+    bound = w.bound_of(ref, mag)
+    M, N = 70, 136
+    good = ref[:M, :N].astype(np.float16)
+    off = good.copy()
+    off[-1, -1] = np.float16(ref[M - 1, N - 1] + 50 * bound[M - 1, N - 1] + 1.0)
+    dev, c = checker
+    r, bd = c.upload(ref), c.upload(bound)
+    try:
+        for out in (good, off):
+            buf = dev.allocate(out.nbytes, stream=c.stream)
+            c.stream.sync()
+            check(driver.cuMemcpyHtoD(int(buf.handle), np.ascontiguousarray(out).ctypes.data, out.nbytes))
+            got = c(buf, out.dtype, out.size, r, bd, cols=N, ld=ref.shape[1])
+            want = gpu_check(checker, out, ref[:M, :N], bound[:M, :N])
+            buf.close()
+            assert (got.ok, got.max_abs_err) == (want.ok, want.max_abs_err)
+        assert not got.ok
+    finally:
+        r.close()
+        bd.close()
+
+
+def test_a_worker_checks_family_members_in_its_device_mirror():
+    """Through the runner, GEMMs of one row family of growing M and N (the mirror re-uploaded as the
+    family grows, members checked in place; a member of a family grown in rows and columns is read
+    at the family's row stride): a correct kernel passes every shape.  That a wrong output fails
+    there is the strided check's test above."""
+    from autosched.build import Builder
+    from autosched.measure.gpu import GpuRunner
+    from autosched.measure.protocol import Protocol
+    from autosched.registry import FAMILIES
+    runner = GpuRunner(protocol=Protocol(warmup=1, repeat=3))
+    try:
+        fam = FAMILIES["hgemm"]
+        with Builder() as b:
+            for shape in ("64x1024x512_bt", "200x1024x512_bt", "1000x4096x512_bt", "30x300x512_bt", "129x4096x512_bt"):
+                w = fam.parse(shape)
+                t = fam.templates_for(w)[0]
+                spec = t.render(w, t.default_config(w, runner.device_info), runner.device_info)
+                m = runner.measure(spec, b.build(spec))
+                assert m.ok, (shape, m.status, m.error)
+    finally:
+        runner.close()

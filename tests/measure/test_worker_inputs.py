@@ -28,6 +28,28 @@ def test_a_member_is_the_first_rows_and_its_reference_and_bound_are_the_workload
         assert ref.shape == w.output_spec()[0]
 
 
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_a_member_s_prefix_inputs_and_corner_lie_in_the_device_arrays(layout):
+    """What the worker's device mirror holds: A (and B where stored (N, K)) of a member are the first
+    rows of the family's stored arrays, byte for byte, and its reference and bound the top-left
+    corner of the family's, whose row stride is the family's columns."""
+    fam = RowFamily(Hgemm.from_shape("200x72x40", layout=layout), seed=9)
+    for M, N in ((37, 8), (130, 264), (3, 520)):
+        w = Hgemm.from_shape(f"{M}x{N}x40", layout=layout)
+        inputs, ref, bound = fam.view(w)
+        arrays = fam.device_arrays()
+        assert all(a.flags.c_contiguous for a in arrays.values())
+        prefixes = fam.prefix_inputs(w)
+        assert sorted(prefixes) == (["A", "B"] if layout == "nt" else ["A"])
+        for name, arr in prefixes.items():
+            host = inputs[name]
+            assert np.shares_memory(host, arrays[arr]) or np.array_equal(host, arrays[arr][:len(host)])
+            assert arrays[arr][:len(host)].tobytes() == np.ascontiguousarray(host).tobytes()
+        assert arrays["ref"].shape == (fam.rows, fam.cols)
+        np.testing.assert_array_equal(arrays["ref"][:M, :N], ref)
+        np.testing.assert_array_equal(arrays["bound"][:M, :N], bound)
+
+
 def test_growing_computes_only_new_rows_at_least_doubling_and_new_columns():
     fam = RowFamily(Hgemm.from_shape("8x64x32_bt"), seed=1)
     assert fam.rows == fam.cols == 0 and fam.products == 0
@@ -76,7 +98,7 @@ def test_the_worker_keeps_the_families_used_last_and_forgets_them(monkeypatch):
     import autosched.measure.worker as worker
     monkeypatch.setattr(worker, "MAX_FAMILIES", 2)
     w = object.__new__(Worker)          # the family bookkeeping only: no GPU, no buffers
-    w.states, w.families, w.products = {}, {}, host_products
+    w.states, w.families, w.products, w.mirror = {}, {}, host_products, None
     f1 = w._family_of(Hgemm.from_shape("10x64x32_bt"))
     assert f1 is not None and w._family_of(Hgemm.from_shape("300x64x32_bt")) is f1
     f2 = w._family_of(Hgemm.from_shape("10x64x48_bt"))
