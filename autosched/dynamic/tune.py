@@ -196,8 +196,11 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     # round's picks are then ranked by the probe model's prior, as they would be without seeds
     seeded = sketch.seed_kernels(dw, templates, device) if seeds else []
     seed_picks = [(f, c) for f, c, _ in seeded]
-    # their builds start now, so NVRTC (and its pool's start) runs beside the first round's search
+    # their builds start now, so NVRTC (and its pool's start) runs beside the first round's search;
+    # and the worker draws the row family every probe and instance is a corner of (the largest M's)
+    # meanwhile, where it would wait for the first build and then grow the family probe by probe
     prebuild(seed_picks)
+    getattr(runner, "prepare_ahead", lambda key: None)(dw.largest.key)
 
     pop = []
     while len(pop) < population:

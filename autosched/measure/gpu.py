@@ -36,6 +36,7 @@ class _Slot:
         self.start_timeout = start_timeout
         self.info: DeviceInfo | None = None
         self.prepared: str | None = None
+        self.pending: str | None = None     # a prepare sent ahead (prepare_ahead), its answer not read yet
         self.restarts = 0
         self.prepare_s = 0.0        # waiting on the worker's inputs and float64 references
         self.measure_s = 0.0        # waiting on its measurements (checks and timed runs)
@@ -48,7 +49,7 @@ class _Slot:
                                 daemon=True, name=f"autosched-gpu{self.device_id}")
         self.proc.start()
         child.close()
-        self.prepared = None
+        self.prepared = self.pending = None
         kind, payload = self._recv(self.start_timeout, "start")
         if kind != "ready":
             self.kill()
@@ -75,10 +76,34 @@ class _Slot:
         self.restarts += 1
         self._start()
 
+    def prepare_ahead(self, workload_key: str) -> None:
+        """Send the worker a prepare of `workload_key` without waiting for its answer (read by the
+        next request).  A broken pipe is left for that request to find and restart on."""
+        if self.pending is not None or self.prepared == workload_key:
+            return
+        try:
+            self.conn.send(("prepare", workload_key))
+        except (BrokenPipeError, OSError):
+            return
+        self.pending = workload_key
+
+    def _settle(self, timeout: float) -> None:
+        """Read the answer to a prepare sent ahead (the worker answers in order)."""
+        if self.pending is None:
+            return
+        key, self.pending = self.pending, None
+        kind, _ = self._recv(timeout, "input preparation")
+        if kind == "prepared":
+            self.prepared = key
+        elif kind == "fatal":       # it ended itself after the error: a fresh one for what comes next
+            self.proc.join(timeout=10)
+            self.restart()
+
     def measure(self, spec, binary, timeout: float, prepare_timeout: float,
                 screen_over_us: float | None = None) -> Measurement:
         try:
             t0 = time.perf_counter()
+            self._settle(prepare_timeout)
             if self.prepared != spec.workload_key:
                 self.conn.send(("prepare", spec.workload_key))
                 self._recv(prepare_timeout, "input preparation")
@@ -103,6 +128,7 @@ class _Slot:
     def forget(self, timeout: float) -> None:
         """The worker drops its inputs, references and row family (Worker.forget)."""
         try:
+            self._settle(timeout)
             self.conn.send(("forget",))
             kind, _ = self._recv(timeout, "forget")
         except (TimeoutError, WorkerDied, BrokenPipeError, OSError):
@@ -211,6 +237,12 @@ class GpuRunner(Runner):
         """One measurement of `spec` on every GPU in turn: each worker prepares the shape's inputs
         and references (what a timed study leaves off its clock)."""
         return [self._measure_on(s, spec, binary) for s in self.slots]
+
+    def prepare_ahead(self, workload_key: str) -> None:
+        """Every worker starts on the inputs and reference of `workload_key` now, while this process
+        goes on (Runner.prepare_ahead); its answer is read before the worker's next measurement."""
+        for s in self.slots:
+            s.prepare_ahead(workload_key)
 
     def forget_inputs(self) -> None:
         """Every worker drops the inputs and float64 references it holds, so that what is measured

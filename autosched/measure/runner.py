@@ -43,6 +43,11 @@ class Runner:
         """What a user should know about what the runner can answer for (None: everything)."""
         return None
 
+    def prepare_ahead(self, workload_key: str) -> None:
+        """Start making the inputs and reference of `workload_key` where measurements are taken, and
+        return at once (a hint: the first builds of a tuning take a while, and its worker would idle
+        through them).  Call it while no measure_stream is running.  Default: nothing."""
+
     def observe(self, workload_key: str, m: Measurement) -> None:
         """A measurement the runner did not take (a resumed run's database row), for runners that
         adapt to the best so far (the GPU runner's screening)."""
