@@ -170,10 +170,23 @@ def measure_micro_kernels(template, configs, dw, runner, db=None, builder=None, 
     return measure_pairs([(template, c) for c in configs], dw, runner, db, builder, versions, row_probe)
 
 
-def measure_pairs(pairs, dw, runner, db=None, builder=None, versions=None, row_probe: bool = False) -> list[MicroKernel]:
+def measure_pairs(pairs, dw, runner, db=None, builder=None, versions=None, row_probe: bool = False,
+                  timeline: dict | None = None) -> list[MicroKernel]:
     """measure_micro_kernels over (template, config) pairs of any templates in one stream of probes:
     the GPU takes whichever kernel's build finishes first, so one template's NVRTC time overlaps
-    another's probes instead of each template's stream waiting on its own first builds."""
+    another's probes instead of each template's stream waiting on its own first builds.
+    `timeline` (a dict, optional) gets seconds from the call: first_build_s and last_build_s (the
+    kernels' builds done), first_result_s and last_result_s (their probes' measurements back)."""
+    import time
+    t0 = time.perf_counter()
+    marks: dict = timeline if timeline is not None else {}
+
+    def mark(name: str, first: bool) -> None:
+        now = round(time.perf_counter() - t0, 4)
+        if first:
+            marks.setdefault(name, now)
+        else:
+            marks[name] = now
     pairs = list(pairs)
     device = runner.device_info
     builds = {t.family: runner.build_id(t) for t, _ in pairs}
@@ -219,9 +232,13 @@ def measure_pairs(pairs, dw, runner, db=None, builder=None, versions=None, row_p
                 index.setdefault(id(f), []).append(i)
             order = (i for f in as_completed(set(built)) for i in index[id(f)])
         for i in order:
+            mark("first_build_s", True)
+            mark("last_build_s", False)
             yield from probes_of(i)
 
     for i, m in runner.measure_stream(stream()):
+        mark("first_result_s", True)
+        mark("last_result_s", False)
         mk, g, w = where[i]
         if db is not None:
             db.add(w.key, device.key, mk.family, mk.config, m, versions or {}, build=builds[mk.family])

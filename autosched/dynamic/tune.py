@@ -249,13 +249,21 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
         picks = seeds_now + picks
         round_s = {"search_s": lap("search")}
         # one stream of probes for every template's picks (grouped by template, as the results are kept)
+        timeline: dict = {}
+        split = getattr(runner, "time_split", dict)
+        before = split()
         new = measure_pairs([(t, c) for fam, t in by_family.items() for f, c in picks if f == fam], dw, runner, db,
-                            builder, vers, row_probe=row_probe)
+                            builder, vers, row_probe=row_probe, timeline=timeline)
         calls += sum(len(mk.probes) + (mk.row_us is not None) for mk in new)
         for mk in new:
             measured[_key(mk.family, mk.config)] = mk
         round_s["probes_s"] = lap("probes")
-        probe_model.fit(list(measured.values()))
+        # the GPU runner's waits on its workers this round (inputs, then measurements): the rest of
+        # probes_s is waiting on builds and the pipes
+        round_s["timeline"] = {**timeline, **{k: round(v - before.get(k, 0.0), 4) for k, v in split().items()
+                                              if k in ("prepare_s", "measure_s")}}
+        if r + 1 < rounds:          # the last round's fit would rank nothing
+            probe_model.fit(list(measured.values()))
         good = [mk for mk in measured.values() if mk.ok]
         P = model.throughput(good, insts)
         history.append({"round": r, "measured": len(measured), "ok": len(good), "seeds": len(seeded), **round_s,
