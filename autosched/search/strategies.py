@@ -159,9 +159,12 @@ class Evolutionary(Strategy):
     def _child(self, parents):
         if len(parents) > 1 and self.rng.random() < 0.5:
             a, b = self.rng.sample(parents, 2)
-            c = {k: (a if self.rng.random() < 0.5 else b)[k] for k in a}
-            if self.space.contains(c):
-                return c
+            # crossover within one template: in a SpaceUnion two parents of different members have
+            # different knobs (a stream config has no "bm"), and there is nothing to mix
+            if a.keys() == b.keys():
+                c = {k: (a if self.rng.random() < 0.5 else b)[k] for k in a}
+                if self.space.contains(c):
+                    return c
         return self.space.mutate(self.rng.choice(parents), self.rng)
 
     def propose(self, n):

@@ -53,3 +53,25 @@ def test_excluded_configs_are_never_proposed():
             s.observe(c, Measurement(Status.OK, cost(c), cost(c), 0.0, 0.0))
     assert not {config_hash(c) for c in got} & excluded
     assert len({config_hash(c) for c in got}) == len(got)
+
+
+@pytest.mark.parametrize("name", ["evolutionary", "evolutionary-model"])
+def test_a_union_of_templates_with_different_knobs_breeds_without_error(name):
+    """Parents from two members of a SpaceUnion (one has knob x, the other y): crossover stays within
+    a member (it raised KeyError when a parent lacked the other's knob: the per-instance tunings of
+    the DietCode bench died of it on 2026-11-26), every proposal is a config of one member, and
+    both members keep being proposed."""
+    from autosched.space import SpaceUnion
+    union = SpaceUnion({"a": Space([Knob("x", tuple(range(16))), Knob("s", (1, 2))]),
+                        "b": Space([Knob("y", tuple(range(16))), Knob("s", (1, 2))])})
+
+    def t(c):               # both members good: the parents hold both templates
+        return 1.0 + abs(c.get("x", c.get("y")) - 7) + c["s"]
+    s = make_strategy(name, union, seed=3, workload_params={"n": 4}, prior=[])
+    fams = set()
+    for _ in range(10):
+        for c in s.propose(8):
+            assert union.contains(c)
+            fams.add(c["template"])
+            s.observe(c, Measurement(Status.OK, t(c), t(c), 0.0, 0.0))
+    assert fams == {"a", "b"}
