@@ -46,8 +46,8 @@
 #                                        # prefill-wgmma GPU tests, three pytest processes side by side (at most 240 s)
 #   bash scripts/gpu_check.sh timings    # the timings of `persistent` (with --phases) and `prefill-wgmma` without their tests (~230 s)
 #   bash scripts/gpu_check.sh dynamic    # issue 16's DietCode bench, quick and bounded (at most 480 s; rows kept
-#                                        # in dynamic-partial.json as each workload finishes); DYNAMIC_ROW_PROBE=1:
-#                                        # with the row probe (measurer.py), the experiment to set beside a run without
+#                                        # in dynamic-partial.json as each workload finishes); DYNAMIC_NO_ROW_PROBE=1:
+#                                        # without the row probe (measurer.py; on by default since 2026-11-26)
 #   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
 #                                        # finished shapes kept in model-transfer-partial.json)
 #   bash scripts/gpu_check.sh scale-gpu  # issue 18 on two GPUs: measuring rate on one vs both, NVRTC rate, tune
@@ -231,7 +231,7 @@ timings)
 dynamic)
   stage "DietCode bench (quick: one Llama and one BERT workload; 2 rounds of 8 micro-kernels)"
   timeout ${DYNAMIC_S:-480} "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
-    --db "$OUT/dynamic.db" ${DYNAMIC_ROW_PROBE:+--row-probe} 2>&1 | tee "$OUT/bench-dynamic.log" | tail -20
+    --db "$OUT/dynamic.db" ${DYNAMIC_NO_ROW_PROBE:+--no-row-probe} 2>&1 | tee "$OUT/bench-dynamic.log" | tail -20
   echo "rc=${PIPESTATUS[0]}"
   ;;
 transfer)

@@ -179,7 +179,7 @@ def micro_kernel_templates(device, wgmma: bool = True) -> list:
     return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]
 
 
-def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool = True, row_probe: bool = False):
+def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool = True, row_probe: bool = True):
     """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
     the tuner's protocol), the dispatched kernel timed through the same runner, cuBLAS through torch
     in this process under the protocol's Timer."""
@@ -282,7 +282,7 @@ class _Scratch:
 
 def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,
                   rounds: int = 4, per_round: int = 12, sampled: int = SAMPLED, wgmma: bool = True,
-                  row_probe: bool = False):
+                  row_probe: bool = True):
     from autosched.benchmarks.common import write_results
     log = console.print if console else print
     h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round, wgmma=wgmma, row_probe=row_probe)
@@ -302,7 +302,7 @@ def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, co
     return path
 
 
-if __name__ == "__main__":
+def main(argv=None) -> None:
     import argparse
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="one Llama and one BERT workload")
@@ -312,14 +312,19 @@ if __name__ == "__main__":
     p.add_argument("--per-round", type=int, default=12, help="micro-kernels probed a round (default 12)")
     p.add_argument("--no-wgmma", action="store_true",
                    help="micro-kernels of hgemm_dyn (mma.sync) only, also on an sm_90 GPU")
-    p.add_argument("--row-probe", action="store_true",
-                   help="probe each micro-kernel on the range's smallest real shape too (one row of tiles over "
-                        "all of N), which bounds the cost model's partial waves from below (an experiment, off by default)")
+    p.add_argument("--no-row-probe", action="store_true",
+                   help="probe each micro-kernel at its two grids only, not also on the range's smallest real shape "
+                        "(one row of tiles over all of N, which bounds the cost model's partial waves from below; "
+                        "on by default)")
     p.add_argument("--sampled", type=int, default=SAMPLED,
                    help=f"untuned Ms per workload, each also tuned on its own (default {SAMPLED})")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     for name in ("rounds", "per_round", "sampled"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
     run_benchmark(a.quick, a.out, a.db, rounds=a.rounds, per_round=a.per_round, sampled=a.sampled,
-                  wgmma=not a.no_wgmma, row_probe=a.row_probe)
+                  wgmma=not a.no_wgmma, row_probe=not a.no_row_probe)
+
+
+if __name__ == "__main__":
+    main()

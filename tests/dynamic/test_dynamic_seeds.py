@@ -64,7 +64,7 @@ def _ladder_us(dw, h100, seeds, runner):
     t = {x.family: x for x in BOTH}
     out = np.full(len(dw.instances), np.inf)
     for fam, cfg, spans in seeds:
-        mk, = measure_micro_kernels(t[fam], [cfg], dw, runner)
+        mk, = measure_micro_kernels(t[fam], [cfg], dw, runner, row_probe=True)    # as the run probes it
         if not mk.ok:
             continue
         us = model.predict_us([mk], dw.instances)[0]

@@ -38,11 +38,11 @@ def test_no_partial_first_wave_is_predicted_faster_than_the_row_probe(h100, dw):
     assert m.analytic_us(rowed, 4096) == m.analytic_us(plain, 4096) > 25.0
 
 
-def test_the_tuner_takes_row_probes_only_when_asked_and_counts_them(h100, dw):
+def test_the_tuner_takes_row_probes_unless_told_not_to_and_counts_them(h100, dw):
     runner = SyntheticRunner(h100)
-    off = tune_dynamic(dw, HgemmWgmmaDynTemplate(), runner, None, rounds=1, per_round=6, seeds=False)
+    off = tune_dynamic(dw, HgemmWgmmaDynTemplate(), runner, None, rounds=1, per_round=6, seeds=False, row_probe=False)
     before = runner.calls
-    on = tune_dynamic(dw, HgemmWgmmaDynTemplate(), runner, None, rounds=1, per_round=6, seeds=False, row_probe=True)
+    on = tune_dynamic(dw, HgemmWgmmaDynTemplate(), runner, None, rounds=1, per_round=6, seeds=False)
     assert all(k.row_us is None for k in off.kernels)
     assert on.kernels and all(k.row_us is not None and k.row_us > 0 for k in on.kernels)
     assert on.measurements == runner.calls - before       # every probe counted, the row probes too
@@ -64,10 +64,18 @@ def test_the_bench_passes_the_switch_to_the_dynamic_run(h100, monkeypatch, tmp_p
         got.update(kw)
         return "result"
     monkeypatch.setattr(dyn_tune, "tune_dynamic", fake_dynamic)
-    h, closers = bench.gpu_harness(db_path=tmp_path / "d.db", wgmma=False, row_probe=True)
-    try:
-        assert h.tune_dynamic(DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 64), step=16)) == "result"
-        assert got["row_probe"] is True and h.spent()["compiled"] == 0
-    finally:
-        for c in reversed(closers):
-            c.close()
+    for asked in (True, False):
+        h, closers = bench.gpu_harness(db_path=tmp_path / "d.db", wgmma=False, row_probe=asked)
+        try:
+            assert h.tune_dynamic(DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 64), step=16)) == "result"
+            assert got["row_probe"] is asked and h.spent()["compiled"] == 0
+        finally:
+            for c in reversed(closers):
+                c.close()
+    # the command line's default is on, --no-row-probe turns it off
+    seen = []
+    monkeypatch.setattr(bench, "run_benchmark", lambda *a, **kw: seen.append(kw["row_probe"]))
+    for argv, want in (([], True), (["--no-row-probe"], False)):
+        monkeypatch.setattr("sys.argv", ["dynamic", *argv])
+        bench.main()
+        assert seen[-1] is want
