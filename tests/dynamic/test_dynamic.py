@@ -191,6 +191,37 @@ def test_cost_model_matrix_and_correction(h100, tuned):
     assert after < before
 
 
+def test_the_batched_queries_answer_as_the_single_ones(h100, dw):
+    """What the search's speed-up rests on: guess_many equals guess config by config (before any fit,
+    the roofline prior; after, the fitted models), and analytic_us_many equals analytic_us at every M,
+    row probe included; the wave model over an array equals it element by element."""
+    from autosched.benchmarks.dynamic import micro_kernel_templates
+    from autosched.dynamic.cost_model import ProbeModel, wave_model_us_many
+    templates = micro_kernel_templates(h100, True)
+    spaces = {t.family: t.space(dw.largest, h100) for t in templates}
+    rng = random.Random(5)
+    pairs = [sketch.sample_any(spaces, (dw.hi, dw.N), rng) for _ in range(60)]
+    pm, model = ProbeModel(dw, h100, templates), MicroKernelCostModel(dw, h100)
+    by = {t.family: t for t in templates}
+    Ms = [1, 2, 63, 64, 65, 130, 1000, 4096]
+    for fitted in (False, True):
+        if fitted:
+            measured = []
+            for fam in by:
+                measured += measure_micro_kernels(by[fam], [c for f, c in pairs[:40] if f == fam], dw,
+                                                  SyntheticRunner(h100), row_probe=True)
+            pm.fit(measured)
+            assert pm._models, "some family has enough measurements to fit"
+            for mk in measured:
+                assert np.array_equal(model.analytic_us_many(mk, Ms), [model.analytic_us(mk, M) for M in Ms])
+        many = pm.guess_many(pairs)
+        for (f, c), g in zip(pairs, many):
+            one = pm.guess(c, f)
+            assert (g.family, g.config, g.probes, g.report) == (one.family, one.config, one.probes, one.report)
+    T = np.array([0, 1, 131, 132, 133, 264, 265, 1000])
+    assert list(wave_model_us_many(10.0, 16.0, 2, 132, T)) == [wave_model_us(10.0, 16.0, 2, 132, int(t)) for t in T]
+
+
 def test_select_is_greedy_and_stops():
     P = np.array([[10, 1, 1], [1, 10, 1], [5, 5, 5], [9.9, 9.9, 1]])
     assert select(P, [1 / 3] * 3, 4)[:2] == [3, 2]
