@@ -43,9 +43,9 @@ def test_gpu_products_equal_numpys_on_any_extents(products, M, N, K):
                         rng.standard_normal((K, N)).astype(np.float32))
 
 
-def test_a_worker_checks_against_the_gpu_products():
-    """Through the runner (its worker computes the family's products on the GPU): a tuned template's
-    default config passes; the same kernel checked against another M's rows would not be this test."""
+def defaults_pass_through_a_worker(shapes):
+    """Each hgemm shape's first template at its default config, measured in turn by one GPU worker:
+    every measurement ok (checked against the worker's references)."""
     from autosched.build import Builder
     from autosched.measure.gpu import GpuRunner
     from autosched.measure.protocol import Protocol
@@ -54,7 +54,7 @@ def test_a_worker_checks_against_the_gpu_products():
     try:
         fam = FAMILIES["hgemm"]
         with Builder() as b:
-            for shape in ("200x264x520_bt", "1200x4096x4096_bt"):
+            for shape in shapes:
                 w = fam.parse(shape)
                 t = fam.templates_for(w)[0]
                 spec = t.render(w, t.default_config(w, runner.device_info), runner.device_info)
@@ -62,6 +62,12 @@ def test_a_worker_checks_against_the_gpu_products():
                 assert m.ok, (shape, m.status, m.error)
     finally:
         runner.close()
+
+
+def test_a_worker_checks_against_the_gpu_products():
+    """Through the runner (its worker computes the family's products on the GPU): a tuned template's
+    default config passes; the same kernel checked against another M's rows would not be this test."""
+    defaults_pass_through_a_worker(("200x264x520_bt", "1200x4096x4096_bt"))
 
 
 @pytest.fixture(scope="module")
@@ -155,19 +161,5 @@ def test_a_worker_checks_family_members_in_its_device_mirror():
     family grows, members checked in place; a member of a family grown in rows and columns is read
     at the family's row stride): a correct kernel passes every shape.  That a wrong output fails
     there is the strided check's test above."""
-    from autosched.build import Builder
-    from autosched.measure.gpu import GpuRunner
-    from autosched.measure.protocol import Protocol
-    from autosched.registry import FAMILIES
-    runner = GpuRunner(protocol=Protocol(warmup=1, repeat=3))
-    try:
-        fam = FAMILIES["hgemm"]
-        with Builder() as b:
-            for shape in ("64x1024x512_bt", "200x1024x512_bt", "1000x4096x512_bt", "30x300x512_bt", "129x4096x512_bt"):
-                w = fam.parse(shape)
-                t = fam.templates_for(w)[0]
-                spec = t.render(w, t.default_config(w, runner.device_info), runner.device_info)
-                m = runner.measure(spec, b.build(spec))
-                assert m.ok, (shape, m.status, m.error)
-    finally:
-        runner.close()
+    defaults_pass_through_a_worker(("64x1024x512_bt", "200x1024x512_bt", "1000x4096x512_bt", "30x300x512_bt",
+                                    "129x4096x512_bt"))
