@@ -187,6 +187,7 @@ def cmd_tune_dynamic(args) -> int:
                               **{n: getattr(args, n, None) for n in family_options()})
     res = api.tune_dynamic(dw, runner=args.runner, db=args.db, rounds=args.rounds, per_round=args.per_round,
                            max_kernels=args.kernels, seed=args.seed, jobs=args.jobs, build=args.build,
+                           row_probe=not args.no_row_probe,
                            templates=(args.templates.split(",") if args.templates
                                       else ["hgemm_dyn"] if args.export else None),
                            on_start=lambda note: console.print(note),
@@ -587,6 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rounds", type=_positive, default=4, help="search rounds (default 4)")
     s.add_argument("--per-round", type=_positive, default=12, help="micro-kernels probed a round (default 12)")
     s.add_argument("--kernels", type=_positive, default=6, help="most micro-kernels dispatched (default 6)")
+    s.add_argument("--no-row-probe", action="store_true", help="probe each micro-kernel at its two grids only, "
+                   "not also on one row of tiles over all of N (which keeps the small-M predictions honest)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--export", default=None, metavar="FILE.cu", help="write the kernels and the tree as one .cu")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")

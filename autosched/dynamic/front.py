@@ -64,7 +64,7 @@ def open_dynamic_runner(kind: str = "auto"):
 
 def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_round: int = 12,
                  max_kernels: int = 6, seed: int = 0, jobs: int | None = None, build: bool = False,
-                 on_start=None, on_progress=None, templates=None):
+                 on_start=None, on_progress=None, templates=None, row_probe: bool = True):
     """One tuning run for the whole range of `dw` (a DynamicWorkload): micro-kernels probed and
     written to the database `db`, the selected ones verified on every instance, and the result (the
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
@@ -75,7 +75,9 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     on (DYN_SPLIT_K_VERIFIED, AUTOSCHED_DYN_SPLIT_K), plus hgemm_stream (layout nt) while
     templates/hgemm_stream.py's is (DYN_STREAM_VERIFIED, AUTOSCHED_DYN_STREAM); asking for either by
     name needs its switch too (a result holding wgmma kernels is served by the wgmma backend only,
-    and a result holding any but hgemm_dyn's has no .cu export)."""
+    and a result holding any but hgemm_dyn's has no .cu export).
+    row_probe: also time each micro-kernel on one row of tiles over all of N (on by default: the
+    small-M predictions it bounds were 31-39% too fast without it on an H100)."""
     from autosched.build import Builder
     from autosched.dynamic.export import save_result
     from autosched.dynamic.tune import tune_dynamic as run
@@ -126,7 +128,7 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
         builder = Builder(jobs) if (r.needs_binary or build) else None
         try:
             res = run(dw, template, r, database, rounds=rounds, per_round=per_round, max_kernels=max_kernels,
-                      seed=seed, builder=builder, on_progress=on_progress)
+                      seed=seed, builder=builder, on_progress=on_progress, row_probe=row_probe)
         except RuntimeError as e:
             raise AutoschedError(str(e)) from e
         finally:

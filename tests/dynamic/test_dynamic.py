@@ -361,6 +361,17 @@ def test_cli_synthetic_run_and_export(cli, tmp_path):
     assert (tmp_path / "b.cu").exists() and list((tmp_path / "dynamic").glob("*.json"))
 
 
+@pytest.mark.parametrize("flag", [[], ["--no-row-probe"]])
+def test_cli_row_probe_is_on_unless_turned_off(cli, tmp_path, flag):
+    rc, out, err = cli("tune-dynamic", "hgemm", "--shape", "Mx768x768_bt", "--range", "16:256", "--step", "16",
+                       "--runner", "synthetic", "--rounds", "1", "--per-round", "4", "--db", str(tmp_path / "r.db"),
+                       *flag)
+    assert rc == 0, err
+    saved, = (tmp_path / "dynamic").glob("*.json")
+    kernels = json.loads(saved.read_text())["kernels"]
+    assert kernels and all((k["row_us"] is None) == bool(flag) for k in kernels)
+
+
 def test_the_run_says_where_its_time_went(tuned):
     res = tuned[0]
     assert set(res.phase_s) == {"search", "probes", "verify", "tree"}     # the seeds probed with round 0
