@@ -41,13 +41,30 @@ def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
         out.append(f"| `{k}` | {_f(s.get(k), '{:.3f}')} | >= {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0))} |")
     out.append(f"| `dispatcher_overhead_ns` | {_f(s.get('dispatcher_overhead_ns'), '{:.0f}')} | | |")
     if runs and len(runs) > 1:
-        spread = []
-        for k in ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256"):
-            vs = [r["summary"][k] for r in runs if r["summary"].get(k) is not None]
-            if vs:
-                spread.append(f"`{k}` {min(vs):.3f} to {max(vs):.3f}")
-        out += ["", f"Over the {len(runs)} runs of this device and date ("
-                + ", ".join(f"`{Path(r.get('_path', '')).name}`" for r in runs) + "): " + "; ".join(spread) + "."]
+        keys = ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256")
+        mine = s.get("settings", {})
+        same = [r for r in runs if r["summary"].get("settings", {}) == mine]
+        other = [r for r in runs if r["summary"].get("settings", {}) != mine]
+        if len(same) > 1:
+            spread = []
+            for k in keys:
+                vs = [r["summary"][k] for r in same if r["summary"].get(k) is not None]
+                if vs:
+                    spread.append(f"`{k}` {min(vs):.3f} to {max(vs):.3f}")
+            out += ["", f"Over the {len(same)} runs of this device, date and settings ("
+                    + ", ".join(f"`{Path(r.get('_path', '')).name}`" for r in same) + "): " + "; ".join(spread) + "."]
+        if other:
+            # runs of the same day with other settings (quick, rounds, the row probe...): each on its own,
+            # with what differs, never folded into the spread above
+            parts = []
+            for r in other:
+                theirs = r["summary"].get("settings", {})
+                diff = ", ".join(f"{k} {theirs.get(k)}" for k in sorted(set(mine) | set(theirs))
+                                 if theirs.get(k) != mine.get(k))
+                figs = ", ".join(f"{r['summary'][k]:.3f}" for k in keys if r["summary"].get(k) is not None)
+                parts.append(f"`{Path(r.get('_path', '')).name}` ({diff or 'no settings recorded'}): {figs}")
+            out += ["", "Other runs of this device and date, with other settings (" + ", ".join(keys) + "): "
+                    + "; ".join(parts) + "."]
     return "\n".join(out)
 
 

@@ -55,8 +55,28 @@ def test_dynamic_table_shows_the_spread_over_runs_of_one_device_and_date(tmp_pat
         (tmp_path / name).write_text(json.dumps(d))
     block = models_block(tmp_path)
     assert "| `tuning_time_speedup` | 5.600 |" in block          # the newest run's figure
-    assert "Over the 2 runs of this device and date" in block and "`tuning_time_speedup` 5.400 to 5.600" in block
+    assert "Over the 2 runs of this device, date and settings" in block
+    assert "`tuning_time_speedup` 5.400 to 5.600" in block
     assert "9.000" not in block                                    # another date's run is not in the spread
+
+
+def test_runs_of_other_settings_are_listed_apart_from_the_spread(tmp_path):
+    """A quick run beside full ones, a run without the row probe beside ones with it: the spread is
+    over the newest's settings only, the others each named with what differs and their figures."""
+    def doc(v, **settings):
+        full = {"quick": False, "row_probe": True, **settings}
+        return _doc("dynamic", [], {"tuning_time_speedup": v, "untuned_geomean_vs_per_instance": 0.95,
+                                    "geomean_vs_cublas_m_le_256": 0.9, "bars": {}, "settings": full})
+    for name, d in (("dynamic-GPU_X-2026-01-01.json", doc(6.0, quick=True)),
+                    ("dynamic-GPU_X-2026-01-01-2.json", doc(5.7, row_probe=False)),
+                    ("dynamic-GPU_X-2026-01-01-3.json", doc(7.4)), ("dynamic-GPU_X-2026-01-01-4.json", doc(7.6))):
+        (tmp_path / name).write_text(json.dumps(d))
+    block = models_block(tmp_path)
+    assert "Over the 2 runs of this device, date and settings" in block and "`tuning_time_speedup` 7.400 to 7.600" in block
+    other = block.split("Other runs of this device and date, with other settings")[1]
+    assert "`dynamic-GPU_X-2026-01-01.json` (quick True): 6.000, 0.950, 0.900" in other
+    assert "`dynamic-GPU_X-2026-01-01-2.json` (row_probe False): 5.700" in other
+    assert "5.700 to" not in block and "6.000 to" not in block
 
 
 def test_each_gpu_model_of_the_newest_date_gets_its_own_dynamic_table(tmp_path):
