@@ -45,21 +45,16 @@ TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0
 
 def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> float:
     """Time of T tiles from the probes (t1: #SMs blocks, t2: bps x #SMs blocks)."""
-    bps = max(1, bps)
-    full, rem = divmod(T, bps * sm_count)
-    us = full * t2
-    if rem:
-        resident = -(-rem // sm_count)            # blocks the busiest SM holds in the last wave
-        us += t1 if bps == 1 else t1 + (t2 - t1) * (resident - 1) / (bps - 1)
-    return us
+    return float(wave_model_us_many(t1, t2, bps, sm_count, [T])[0])
 
 
-def wave_model_us_many(t1: float, t2: float, bps: int, sm_count: int, T: np.ndarray) -> np.ndarray:
-    """wave_model_us over an array of tile counts (the same arithmetic, element by element)."""
+def wave_model_us_many(t1: float, t2: float, bps: int, sm_count: int, T) -> np.ndarray:
+    """wave_model_us over an array of tile counts: floor(T / wave) full waves at t2, then a last
+    partial wave from t1 (one block an SM) to t2 (full) by the blocks the busiest SM holds in it."""
     bps = max(1, bps)
     T = np.asarray(T, dtype=np.int64)
     full, rem = np.divmod(T, bps * sm_count)
-    resident = -(-rem // sm_count)
+    resident = -(-rem // sm_count)            # blocks the busiest SM holds in the last wave
     last = np.full(T.shape, float(t1)) if bps == 1 else t1 + (t2 - t1) * (resident - 1) / (bps - 1)
     return full * t2 + np.where(rem > 0, last, 0.0)
 
@@ -103,20 +98,12 @@ class MicroKernelCostModel:
         """The wave model of the two grid probes; where the row probe was taken (measurer.py), no
         partial first wave is predicted faster than it: such an M streams all of W at least once,
         which the row probe does and the grid probes may not."""
-        g1, g2 = mk.grids
-        T = work_units(mk.config, M, self.dw.N, getattr(mk, "family", "hgemm_dyn"))
-        us = wave_model_us(mk.probes[g1], mk.probes[g2], mk.report.blocks_per_sm, self.device.sm_count, T)
-        row = getattr(mk, "row_us", None)
-        if row is not None and T <= max(1, mk.report.blocks_per_sm) * self.device.sm_count:
-            us = max(us, row)
-        return us
+        return float(self.analytic_us_many(mk, [M])[0])
 
     def analytic_us_many(self, mk: MicroKernel, Ms) -> np.ndarray:
         """analytic_us at every M of Ms, as one array operation."""
         g1, g2 = mk.grids
-        fam = getattr(mk, "family", "hgemm_dyn")
-        bm, bn = tile_of(fam, mk.config)
-        T = -(-np.asarray(Ms, dtype=np.int64) // bm) * -(-self.dw.N // bn) * mk.config.get("split_k", 1)
+        T = work_units(mk.config, np.asarray(Ms, dtype=np.int64), self.dw.N, getattr(mk, "family", "hgemm_dyn"))
         bps = mk.report.blocks_per_sm
         us = wave_model_us_many(mk.probes[g1], mk.probes[g2], bps, self.device.sm_count, T)
         row = getattr(mk, "row_us", None)
@@ -216,15 +203,14 @@ class ProbeModel:
         """guess() of each (family, config), the fitted models queried once per family."""
         from autosched.dynamic.measurer import compile_report
         pairs = list(pairs)
-        out: list[MicroKernel | None] = [None] * len(pairs)
+        out: list[MicroKernel] = []
         reports = [compile_report(self.templates[f], c, self.dw.largest, self.device) for f, c in pairs]
         predicted: dict[int, tuple[float, float]] = {}
         by_family: dict[str, list[int]] = {}
         for i, (f, _) in enumerate(pairs):
             by_family.setdefault(f, []).append(i)
-        models_of = self._models if isinstance(self._models, dict) else {}
         for fam, idx in by_family.items():
-            models = models_of.get(fam)
+            models = self._models.get(fam)
             if models is None:
                 continue
             X = np.array([self._x(pairs[i][1], fam) for i in idx])
@@ -245,5 +231,5 @@ class ProbeModel:
                 if sk > 1:      # its partial written, and the last slice's read of the others'
                     t1 += bm * bn * 4 * (2 - 1 / sk) / self.PARTIAL_BW * 1e6
                 t2 = t1 * max(1, rep.blocks_per_sm) * 0.6 + 3.0
-            out[i] = MicroKernel(dict(c), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1}, family=family)
+            out.append(MicroKernel(dict(c), rep, {g1: t1, g2: max(t1, t2)} if g2 != g1 else {g1: t1}, family=family))
         return out
