@@ -697,6 +697,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
     s.set_defaults(fn=cmd_tune_model)
 
+    from autosched.engine.engine import VERIFY     # no torch at import: the engine imports it when built
     s = sub.add_parser("generate", help="greedy text generation on the GPU with the decode engine",
                        description="Load a Llama-family model, build the engine (tuned q4f16_1 GEMVs where the "
                                    "database or a shipped recording has them, rule-based defaults elsewhere), "
@@ -717,9 +718,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="0 (default): greedy, chosen on the GPU; > 0: sample on the host from softmax(logits / T)")
     s.add_argument("--top-p", type=float, default=0.9, help="with --temperature: nucleus mass kept (default 0.9)")
     s.add_argument("--seed", type=int, default=0, help="with --temperature: sampling seed")
-    s.add_argument("--verify", type=_positive, default=4, metavar="N",
+    s.add_argument("--verify", type=_positive, default=VERIFY, metavar="N",
                    help="q4f16_1: per matmul shape, serve the fastest of the N best measured GEMV configs, "
-                        "timed in a CUDA graph and then inside the engine's own decode step (default 4; 1 "
+                        f"timed in a CUDA graph and then inside the engine's own decode step (default {VERIFY}; 1 "
                         "serves the tuning winner as is)")
     s.add_argument("--reverify", action="store_true",
                    help="time the candidates in the decode step again, though the database holds their "

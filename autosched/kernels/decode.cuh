@@ -181,202 +181,226 @@ embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ tabl
   for (int i = 1 + threadIdx.x; i < n_ss; i += THREADS) ss[i] = 0.0;
 }
 
-// Two blocks an SM: the early K/V loads need ~128 registers a thread (one block an SM, at 136, made
-// the 9 x 32 blocks of a 4096 context take three waves: 49 us instead of 35), and the host sizes
-// split-KV to fill exactly that many blocks (templates/decode.py: attention_splits).
+// Two blocks an SM (the register budget this gives, 128 a thread, holds a warp's batch of K/V
+// pairs), and the host sizes split-KV to fill exactly that many blocks (templates/decode.py:
+// attention_splits).
 constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 
-// Dynamic shared memory: (3 * head_size + ceil(seq_len / splits)) floats.  head_size * sizeof(T)
-// must be a multiple of 16 (the launcher checks): K and V rows are read with 16-byte loads.
+// Dynamic shared memory: at least 2 * THREADS / 32 floats (the host gives (3 * head_size +
+// ceil(seq_len / splits)) floats, the persistent step's sizing).  head_size * sizeof(T) must be a
+// multiple of 16 (the launcher checks), head_size <= THREADS.
 // Split-KV: of the gridDim.y blocks of a head, as many as give slices of >= 64 positions take a
 // slice of the context each and write a partial (max, sum, unnormalized output) to part; the last
 // of them to finish (a ticket in count[h], which it resets for the next step) merges them, so there
 // is no second launch.
 //
+// Inside a block each warp walks its own positions (t0 + warp, t0 + warp + warps, ...) with an
+// online softmax, KPRE positions a batch, and the warps merge once through shared memory.  A lane
+// holds the head's dimension pairs j = lane + 32 i (i < PAIRS): RoPE rotates a pair, so q, the
+// new k and every K/V row stay in registers and the scores need only warp shuffles.  At a short
+// context the time is a chain of dependent steps, not bandwidth (H100, 7B q4f16_1, positions
+// 12-76: the block-wide version, a thread a position and eight barriers, took 8.4 us of the step
+// after the qkv matmul, of which 0.6 us was the wait itself).
+//
 // attention_item is one block's work, (head h, slice split of nsplit): the kernel below runs one
 // a block, the persistent step (persistent_step.cuh) walks them.  `wait()` is where the kernel waits
-// for its predecessor; smem holds the dynamic floats above, red THREADS * 8 floats, and `ticket` is
-// a shared word.  Every early return is uniform over the block.
+// for its predecessor; red holds THREADS * 8 floats, and `ticket` is a shared word.  Every early
+// return is uniform over the block.
 namespace autosched_decode {
-// KPRE: 16-byte vectors of a thread's first K row loaded before wait() and held in registers.
-template <typename T, int THREADS, typename Wait, int KPRE = 16>
+// Two consecutive elements of T: Raw is what a register holds between the load and the use.
+template <typename T> struct Pair;
+template <> struct Pair<__half> {
+  using Raw = unsigned;
+  __device__ __forceinline__ static Raw load(const __half* p) { return *reinterpret_cast<const unsigned*>(p); }
+  // a cache row written by an earlier step: volatile, so the compiler keeps the load where it is
+  // written (ahead of wait()) instead of sinking it to its first use
+  __device__ __forceinline__ static Raw load_early(const __half* p) {
+    unsigned r;
+    asm volatile("ld.global.nc.b32 %0, [%1];" : "=r"(r) : "l"(p));
+    return r;
+  }
+  __device__ __forceinline__ static float2 f(Raw r) { return __half22float2(*reinterpret_cast<const __half2*>(&r)); }
+  __device__ __forceinline__ static Raw raw(float2 v) {
+    const __half2 h = __floats2half2_rn(v.x, v.y);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+  __device__ __forceinline__ static Raw zero() { return 0u; }
+};
+template <> struct Pair<float> {
+  using Raw = float2;
+  __device__ __forceinline__ static Raw load(const float* p) { return *reinterpret_cast<const float2*>(p); }
+  __device__ __forceinline__ static Raw load_early(const float* p) {
+    float2 r;
+    asm volatile("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(r.x), "=f"(r.y) : "l"(p));
+    return r;
+  }
+  __device__ __forceinline__ static float2 f(Raw r) { return r; }
+  __device__ __forceinline__ static Raw raw(float2 v) { return v; }
+  __device__ __forceinline__ static Raw zero() { return make_float2(0.f, 0.f); }
+};
+
+struct PdlWait {
+  __device__ __forceinline__ void operator()() const { grid_dependency_wait(); }
+};
+
+// KPRE: positions a warp has in flight (its first batch is loaded before wait()); PAIRS: dimension
+// pairs a lane holds, ceil(head_size / 64).
+template <typename T, int THREADS, typename Wait, int KPRE = 8, int PAIRS = 2>
 __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* count, const T* qkv, T* k_cache,
                                                T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs,
                                                int n_heads, int kv_dim, int head_size, int kv_mul, int h, int split,
                                                int nsplit, float* smem, float* red, unsigned& ticket, Wait wait) {
   static_assert(THREADS % 32 == 0 && THREADS <= 256, "whole warps; red holds THREADS * 8 floats");
-  constexpr int E = 16 / sizeof(T);          // elements per 16-byte load
-  float* qs = smem;
-  float* ks = qs + head_size;
-  float* vs = ks + head_size;
-  float* scores = vs + head_size;
+  static_assert(KPRE >= 1 && PAIRS >= 1 && PAIRS <= 4, "a head of at most 256 dimensions");
+  using P = Pair<T>;
+  using Raw = typename P::Raw;
+  constexpr int NW = THREADS / 32;
+  const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
 
   // Before the dependency wait, everything that does not come from this step's qkv, so that its
   // round trips overlap the qkv matmul's tail: pos (argmax_step of the last step wrote it, and
   // embed_norm lets no kernel of this step start before that finished), the cos/sin of pos, and
-  // this thread's first K row and first four V rows (cache rows before pos, written by earlier
-  // steps).  At a short context that is all the cache a block reads.
+  // the warp's first batch of K and V rows (cache rows before pos, written by earlier steps).
   const int pos = pos_p[0];
   // slices of at least 64 positions: a short context takes one block a head and no merge
   const int splits = min(nsplit, (pos + 64) / 64);
   if (split >= splits) return;
-  const int kvh = h / kv_mul;
+  const int kv_off = (h / kv_mul) * head_size;
   const int q_dim = n_heads * head_size;
-  const int kv_off = kvh * head_size;
   const int n = pos + 1;
   const int chunk = (n + splits - 1) / splits;
   const int t0 = split * chunk, t1 = min(n, t0 + chunk);
-  const int nvec = head_size / E;
-  const int groups = THREADS / nvec;       // the launcher guarantees THREADS >= head_size >= nvec
-  const int c = threadIdx.x % nvec, g = threadIdx.x / nvec;
-
-  // RoPE on pairs (2j, 2j+1), j = threadIdx.x; cos and sin of pos * theta^(-2j/hs) come from a host
-  // table computed in float32 as HF does (no sincosf here: its large-argument path needs a stack)
-  const bool rope_lane = threadIdx.x < head_size / 2;
-  const float2 csj = rope_lane ? rope_cs[(long long)pos * (head_size / 2) + threadIdx.x] : make_float2(0.f, 0.f);
-  const int tk = t0 + threadIdx.x;
-  uint4 kpre[KPRE];
-  if (tk < t1 && tk != pos) {
-    const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)tk * kv_dim + kv_off);
+  const int npair = head_size / 2;
+  bool has[PAIRS];
+  float2 cs[PAIRS];           // cos, sin of pos * theta^(-2j/hs), from a host table (HF's float32)
 #pragma unroll
-    for (int v = 0; v < KPRE; ++v)
-      if (v < nvec) kpre[v] = __ldg(kt + v);
+  for (int i = 0; i < PAIRS; ++i) {
+    const int j = lane + 32 * i;
+    has[i] = j < npair;
+    cs[i] = has[i] ? rope_cs[(long long)pos * npair + j] : make_float2(0.f, 0.f);
   }
-  const T* vrow = v_cache + kv_off;
-  uint4 vpre[4];
+  const T* krow = k_cache + kv_off + 2 * lane;
+  const T* vrow = v_cache + kv_off + 2 * lane;
+  Raw kr[KPRE][PAIRS], vr[KPRE][PAIRS];
+  auto load_batch = [&](int tb) {      // positions tb, tb + NW, ... (KPRE of them)
 #pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const int tu = t0 + g + u * groups;
-    vpre[u] = g < groups && tu < t1 && tu != pos
-                  ? __ldg(reinterpret_cast<const uint4*>(vrow + (long long)tu * kv_dim) + c)
-                  : make_uint4(0u, 0u, 0u, 0u);
-  }
+    for (int b = 0; b < KPRE; ++b) {
+      const int t = tb + NW * b;
+      const bool ok = t < t1 && t != pos;
+#pragma unroll
+      for (int i = 0; i < PAIRS; ++i) {
+        const long long o = (long long)t * kv_dim + 64 * i;
+        kr[b][i] = ok && has[i] ? P::load_early(krow + o) : P::zero();
+        vr[b][i] = ok && has[i] ? P::load_early(vrow + o) : P::zero();
+      }
+    }
+  };
+  const int first = t0 + w;
+  load_batch(first);
   wait();
 
-  if (rope_lane) {
-    const int j = threadIdx.x;
-    const float cj = csj.x, sj = csj.y;
-    const float q0 = to_f(qkv[h * head_size + 2 * j]), q1 = to_f(qkv[h * head_size + 2 * j + 1]);
-    qs[2 * j] = q0 * cj - q1 * sj;
-    qs[2 * j + 1] = q0 * sj + q1 * cj;
-    const float k0 = to_f(qkv[q_dim + kv_off + 2 * j]), k1 = to_f(qkv[q_dim + kv_off + 2 * j + 1]);
-    // rounded to the cache type: position pos reads the same value now as in later steps
-    ks[2 * j] = to_f(from_f<T>(k0 * cj - k1 * sj));
-    ks[2 * j + 1] = to_f(from_f<T>(k0 * sj + k1 * cj));
+  // this step's q, k and v of the head (plain loads: the qkv matmul before us wrote them); RoPE on
+  // q and k, k rounded to the cache type so that position pos scores the same now as in later steps
+  float2 q[PAIRS], kn[PAIRS], vn[PAIRS];
+#pragma unroll
+  for (int i = 0; i < PAIRS; ++i) {
+    const int d = 2 * (lane + 32 * i);
+    q[i] = kn[i] = vn[i] = make_float2(0.f, 0.f);
+    if (has[i]) {
+      const float2 a = P::f(P::load(qkv + h * head_size + d));
+      const float2 k = P::f(P::load(qkv + q_dim + kv_off + d));
+      q[i] = make_float2(a.x * cs[i].x - a.y * cs[i].y, a.x * cs[i].y + a.y * cs[i].x);
+      kn[i] = P::f(P::raw(make_float2(k.x * cs[i].x - k.y * cs[i].y, k.x * cs[i].y + k.y * cs[i].x)));
+      vn[i] = P::f(P::load(qkv + q_dim + kv_dim + kv_off + d));
+    }
   }
-  for (int i = threadIdx.x; i < head_size; i += THREADS) vs[i] = to_f(from_f<T>(to_f(qkv[q_dim + kv_dim + kv_off + i])));
-  __syncthreads();
   // one block per kv head appends to the cache; the others use their own copy of position pos
-  if (h % kv_mul == 0 && split == 0) {
-    for (int i = threadIdx.x; i < head_size; i += THREADS) {
-      k_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(ks[i]);
-      v_cache[(long long)pos * kv_dim + kv_off + i] = from_f<T>(vs[i]);
+  if (h % kv_mul == 0 && split == 0 && w == 0) {
+#pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+      if (!has[i]) continue;
+      const long long o = (long long)pos * kv_dim + kv_off + 2 * (lane + 32 * i);
+      *reinterpret_cast<Raw*>(k_cache + o) = P::raw(kn[i]);
+      *reinterpret_cast<Raw*>(v_cache + o) = P::raw(vn[i]);
     }
   }
   const float scale = rsqrtf((float)head_size);
 
-  // scores: a thread a position, its K row in 16-byte loads against q broadcast from shared memory
-  auto add_qk = [&](float& s, uint4 raw, int v) {     // s += q . (16-byte vector v of a K row)
-    float f[E];
-    Vec16<T>::unpack(raw, f);
+  // the warp's online softmax: running max m, sum l, unnormalized output acc (the lane's pairs)
+  float m = neg_inf(), l = 0.f;
+  float2 acc[PAIRS];
 #pragma unroll
-    for (int e = 0; e < E; ++e) s += qs[v * E + e] * f[e];
-  };
-  float m = neg_inf();
-  if (tk < t1) {          // the first position, its K row already in registers
-    float s = 0.f;
-    if (tk == pos) {
-      for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
-    } else {
+  for (int i = 0; i < PAIRS; ++i) acc[i] = make_float2(0.f, 0.f);
+  for (int tb = first; tb < t1; tb += NW * KPRE) {
+    if (tb != first) load_batch(tb);
+    float s[KPRE];
 #pragma unroll
-      for (int v = 0; v < KPRE; ++v)
-        if (v < nvec) add_qk(s, kpre[v], v);
-      const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)tk * kv_dim + kv_off);
-      for (int v = KPRE; v < nvec; ++v) add_qk(s, __ldg(kt + v), v);
+    for (int b = 0; b < KPRE; ++b) {
+      const bool now = tb + NW * b == pos;
+      float a = 0.f;
+#pragma unroll
+      for (int i = 0; i < PAIRS; ++i) {
+        const float2 k = now ? kn[i] : P::f(kr[b][i]);
+        a += q[i].x * k.x + q[i].y * k.y;
+      }
+      s[b] = a;
     }
-    s *= scale;
-    scores[tk - t0] = s;
-    m = s;
-  }
-  for (int t = tk + THREADS; t < t1; t += THREADS) {
-    float s = 0.f;
-    if (t == pos) {
-      for (int i = 0; i < head_size; ++i) s += qs[i] * ks[i];
-    } else {
-      const uint4* kt = reinterpret_cast<const uint4*>(k_cache + (long long)t * kv_dim + kv_off);
-#pragma unroll 8
-      for (int v = 0; v < nvec; ++v) add_qk(s, __ldg(kt + v), v);
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+#pragma unroll
+      for (int b = 0; b < KPRE; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], o);
+    float bm = neg_inf();
+#pragma unroll
+    for (int b = 0; b < KPRE; ++b) {
+      s[b] = tb + NW * b < t1 ? s[b] * scale : neg_inf();
+      bm = fmaxf(bm, s[b]);
     }
-    s *= scale;
-    scores[t - t0] = s;
-    m = fmaxf(m, s);
+    const float mn = fmaxf(m, bm);        // finite: position tb is in the slice
+    const float corr = __expf(m - mn);    // 0 on the first batch (m = -inf)
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+      acc[i].x *= corr;
+      acc[i].y *= corr;
+    }
+#pragma unroll
+    for (int b = 0; b < KPRE; ++b) {
+      const float p = __expf(s[b] - mn);  // 0 past the slice
+      const bool now = tb + NW * b == pos;
+      l += p;
+#pragma unroll
+      for (int i = 0; i < PAIRS; ++i) {
+        const float2 v = now ? vn[i] : P::f(vr[b][i]);
+        acc[i].x += p * v.x;
+        acc[i].y += p * v.y;
+      }
+    }
+    m = mn;
   }
-  m = block_max<THREADS>(m, red);      // its barrier also publishes the scores
-  float sum = 0.f;
-  for (int t = t0 + threadIdx.x; t < t1; t += THREADS) {
-    const float e = __expf(scores[t - t0] - m);
-    scores[t - t0] = e;
-    sum += e;
-  }
-  sum = block_sum<THREADS>(sum, red);
-  __syncthreads();
 
-  // output: thread (g, c) owns E dims c*E.. and positions t0 + g, t0 + g + groups, ...
-  float acc[E];
+  // the warps' (m, l, acc) merged: thread d < head_size sums dimension d
+  float* ml = smem;         // 2 * NW floats
+  if (lane == 0) {
+    ml[w] = m;              // -inf for a warp with no position, whose l and acc are 0
+    ml[NW + w] = l;
+  }
 #pragma unroll
-  for (int e = 0; e < E; ++e) acc[e] = 0.f;
-  // acc += p(t) * V row t: `raw` from the cache, or this step's v at t == pos (not in the cache yet)
-  auto add_pv = [&](int t, uint4 raw) {
-    const float p = scores[t - t0];
-    float f[E];
-    Vec16<T>::unpack(raw, f);
-    if (t == pos) {
-#pragma unroll
-      for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
-    }
-#pragma unroll
-    for (int e = 0; e < E; ++e) acc[e] += p * f[e];
-  };
-  if (g < groups) {
-    // the first four positions from the rows loaded before the wait
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int tu = t0 + g + u * groups;
-      if (tu < t1) add_pv(tu, vpre[u]);
-    }
-    // the rest four rows in flight before any is used: at a short context each group walks only a
-    // few positions, so the time is the number of dependent round trips, not bandwidth
-    int t = t0 + g + 4 * groups;
-    for (; t + 3 * groups < t1; t += 4 * groups) {
-      uint4 raw[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int tu = t + u * groups;
-        raw[u] = tu == pos ? make_uint4(0u, 0u, 0u, 0u)
-                           : __ldg(reinterpret_cast<const uint4*>(vrow + (long long)tu * kv_dim) + c);
-      }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) add_pv(t + u * groups, raw[u]);
-    }
-    for (; t < t1; t += groups) {
-      const float p = scores[t - t0];
-      float f[E];
-      if (t == pos) {
-#pragma unroll
-        for (int e = 0; e < E; ++e) f[e] = vs[c * E + e];
-      } else {
-        Vec16<T>::unpack(__ldg(reinterpret_cast<const uint4*>(vrow + (long long)t * kv_dim) + c), f);
-      }
-#pragma unroll
-      for (int e = 0; e < E; ++e) acc[e] += p * f[e];
-    }
-#pragma unroll
-    for (int e = 0; e < E; ++e) red[g * head_size + c * E + e] = acc[e];
+  for (int i = 0; i < PAIRS; ++i) {
+    if (!has[i]) continue;
+    const int d = 2 * (lane + 32 * i);
+    red[w * head_size + d] = acc[i].x;
+    red[w * head_size + d + 1] = acc[i].y;
   }
   __syncthreads();
-  float o = 0.f;
-  if (threadIdx.x < head_size) {
-    for (int gg = 0; gg < groups; ++gg) o += red[gg * head_size + threadIdx.x];
+  float mx = neg_inf();
+#pragma unroll
+  for (int ww = 0; ww < NW; ++ww) mx = fmaxf(mx, ml[ww]);
+  float sum = 0.f, o = 0.f;
+#pragma unroll
+  for (int ww = 0; ww < NW; ++ww) {
+    const float f = ml[ww] == neg_inf() ? 0.f : __expf(ml[ww] - mx);
+    sum += ml[NW + ww] * f;
+    if (threadIdx.x < head_size) o += red[ww * head_size + threadIdx.x] * f;
   }
   if (splits == 1) {
     if (threadIdx.x < head_size) out[h * head_size + threadIdx.x] = from_f<T>(o / sum);
@@ -385,7 +409,7 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
   float* p = part + ((long long)h * nsplit + split) * (head_size + 2);
   if (threadIdx.x < head_size) p[2 + threadIdx.x] = o;
   if (threadIdx.x == 0) {
-    p[0] = m;        // -inf for an empty slice, whose sum and output are 0
+    p[0] = mx;        // -inf for an empty slice, whose sum and output are 0
     p[1] = sum;
   }
   __threadfence();
@@ -401,12 +425,12 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
   if (threadIdx.x < head_size) {
     float tot = 0.f, a = 0.f;
     for (int s = 0; s < splits; ++s) {
-      const float* q = ph + s * (head_size + 2);
-      const float l = __ldcg(q + 1);
-      if (l == 0.f) continue;       // empty slice
-      const float f = __expf(__ldcg(q) - mm);
-      tot += l * f;
-      a += __ldcg(q + 2 + threadIdx.x) * f;
+      const float* ps = ph + s * (head_size + 2);
+      const float ls = __ldcg(ps + 1);
+      if (ls == 0.f) continue;       // empty slice
+      const float f = __expf(__ldcg(ps) - mm);
+      tot += ls * f;
+      a += __ldcg(ps + 2 + threadIdx.x) * f;
     }
     out[h * head_size + threadIdx.x] = from_f<T>(a / tot);
   }
@@ -414,7 +438,7 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
 }
 }  // namespace autosched_decode
 
-template <typename T, int THREADS>
+template <typename T, int THREADS, int KPRE, int PAIRS>
 __global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
                int head_size, int kv_mul) {
@@ -423,9 +447,9 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   __shared__ float red[THREADS * 8];
   __shared__ unsigned ticket;
   grid_dependents_launch();
-  attention_item<T, THREADS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size,
-                             kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem, red, ticket,
-                             [] { grid_dependency_wait(); });
+  attention_item<T, THREADS, PdlWait, KPRE, PAIRS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads,
+                                                  kv_dim, head_size, kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem,
+                                                  red, ticket, PdlWait{});
 }
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and

@@ -136,7 +136,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 // part: (n_heads, nsplit, head_size + 2) floats; count: n_heads tickets, 0 between steps;
 // best_v, best_i: gridDim.x each; best_count: 1 ticket; bar: 2 words (grid_sync).
 // wt: (n_layers, 4) weight pointers (qkv, o, gate_up, down); caches (n_layers, seq_len, kv_dim).
-template <int THREADS, int MIN_BLOCKS, int CHUNK, int UNROLL, int KPRE>
+template <int THREADS, int MIN_BLOCKS, int CHUNK, int UNROLL, int KPRE, int PAIRS>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __half* hb, __half* logits,
                 float* logits_f, float* part, unsigned* count, float* best_v, int* best_i, unsigned* best_count,
@@ -202,7 +202,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- RoPE, KV append, attention ------------------------------------------------------------
     AUTOSCHED_MARK(ph + 1, 0);
     for (int it = b; it < n_heads * nsplit; it += G) {
-      attention_item<__half, THREADS, NoWait, KPRE>(att, part, count, qkv, kc, vc, pos, rope_cs, n_heads, kv_dim, head_size, kv_mul,
+      attention_item<__half, THREADS, NoWait, KPRE, PAIRS>(att, part, count, qkv, kc, vc, pos, rope_cs, n_heads, kv_dim, head_size, kv_mul,
                                       it % n_heads, it / n_heads, nsplit, smem, red, ticket, NoWait{});
       __syncthreads();     // the next item rewrites smem and red
     }

@@ -50,6 +50,18 @@ def attention_threads(head_size: int) -> int:
 ATTENTION_BLOCKS_PER_SM = 2     # rope_attention's __launch_bounds__ (kernels/decode.cuh)
 
 
+def attention_pairs(head_size: int) -> int:
+    """Dimension pairs a lane holds: a warp covers the head, 64 dimensions a pair each."""
+    return max(1, -(-head_size // 64))
+
+
+def attention_batch(act: str, head_size: int) -> int:
+    """Positions a warp has in flight, their K and V pairs in registers: 16 fp16 pairs a lane (8
+    float ones) fit the 128 registers two blocks an SM leave without spills, at most 8 positions."""
+    slots = 8 if _ctype(act) == "float" else 16
+    return max(1, min(8, slots // attention_pairs(head_size)))
+
+
 def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
     """Split-KV slices per head: as many blocks as the GPU holds at once (a block more starts a
     second wave, which costs a whole block's latency), none shorter than 32 positions (a slice that
@@ -76,8 +88,8 @@ def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int,
     smem = attention_smem_bytes(head_size, seq_len, splits)
     if smem > STATIC_SMEM_LIMIT:
         raise ValueError(f"{smem} bytes of scores: use more splits than {splits} for seq_len {seq_len}")
-    return _spec("rope_attention", f"rope_attention<{_ctype(act)}, {threads}>", arch, (n_heads, splits, 1),
-                 (threads, 1, 1), smem)
+    expr = f"rope_attention<{_ctype(act)}, {threads}, {attention_batch(act, head_size)}, {attention_pairs(head_size)}>"
+    return _spec("rope_attention", expr, arch, (n_heads, splits, 1), (threads, 1, 1), smem)
 
 
 def gemv_dense_spec(n: int, k: int, weight: str, act: str, out: str, arch: str, warps: int = 4,

@@ -19,7 +19,7 @@ THREADS = 256          # attention_item's merge buffer takes at most 256
 MIN_BLOCKS = 2         # __launch_bounds__: <= 128 registers, so two blocks share an SM
 CHUNK = 256            # rows a block finishes at a time (floats of shared memory)
 UNROLL = 4             # 16-byte weight loads in flight per lane
-KPRE = 4               # vectors of a K row attention loads ahead (16, as rope_attention, or 8 spilled here)
+KPRE = 4               # positions each warp of attention_item has in flight (rope_attention: 8)
 FORMATS = ("fp16",)
 SMEM_BUDGET = 48 * 1024     # dynamic shared memory the attention slices are sized to stay under
 
@@ -128,7 +128,8 @@ def persistent_step_spec(cfg, arch: str, phase_times: bool = False) -> KernelSpe
     problem = refusal(cfg, "fp16")
     if problem:
         raise ValueError(problem)
-    expr = f"persistent_step<{THREADS}, {MIN_BLOCKS}, {CHUNK}, {UNROLL}, {KPRE}>"
+    from autosched.templates.decode import attention_pairs
+    expr = f"persistent_step<{THREADS}, {MIN_BLOCKS}, {CHUNK}, {UNROLL}, {KPRE}, {attention_pairs(cfg.head_size)}>"
     return KernelSpec(family="decode", workload_key="decode:persistent_step", config=(("kernel", expr),),
                       source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(THREADS, 1, 1),
                       smem_bytes=smem_bytes(cfg, min_splits(cfg)), args=(), arch=arch,

@@ -35,7 +35,7 @@ def test_plain_spec_unchanged_by_the_switch():
     on = pt.persistent_step_spec(ONE_B, "sm_90a", phase_times=True)
     assert plain == off
     assert plain.options == () and plain.args == ()
-    assert plain.name_expression == on.name_expression == "persistent_step<256, 2, 256, 4, 4>"
+    assert plain.name_expression == on.name_expression == "persistent_step<256, 2, 256, 4, 4, 1>"
     assert on.options == ("-DAUTOSCHED_PHASE_TIMES",)
     assert on.source_hash != plain.source_hash            # a separate cache entry
     assert (on.grid, on.block, on.smem_bytes) == (plain.grid, plain.block, plain.smem_bytes)

@@ -14,6 +14,7 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
     for act in ("float", "half"):
         specs += [dk.embed_norm_spec(act, arch),
                   dk.rope_attention_spec(6, 48, 256, 1, act, arch), dk.rope_attention_spec(32, 128, 4096, 9, act, arch),
+                  dk.rope_attention_spec(32, 64, 2048, 8, act, arch), dk.rope_attention_spec(8, 256, 1024, 8, act, arch),
                   dk.argmax_spec(act, arch, 32000)]
         for w in ("fp32", "fp16", "int8"):
             specs += [dk.gemv_dense_spec(4096, 11008, w, act, act, arch, epilogue=e) for e in EPILOGUES]
@@ -27,6 +28,11 @@ def test_launch_shapes_and_refusals(h100):
     arch = h100.arch
     a = dk.rope_attention_spec(32, 128, 4096, 4, "half", arch)
     assert a.grid == (32, 4, 1) and a.block == (256, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
+    # a lane holds ceil(head_size / 64) dimension pairs; a warp up to 8 positions in flight
+    assert a.name_expression == "rope_attention<__half, 256, 8, 2>"
+    assert dk.rope_attention_spec(6, 48, 256, 1, "float", arch).name_expression == "rope_attention<float, 256, 8, 1>"
+    assert [dk.attention_pairs(hs) for hs in (32, 48, 64, 96, 128, 256)] == [1, 1, 1, 2, 2, 4]
+    assert [dk.attention_batch(act, hs) for act in ("half", "float") for hs in (64, 128, 256)] == [8, 8, 4, 8, 4, 2]
     assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
     assert dk.embed_norm_spec("half", arch).grid == (1, 1, 1)
     assert dk.argmax_spec("half", arch, 32000).grid == (16, 1, 1) and dk.argmax_spec("float", arch, 512).grid == (1, 1, 1)
