@@ -189,10 +189,10 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // Dynamic shared memory: at least 2 * THREADS / 32 floats (the host gives (3 * head_size +
 // ceil(seq_len / splits)) floats, the persistent step's sizing).  head_size * sizeof(T) must be a
 // multiple of 16 (the launcher checks), head_size <= THREADS.
-// Split-KV: of the gridDim.y blocks of a head, as many as give slices of >= 64 positions take a
-// slice of the context each and write a partial (max, sum, unnormalized output) to part; the last
-// of them to finish (a ticket in count[h], which it resets for the next step) merges them, so there
-// is no second launch.
+// Split-KV: past 2 * KPRE * THREADS / 32 positions, of the gridDim.y blocks of a head, as many as
+// give slices of >= 64 positions take a slice of the context each and write a partial (max, sum,
+// unnormalized output) to part; the last of them to finish (a ticket in count[h], which it resets
+// for the next step) merges them, so there is no second launch.
 //
 // Inside a block each warp walks its own positions (t0 + warp, t0 + warp + warps, ...) with an
 // online softmax, KPRE positions a batch, and the warps merge once through shared memory.  A lane
@@ -262,12 +262,14 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
   // embed_norm lets no kernel of this step start before that finished), the cos/sin of pos, and
   // the warp's first batch of K and V rows (cache rows before pos, written by earlier steps).
   const int pos = pos_p[0];
-  // slices of at least 64 positions: a short context takes one block a head and no merge
-  const int splits = min(nsplit, (pos + 64) / 64);
+  // one slice while the context fits two of a warp's batches (128 positions at 8 warps x 8): a
+  // second batch costs a round trip, the merge three (H100, 7B q4f16_1 at positions 72-120: 2.2 us
+  // a layer against 3.1 split); past that, slices of at least 64 positions
+  const int n = pos + 1;
+  const int splits = n <= 2 * NW * KPRE ? 1 : min(nsplit, (pos + 64) / 64);
   if (split >= splits) return;
   const int kv_off = (h / kv_mul) * head_size;
   const int q_dim = n_heads * head_size;
-  const int n = pos + 1;
   const int chunk = (n + splits - 1) / splits;
   const int t0 = split * chunk, t1 = min(n, t0 + chunk);
   const int npair = head_size / 2;
