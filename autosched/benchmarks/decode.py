@@ -249,7 +249,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     splits_long = dk.attention_splits(H, S, info.sm_count)
     part = torch.empty(H * splits_long * (hs + 2), device="cuda")
     count = torch.zeros(H, dtype=torch.int32, device="cuda")
-    kernels = {s: LoadedKernel(dk.rope_attention_spec(H, hs, S, s, "half", info.arch), builder)
+    kernels = {s: LoadedKernel(dk.rope_attention_spec(H, hs, s, "half", info.arch), builder)
                for s in (1, splits_long)}
 
     def ours(splits):

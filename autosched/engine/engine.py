@@ -172,11 +172,11 @@ class Engine:
         hs = c.head_size
         shapes = matmul_shapes(c)
         # specs first, all built in the pool at once
-        self.splits = self._splits_that_fit(splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count))
+        self.splits = splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count)
         specs = {
             "embed": dk.embed_norm_spec(act, arch),
             "argmax": dk.argmax_spec(act, arch, c.vocab_size),
-            "attn": dk.rope_attention_spec(c.n_heads, hs, c.seq_len, self.splits, act, arch),
+            "attn": dk.rope_attention_spec(c.n_heads, hs, self.splits, act, arch),
         }
         # q4f16_1 and fp16: per shape, the fastest in a graph of the `verify` best measured configs,
         # unless the database holds this engine's step verification: then its winners, timed no
@@ -364,13 +364,6 @@ class Engine:
         self.step(1)
         self.decode(4)                  # captures the graph and warms it
         return time_runs(lambda: self.decode(steps), reps, steps)
-
-    def _splits_that_fit(self, splits: int) -> int:
-        """Fewest splits >= `splits` whose slice of scores fits a launch's shared memory."""
-        c = self.cfg
-        while dk.attention_smem_bytes(c.head_size, c.seq_len, splits) > dk.STATIC_SMEM_LIMIT:
-            splits += 1
-        return splits
 
     def _alloc(self) -> None:
         import torch

@@ -186,9 +186,9 @@ embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ tabl
 // attention_splits).
 constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 
-// Dynamic shared memory: at least 2 * THREADS / 32 floats (the host gives (3 * head_size +
-// ceil(seq_len / splits)) floats, the persistent step's sizing).  head_size * sizeof(T) must be a
-// multiple of 16 (the launcher checks), head_size <= THREADS.
+// Dynamic shared memory: at least 2 * THREADS / 32 floats, each warp's max and sum for the merge
+// (templates/decode.py: attention_smem_bytes; the persistent step's buffer is larger).
+// head_size * sizeof(T) must be a multiple of 16 (the launcher checks), head_size <= THREADS.
 // Split-KV: past 2 * KPRE * THREADS / 32 positions, of the gridDim.y blocks of a head, as many as
 // give slices of >= 64 positions take a slice of the context each and write a partial (max, sum,
 // unnormalized output) to part; the last of them to finish (a ticket in count[h], which it resets

@@ -8,7 +8,6 @@ arguments (see the signatures in the .cuh), so the specs list none.
 
 from __future__ import annotations
 
-from autosched.device import STATIC_SMEM_LIMIT
 from autosched.templates.base import KernelSpec, kernel_source
 from autosched.templates.epilogue import epilogue_id, pairs_rows
 
@@ -39,11 +38,10 @@ def embed_norm_spec(act: str, arch: str, threads: int = 1024) -> KernelSpec:
 
 
 def attention_threads(head_size: int) -> int:
-    """A thread a position for the scores, and THREADS / (head_size / 8) groups of positions for
-    the output: 256 (the most the kernel's merge buffer takes), so that a short context is walked
-    in as few dependent loads as possible."""
+    """Eight warps, each streaming its own positions: 256 threads, the most the kernel's merge
+    buffer (THREADS * 8 floats, a head of up to 256 dimensions per warp) takes."""
     if head_size > 256:
-        raise ValueError(f"head size {head_size} > 256: the attention kernel takes a thread a dimension")
+        raise ValueError(f"head size {head_size} > 256: the attention kernel merges a thread a dimension")
     return 256
 
 
@@ -69,13 +67,13 @@ def attention_splits(n_heads: int, seq_len: int, sm_count: int) -> int:
     return max(1, min(ATTENTION_BLOCKS_PER_SM * sm_count // n_heads, seq_len // 32))
 
 
-def attention_smem_bytes(head_size: int, seq_len: int, splits: int) -> int:
-    """q, the new k and v, and the scores of a slice: ceil(seq_len / splits) positions, or up to
-    64 while the context is short enough for one slice."""
-    return 4 * (3 * head_size + max(-(-seq_len // splits), min(seq_len, 64)))
+def attention_smem_bytes(threads: int) -> int:
+    """Each warp's running max and sum for the merge: two floats a warp (the scores stay in
+    registers, so the context's length does not enter)."""
+    return 4 * 2 * (threads // 32)
 
 
-def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int, act: str, arch: str,
+def rope_attention_spec(n_heads: int, head_size: int, splits: int, act: str, arch: str,
                         threads: int | None = None) -> KernelSpec:
     threads = threads or attention_threads(head_size)
     elem = 4 if act == "float" else 2
@@ -85,9 +83,7 @@ def rope_attention_spec(n_heads: int, head_size: int, seq_len: int, splits: int,
     if not head_size <= threads <= 256 or threads % 32:
         raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
                          f"for head size {head_size}")
-    smem = attention_smem_bytes(head_size, seq_len, splits)
-    if smem > STATIC_SMEM_LIMIT:
-        raise ValueError(f"{smem} bytes of scores: use more splits than {splits} for seq_len {seq_len}")
+    smem = attention_smem_bytes(threads)
     expr = f"rope_attention<{_ctype(act)}, {threads}, {attention_batch(act, head_size)}, {attention_pairs(head_size)}>"
     return _spec("rope_attention", expr, arch, (n_heads, splits, 1), (threads, 1, 1), smem)
 

@@ -1,5 +1,7 @@
-"""Device experiment: the decode step's time by context length for split-KV's shortest slice S
-(64 in the kernel: the source patched to 128, 256); 7B dims, 8 layers, q4f16_1."""
+"""Device experiment: the decode step's time by context length, for when split-KV starts: as the
+kernel does (one slice up to two of a warp's batches, 128 positions), and the source patched to
+split from 64 positions (the rule before 2026-11-26) or into slices of 128 and 256 positions;
+7B dims, 8 layers, q4f16_1."""
 import dataclasses, json, sys, tempfile
 from pathlib import Path
 import torch
@@ -13,13 +15,18 @@ orig = td.kernel_source
 WINDOWS = [(8, 56), (72, 120), (136, 248), (264, 504), (520, 1016)]
 
 
-def patched(S):
+RULE = "n <= 2 * NW * KPRE ? 1 : min(nsplit, (pos + 64) / 64)"
+VARIANTS = {"as built": RULE, "split from 64": "n <= 64 ? 1 : min(nsplit, (pos + 64) / 64)",
+            "slices of 128": "min(nsplit, (pos + 128) / 128)", "slices of 256": "min(nsplit, (pos + 256) / 256)"}
+
+
+def patched(rule):
     def ks(name, *a):
         s = orig(name, *a)
-        if name != td.HEADER or S == 64:
+        if name != td.HEADER:
             return s
-        assert s.count("(pos + 64) / 64") == 1
-        return s.replace("(pos + 64) / 64", f"(pos + {S}) / {S}")
+        assert s.count(RULE) == 1
+        return s.replace(RULE, rule)
     return ks
 
 
@@ -28,8 +35,8 @@ def main():
     cfg = dataclasses.replace(api.model_config("random:llama2-7b"), n_layers=layers)
     w = random_weights_torch(cfg, 1234, "cuda")
     res = {}
-    for S in (64, 128, 256):
-        td.kernel_source = patched(S)
+    for S in (sys.argv[3].split(",") if len(sys.argv) > 3 else VARIANTS):
+        td.kernel_source = patched(VARIANTS[S])
         with tempfile.TemporaryDirectory() as tmp, Database(Path(tmp) / "x.db") as db:
             eng = Engine(cfg, w, "q4f16_1", db=db, reverify=True, batched_prefill=False)
         eng.reset()

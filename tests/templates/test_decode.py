@@ -13,8 +13,8 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
     specs = []
     for act in ("float", "half"):
         specs += [dk.embed_norm_spec(act, arch),
-                  dk.rope_attention_spec(6, 48, 256, 1, act, arch), dk.rope_attention_spec(32, 128, 4096, 9, act, arch),
-                  dk.rope_attention_spec(32, 64, 2048, 8, act, arch), dk.rope_attention_spec(8, 256, 1024, 8, act, arch),
+                  dk.rope_attention_spec(6, 48, 1, act, arch), dk.rope_attention_spec(32, 128, 9, act, arch),
+                  dk.rope_attention_spec(32, 64, 8, act, arch), dk.rope_attention_spec(8, 256, 8, act, arch),
                   dk.argmax_spec(act, arch, 32000)]
         for w in ("fp32", "fp16", "int8"):
             specs += [dk.gemv_dense_spec(4096, 11008, w, act, act, arch, epilogue=e) for e in EPILOGUES]
@@ -26,23 +26,24 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
 
 def test_launch_shapes_and_refusals(h100):
     arch = h100.arch
-    a = dk.rope_attention_spec(32, 128, 4096, 4, "half", arch)
-    assert a.grid == (32, 4, 1) and a.block == (256, 1, 1) and a.smem_bytes == 4 * (3 * 128 + 1024)
+    a = dk.rope_attention_spec(32, 128, 4, "half", arch)
+    # shared memory: each warp's max and sum for the merge, whatever the context
+    assert a.grid == (32, 4, 1) and a.block == (256, 1, 1) and a.smem_bytes == 4 * 2 * 8
     # a lane holds ceil(head_size / 64) dimension pairs; a warp up to 8 positions in flight
     assert a.name_expression == "rope_attention<__half, 256, 8, 2>"
-    assert dk.rope_attention_spec(6, 48, 256, 1, "float", arch).name_expression == "rope_attention<float, 256, 8, 1>"
+    assert dk.rope_attention_spec(6, 48, 1, "float", arch).name_expression == "rope_attention<float, 256, 8, 1>"
     assert [dk.attention_pairs(hs) for hs in (32, 48, 64, 96, 128, 256)] == [1, 1, 1, 2, 2, 4]
     assert [dk.attention_batch(act, hs) for act in ("half", "float") for hs in (64, 128, 256)] == [8, 8, 4, 8, 4, 2]
-    assert dk.rope_attention_spec(4, 32, 64, 5, "float", arch).smem_bytes == 4 * (3 * 32 + 64)
+    assert dk.rope_attention_spec(4, 32, 5, "float", arch, threads=64).smem_bytes == 4 * 2 * 2
     assert dk.embed_norm_spec("half", arch).grid == (1, 1, 1)
     assert dk.argmax_spec("half", arch, 32000).grid == (16, 1, 1) and dk.argmax_spec("float", arch, 512).grid == (1, 1, 1)
     assert dk.gemv_dense_spec(32000, 4096, "int8", "half", "half", arch).grid == (8000, 1, 1)
     assert dk.attention_splits(32, 4096, 132) == 8 and dk.attention_splits(6, 256, 132) == 8
     assert dk.attention_splits(8, 16, 132) == 1
     with pytest.raises(ValueError, match="multiple of 16"):
-        dk.rope_attention_spec(6, 36, 256, 1, "half", arch)
-    with pytest.raises(ValueError, match="more splits"):
-        dk.rope_attention_spec(8, 64, 16384, 1, "float", arch)
+        dk.rope_attention_spec(6, 36, 1, "half", arch)
+    with pytest.raises(ValueError, match="head_size <= threads"):
+        dk.rope_attention_spec(8, 64, 1, "float", arch, threads=32)
     with pytest.raises(ValueError, match="16-byte aligned"):
         dk.gemv_dense_spec(8, 100, "fp16", "half", "half", arch)
     with pytest.raises(ValueError, match="activation type"):
