@@ -57,6 +57,9 @@
 #                                         # (MODEL_TUNE_PHASES to run some, MODEL_TUNE_MERGE=JSON to keep an earlier
 #                                         # call's rows; the tuned database is $OUT/model-tune.db: carry it
 #                                         # back for `after`) (at most MODEL_TUNE_S, default 580 s)
+#   bash scripts/gpu_check.sh step-timeline  # where a per-kernel decode step's time goes inside its graph
+#                                         # (scripts/step_timeline.py): 7B q4f16_1 and llama3.2-1b fp16 and
+#                                         # q4f16_1 as shipped, by role, JSON in $OUT (at most ~200 s)
 #   bash scripts/gpu_check.sh persistent   # the persistent decode step (fp16): GPU tests vs the per-kernel
 #                                         # step (the phase-timeline build's too), then llama3.2-1b tokens/s
 #                                         # both ways and --phases: where a step's time goes, phase by phase
@@ -331,6 +334,15 @@ prefill-tc-attn)
   stage "7B attention and prefill: tensor cores on vs off vs torch"
   timeout 90 "$PY" scripts/prefill_attn_timing.py --out "$OUT" 2>&1 | tee "$OUT/timing-prefill-tc-attn.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
+  ;;
+step-timeline)
+  for mf in "random:llama2-7b q4f16_1" "random:llama3.2-1b fp16" "random:llama3.2-1b q4f16_1"; do
+    read -r model fmt <<<"$mf"
+    stage "step timeline: $model $fmt as shipped"
+    timeout 100 "$PY" scripts/step_timeline.py "$model" "$fmt" --json "$OUT/timeline-${model#random:}-$fmt.json" 2>&1 \
+      | grep -v -i warn | tee "$OUT/timeline-${model#random:}-$fmt.log" | head -14
+    echo "rc=${PIPESTATUS[0]}"
+  done
   ;;
 persistent)
   stage "persistent step tests"
