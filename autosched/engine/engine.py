@@ -67,9 +67,9 @@ IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
 EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "residual", "cls": "norm"}
 
 
-# candidates a tuned matmul times inside the step: the 7B q4f16_1 as shipped ran 75.0% of its
-# bandwidth limit with 4, 77.6% with 8 and 16 (H100, 2026-11-26); the times are stored, so an
-# engine of the same model and device pays the ~10 s of timing once
+# candidates a tuned matmul times inside the step: the 7B q4f16_1 as shipped ran 75.9% of its
+# bandwidth limit with 4 and 77.6% with 8 on one H100, 77.6% with 16 on another (2026-11-26); the
+# times are stored, so an engine of the same model and device pays the few seconds of timing once
 VERIFY = 8
 
 

@@ -13,6 +13,7 @@ this way): `refusal(cfg, fmt)` says why a model or format cannot take it.
 from __future__ import annotations
 
 from autosched.templates.base import KernelSpec, kernel_source
+from autosched.templates.decode import attention_pairs
 
 HEADER = "persistent_step.cuh"
 THREADS = 256          # attention_item's merge buffer takes at most 256
@@ -128,7 +129,6 @@ def persistent_step_spec(cfg, arch: str, phase_times: bool = False) -> KernelSpe
     problem = refusal(cfg, "fp16")
     if problem:
         raise ValueError(problem)
-    from autosched.templates.decode import attention_pairs
     expr = f"persistent_step<{THREADS}, {MIN_BLOCKS}, {CHUNK}, {UNROLL}, {KPRE}, {attention_pairs(cfg.head_size)}>"
     return KernelSpec(family="decode", workload_key="decode:persistent_step", config=(("kernel", expr),),
                       source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(THREADS, 1, 1),
