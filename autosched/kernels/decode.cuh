@@ -198,9 +198,10 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // online softmax, KPRE positions a batch, and the warps merge once through shared memory.  A lane
 // holds the head's dimension pairs j = lane + 32 i (i < PAIRS): RoPE rotates a pair, so q, the
 // new k and every K/V row stay in registers and the scores need only warp shuffles.  At a short
-// context the time is a chain of dependent steps, not bandwidth (H100, 7B q4f16_1, positions
-// 12-76: the block-wide version, a thread a position and eight barriers, took 8.4 us of the step
-// after the qkv matmul, of which 0.6 us was the wait itself).
+// context the time is a chain of dependent steps, not bandwidth (H100, 7B q4f16_1, contexts under
+// 110: the block-wide version, a thread a position and eight barriers, took 8.4 us of the step
+// after the qkv matmul, of which 0.6 us was the wait itself; this one's block is done 1.8 us after
+// its wait).
 //
 // attention_item is one block's work, (head h, slice split of nsplit): the kernel below runs one
 // a block, the persistent step (persistent_step.cuh) walks them.  `wait()` is where the kernel waits
