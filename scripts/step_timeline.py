@@ -21,14 +21,12 @@ from autosched import api
 from autosched.benchmarks.decode import PROMPT, copy_bandwidth_gbps
 from autosched.database import Database
 from autosched.engine.engine import Engine
-from autosched.engine.kernel_timeline import KernelEvent, format_table, reduce, split_steps
+from autosched.engine.kernel_timeline import KernelEvent, events_from_chrome_trace, format_table, reduce, split_steps
 from autosched.engine.weights import random_weights_torch
 
 
 def kernel_events(trace_path: Path) -> list[KernelEvent]:
-    d = json.loads(trace_path.read_text())
-    return [KernelEvent(e["name"], float(e["ts"]), float(e["ts"]) + float(e["dur"]))
-            for e in d.get("traceEvents", []) if e.get("cat") == "kernel" and "dur" in e]
+    return events_from_chrome_trace(json.loads(trace_path.read_text()))
 
 
 def timed_steps(eng, steps: int) -> float:

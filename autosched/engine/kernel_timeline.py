@@ -35,6 +35,13 @@ class KernelEvent:
     end_us: float
 
 
+def events_from_chrome_trace(trace: dict) -> list[KernelEvent]:
+    """The GPU kernels of a Chrome trace (torch.profiler's export_chrome_trace: events of category
+    "kernel", `ts` and `dur` in microseconds)."""
+    return [KernelEvent(e["name"], float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+            for e in trace.get("traceEvents", []) if e.get("cat") == "kernel" and "dur" in e]
+
+
 def base_name(name: str) -> str:
     """`void gemv_q4f16_fused<12288, ...>(...)` -> `gemv_q4f16_fused`."""
     s = re.sub(r"^void\s+", "", name.strip())

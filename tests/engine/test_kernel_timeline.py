@@ -1,7 +1,8 @@
 """The per-kernel step timeline's reduction (engine/kernel_timeline.py) on synthetic events."""
 import pytest
 
-from autosched.engine.kernel_timeline import KernelEvent, base_name, format_table, reduce, roles, split_steps
+from autosched.engine.kernel_timeline import (KernelEvent, base_name, events_from_chrome_trace, format_table, reduce, roles,
+                                              split_steps)
 
 LAYERS = 2
 
@@ -54,3 +55,14 @@ def test_reduce_refuses_empty_and_wrong_length():
         reduce([], LAYERS)
     with pytest.raises(ValueError, match="a step of 3 kernels"):
         reduce([step_events(0.0)[:3]], LAYERS)
+
+
+def test_events_from_chrome_trace_keeps_gpu_kernels():
+    trace = {"traceEvents": [
+        {"cat": "kernel", "name": "void embed_norm<__half, 1024>()", "ts": 10.5, "dur": 2.0},
+        {"cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 9.0, "dur": 4.0},
+        {"cat": "kernel", "name": "argmax_step", "ts": 20.0, "dur": 1.25},
+        {"cat": "kernel", "name": "a marker without a duration", "ts": 30.0, "ph": "i"}]}
+    ev = events_from_chrome_trace(trace)
+    assert ev == [KernelEvent("void embed_norm<__half, 1024>()", 10.5, 12.5), KernelEvent("argmax_step", 20.0, 21.25)]
+    assert events_from_chrome_trace({}) == []
