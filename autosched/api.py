@@ -307,12 +307,11 @@ def record(w, *, out: str | Path | None = None, db=None, time_s: float | None = 
     builder = Builder(jobs).start() if cluster is None and gpu_count() > 0 else Builder(jobs)
     try:
         run = _ray_runner("gpu", w, ts, screen, cluster, replay_ok=False)[0] if cluster else _gpu_runner(screen, gpus)
-    except NoGpu as e:
+    except BaseException as e:
         builder.close()
-        raise AutoschedError(f"{e}: recording measures every config on a GPU (`autosched tune` replays "
-                             "the shipped recordings on a CPU)") from e
-    except BaseException:
-        builder.close()
+        if isinstance(e, NoGpu):
+            raise AutoschedError(f"{e}: recording measures every config on a GPU (`autosched tune` replays "
+                                 "the shipped recordings on a CPU)") from e
         raise
     with run, _database(db) as database, builder:
         device = run.device_info

@@ -194,7 +194,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     vers = versions(runner.name)
     t0 = time.perf_counter()
     # the worker makes the shape's inputs and reference while the first configs compile
-    getattr(runner, "prepare_ahead", lambda key: None)(workload.key)
+    runner.prepare_ahead(workload.key)
     if context:
         # these strategies never propose a measured config again, so a run that resumes an
         # interrupted one (or repeats a finished one) counts what the database holds against its

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from autosched import api
-from autosched.benchmarks.decode import PROMPT, copy_bandwidth_gbps
+from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
 from autosched.database import Database
 from autosched.engine.engine import Engine
 from autosched.engine.kernel_timeline import KernelEvent, events_from_chrome_trace, format_table, reduce, split_steps
@@ -57,12 +57,8 @@ def main(argv=None) -> int:
             setup = time.perf_counter() - t0
     del w
     torch.cuda.empty_cache()
-    eng.reset()
-    for t in PROMPT:
-        eng.step(t)
-    eng.decode(4)
-    torch.cuda.synchronize()
-    plain_us = timed_steps(eng, a.steps)
+    # after the decode benchmark's prompt and warm-up; the traced steps follow on from there
+    plain_us = engine_tokens_per_s(torch, eng, a.steps)["us_per_token"]
     from torch.profiler import ProfilerActivity, profile
     with tempfile.TemporaryDirectory(prefix="autosched-trace-") as tmp:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:

@@ -202,7 +202,7 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     # and the worker draws the row family every probe and instance is a corner of (the largest M's)
     # meanwhile, where it would wait for the first build and then grow the family probe by probe
     prebuild(seed_picks)
-    getattr(runner, "prepare_ahead", lambda key: None)(dw.largest.key)
+    runner.prepare_ahead(dw.largest.key)
 
     pop = []
     while len(pop) < population:

@@ -132,14 +132,9 @@ class _WorkloadState:
             if of not in ("input", "output"):
                 raise ValueError(f"tensormap argument {arg.name}: 'of' must be input or output, got {of!r}")
             data = self.out if of == "output" else self.arg_buffer(ArgSpec(arg.name, "input"))
-            host = np.frombuffer(encode_tensormap(arg.params(), _address(data)), dtype=np.uint8)
+            host = np.frombuffer(encode_tensormap(arg.params(), int(ptr(data))), dtype=np.uint8)
             buf = self.packed[key] = to_device(self.device, self.stream, host)
         return buf
-
-
-def _address(buf) -> int:
-    """A device address from a Buffer or an address already."""
-    return int(buf.handle) if hasattr(buf, "handle") else int(buf)
 
 
 def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None):

@@ -370,9 +370,10 @@ def test_a_gpu_tuning_of_every_template_passes_over_the_empty_split_k_space(h100
     nothing of split-K is rendered or measured."""
     from autosched.database import Database
     from autosched.measure.result import Measurement, Status
+    from autosched.measure.runner import Runner
     from autosched.tuner import tune
 
-    class Stub:
+    class Stub(Runner):
         name, partial, needs_binary, device_info = "stub", False, False, h100
 
         def __init__(self):
