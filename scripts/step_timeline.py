@@ -2,7 +2,6 @@
 torch.profiler) over graph replays, reduced by role (engine/kernel_timeline.py).
 
     python scripts/step_timeline.py llama2-7b q4f16_1 [--steps 48] [--db PATH] [--json OUT] [--no-pdl]
-                                    [--attn-prefetch none|early|late]
 
 MODEL is a seed config name (llama2-7b, ...) or random:NAME; weights are random (speed does not
 depend on them).  Without --db the engine reads a new, empty database: the shipped recordings only,
@@ -47,8 +46,6 @@ def main(argv=None) -> int:
     ap.add_argument("--db", default=None, help="database to read (default: a new, empty one)")
     ap.add_argument("--json", default=None, help="write the table and the raw per-step figures here")
     ap.add_argument("--no-pdl", action="store_true")
-    ap.add_argument("--attn-prefetch", choices=("none", "early", "late"), default=None,
-                    help="when attention asks the L2 for the o matmul's weights (default: the engine's)")
     a = ap.parse_args(argv)
     cfg = api.model_config(a.model)
     bw = copy_bandwidth_gbps(torch)
@@ -56,7 +53,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="autosched-timeline-") as tmp:
         with Database(a.db or Path(tmp) / "fresh.db") as db:
             t0 = time.perf_counter()
-            eng = Engine(cfg, w, a.fmt, db=db, reverify=True, pdl=not a.no_pdl, attn_prefetch=a.attn_prefetch)
+            eng = Engine(cfg, w, a.fmt, db=db, reverify=True, pdl=not a.no_pdl)
             setup = time.perf_counter() - t0
     del w
     torch.cuda.empty_cache()
@@ -82,7 +79,7 @@ def main(argv=None) -> int:
     print("\n".join(eng.describe(a.model)))
     if a.json:
         Path(a.json).write_text(json.dumps({
-            "model": a.model, "format": a.fmt, "pdl": not a.no_pdl, "attn_prefetch": eng.attn_prefetch, "copy_gbps": bw, "weight_bytes": wb,
+            "model": a.model, "format": a.fmt, "pdl": not a.no_pdl, "copy_gbps": bw, "weight_bytes": wb,
             "limit_us": limit_us, "step_us_plain": plain_us, "step_us_traced": traced_us, "setup_s": setup,
             "table": table, "describe": eng.describe(a.model),
             "first_step": [[e.name[:80], e.start_us, e.end_us] for e in steps[0]] if steps else []}, indent=1))

@@ -233,7 +233,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     import torch.nn.functional as F
 
     from autosched.engine.verify import time_graph
-    from autosched.engine.engine import NO_PREFETCH, rope_table
+    from autosched.engine.engine import rope_table
     from autosched.launch import LoadedKernel
     from autosched.runtime import ptr
     from autosched.templates import decode as dk
@@ -256,7 +256,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
         def f():
             st = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
             kernels[splits](st, ptr(out), ptr(part), ptr(count), ptr(qkv), ptr(kc), ptr(vc), ptr(pos), ptr(cs),
-                            np.int32(H), np.int32(H * hs), np.int32(hs), np.int32(1), *NO_PREFETCH)
+                            np.int32(H), np.int32(H * hs), np.int32(hs), np.int32(1))
         return f
 
     def time_it(f):

@@ -119,18 +119,6 @@ def rope_table(cfg: LlamaConfig, device):
     return torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous().to(device)
 
 
-# when attention asks the L2 for the o matmul's weights (templates/decode.py: rope_attention_spec)
-ATTN_PREFETCH = "none"
-# rope_attention's two prefetch ranges, empty (kernels/decode.cuh PrefetchRange: pointer, tiles,
-# stride, chunk bytes)
-NO_PREFETCH = (np.uint64(0), np.int32(0), np.int64(0), np.int64(0)) * 2
-
-
-def whole_range(t) -> tuple:
-    """A prefetch range of all of tensor t's bytes."""
-    return ptr(t), np.int32(1), np.int64(0), np.int64(t.numel() * t.element_size())
-
-
 class Engine:
     """One model, one weight format, batch 1: its kernels built, its weights packed on the GPU, a
     KV cache of the model's seq_len.  step() feeds a token; decode() and generate() are greedy."""
@@ -138,7 +126,7 @@ class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = VERIFY, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto", persistent: bool = False, attn_prefetch: str | None = None):
+                 prefill_backend: str = "auto", persistent: bool = False):
         import torch
         from cuda.core import Device
 
@@ -163,7 +151,6 @@ class Engine:
         self.pdl = pdl and pdl_supported()
         self._graph = None
         self.prefill_backend = prefill_backend
-        self.attn_prefetch = ATTN_PREFETCH if attn_prefetch is None else attn_prefetch
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -189,7 +176,7 @@ class Engine:
         specs = {
             "embed": dk.embed_norm_spec(act, arch),
             "argmax": dk.argmax_spec(act, arch, c.vocab_size),
-            "attn": dk.rope_attention_spec(c.n_heads, hs, self.splits, act, arch, prefetch=self.attn_prefetch),
+            "attn": dk.rope_attention_spec(c.n_heads, hs, self.splits, act, arch),
         }
         # q4f16_1 and fp16: per shape, the fastest in a graph of the `verify` best measured configs,
         # unless the database holds this engine's step verification: then its winners, timed no
@@ -268,7 +255,6 @@ class Engine:
         and every candidate."""
         return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
                            "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "attn_prefetch": self.attn_prefetch,
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
@@ -471,22 +457,13 @@ class Engine:
             mm["qkv"](stream, layer, self.qkv, self.x16, norm(2 * layer))
             k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
                                ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
-                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads),
-                               *self._prefetch_ranges(layer))
+                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
             mm["o"](stream, layer, self.x16, self.att, residual(2 * layer + 1))
             mm["gate_up"](stream, layer, self.hb, self.x16, norm(2 * layer + 1))
             mm["down"](stream, layer, self.x16, self.hb, residual(2 * layer + 2))
         mm["cls"](stream, 0, self.logits, self.x16, norm(2 * c.n_layers))
         k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d),
                     ptr(self.best_v), ptr(self.best_i), ptr(self.best_count))
-
-    def _prefetch_ranges(self, layer: int) -> tuple:
-        """rope_attention's two prefetch ranges, (pointer, tiles, stride, chunk) each: layer `layer`'s
-        o matrix, its two largest packed tensors whole (q4f16_1: the 4-bit words and the scales)."""
-        if self.attn_prefetch == "none":
-            return NO_PREFETCH
-        ts = sorted(self.mm["o"].layers[layer].values(), key=lambda t: -t.numel() * t.element_size())[:2]
-        return sum((whole_range(t) for t in ts), ()) + NO_PREFETCH[:4 * (2 - len(ts))]
 
     def _stream(self):
         import torch

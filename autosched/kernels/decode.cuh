@@ -441,80 +441,18 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
 }
 }  // namespace autosched_decode
 
-namespace autosched_decode {
-__device__ __forceinline__ void bulk_prefetch_l2(const char* p, long long bytes) {
-#if __CUDA_ARCH__ >= 900
-  if (bytes >= 16) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"((unsigned)(bytes / 16 * 16)) : "memory");
-#endif
-}
-
-// A range of weights for the L2: `tiles` chunks of `chunk` bytes, `stride` bytes apart (a GEMV's
-// row tiles, the start of each: every block of the matmul finds its first K steps there), or one
-// chunk when tiles == 1.  16-byte aligned; a tail under 16 bytes is left.
-struct PrefetchRange {
-  const char* p; int tiles; long long stride, chunk;
-  // share b of `shares`: tiles b, b + shares, ..., or the b-th slice of a single chunk; one bulk
-  // prefetch each (the copy engine walks it, so a block spends an instruction a chunk)
-  __device__ __forceinline__ void operator()(long long b, long long shares) const {
-    if (p == nullptr || tiles <= 0) return;
-    if (tiles == 1) {
-      const long long share = ((chunk + shares - 1) / shares + 15) / 16 * 16;
-      const long long lo = b * share, hi = min(chunk, lo + share);
-      if (hi > lo) bulk_prefetch_l2(p + lo, hi - lo);
-      return;
-    }
-    for (long long t = b; t < tiles; t += shares) bulk_prefetch_l2(p + t * stride, chunk);
-  }
-};
-
-// The next matmuls' weights (two ranges), asked of the L2 while attention runs: at a short context
-// attention is a chain of round trips that leaves HBM idle.
-struct WeightPrefetch {
-  PrefetchRange r0, r1;
-  __device__ __forceinline__ void operator()(long long b, long long shares) const {
-    if (threadIdx.x != 0) return;
-    r0(b, shares);
-    r1(b, shares);
-  }
-};
-
-// PF_LATE: wait, then the prefetch, by the blocks of slice 0 (a block of every head exists at any
-// context, and only they are sure to get there)
-struct PdlWaitThenPrefetch {
-  WeightPrefetch pf;
-  __device__ __forceinline__ void operator()() const {
-    grid_dependency_wait();
-    if (blockIdx.y == 0) pf(blockIdx.x, gridDim.x);
-  }
-};
-
-enum { PF_NONE = 0, PF_EARLY = 1, PF_LATE = 2 };
-}  // namespace autosched_decode
-
-// PF: when the block asks the L2 for the next matmul's weights (pf0/pf1; nullptr ranges are
-// skipped): PF_EARLY every block first thing, PF_LATE after the dependency wait.
-template <typename T, int THREADS, int KPRE, int PAIRS, int PF = autosched_decode::PF_NONE>
+template <typename T, int THREADS, int KPRE, int PAIRS>
 __global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
-               int head_size, int kv_mul, const char* pf0, int pf0_tiles, long long pf0_stride, long long pf0_chunk,
-               const char* pf1, int pf1_tiles, long long pf1_stride, long long pf1_chunk) {
+               int head_size, int kv_mul) {
   using namespace autosched_decode;
-  static_assert(PF == PF_NONE || PF == PF_EARLY || PF == PF_LATE, "PF: none, early or late");
   extern __shared__ float smem[];
   __shared__ float red[THREADS * 8];
   __shared__ unsigned ticket;
   grid_dependents_launch();
-  const WeightPrefetch pf{{pf0, pf0_tiles, pf0_stride, pf0_chunk}, {pf1, pf1_tiles, pf1_stride, pf1_chunk}};
-  if constexpr (PF == PF_EARLY) pf(blockIdx.x + (long long)gridDim.x * blockIdx.y, (long long)gridDim.x * gridDim.y);
-  if constexpr (PF == PF_LATE) {
-    attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
-        out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
-        blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf});
-  } else {
-    attention_item<T, THREADS, PdlWait, KPRE, PAIRS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads,
-                                                    kv_dim, head_size, kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem,
-                                                    red, ticket, PdlWait{});
-  }
+  attention_item<T, THREADS, PdlWait, KPRE, PAIRS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads,
+                                                  kv_dim, head_size, kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem,
+                                                  red, ticket, PdlWait{});
 }
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and

@@ -73,17 +73,8 @@ def attention_smem_bytes(threads: int) -> int:
     return 4 * 2 * (threads // 32)
 
 
-# when rope_attention asks the L2 for the next matmul's weights (its PF template argument)
-ATTENTION_PREFETCH = {"none": 0, "early": 1, "late": 2}
-
-
 def rope_attention_spec(n_heads: int, head_size: int, splits: int, act: str, arch: str,
-                        threads: int | None = None, prefetch: str = "none") -> KernelSpec:
-    """prefetch: "none"; "early", every block asks the L2 for its share of the ranges it is given
-    (the next matmul's weights) first thing; "late", the blocks of the first slice after the
-    dependency wait (kernels/decode.cuh)."""
-    if prefetch not in ATTENTION_PREFETCH:
-        raise ValueError(f"attention prefetch must be one of {sorted(ATTENTION_PREFETCH)}, got {prefetch!r}")
+                        threads: int | None = None) -> KernelSpec:
     threads = threads or attention_threads(head_size)
     elem = 4 if act == "float" else 2
     if head_size * elem % 16:
@@ -93,8 +84,7 @@ def rope_attention_spec(n_heads: int, head_size: int, splits: int, act: str, arc
         raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
                          f"for head size {head_size}")
     smem = attention_smem_bytes(threads)
-    expr = (f"rope_attention<{_ctype(act)}, {threads}, {attention_batch(act, head_size)}, {attention_pairs(head_size)}, "
-            f"{ATTENTION_PREFETCH[prefetch]}>")
+    expr = f"rope_attention<{_ctype(act)}, {threads}, {attention_batch(act, head_size)}, {attention_pairs(head_size)}>"
     return _spec("rope_attention", expr, arch, (n_heads, splits, 1), (threads, 1, 1), smem)
 
 
