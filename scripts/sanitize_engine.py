@@ -3,8 +3,7 @@
     compute-sanitizer --tool memcheck python scripts/sanitize_engine.py
     compute-sanitizer --tool racecheck python scripts/sanitize_engine.py fp16
 
-Every weight format, split-KV attention past 4 slices of 64 positions, programmatic launch on; "attn_o":
-q4f16_1 on a model whose attention and o matmul share a launch (kernels/attention_o.cuh), past 2 slices.
+Every weight format, split-KV attention past 4 slices of 64 positions, programmatic launch on.
 """
 import sys
 
@@ -15,7 +14,6 @@ from autosched.engine.engine import Engine
 from autosched.models.llama2c import LlamaConfig, random_weights
 
 CFG = LlamaConfig(dim=128, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, seq_len=512)
-CFG_O = LlamaConfig(dim=1024, hidden_dim=704, n_layers=2, n_heads=8, n_kv_heads=4, vocab_size=512, seq_len=512)
 
 
 def main(formats):
@@ -23,15 +21,11 @@ def main(formats):
     tokens = np.random.default_rng(1).integers(0, CFG.vocab_size, 270)
     with Builder() as b:
         for fmt in formats:
-            if fmt == "attn_o":
-                eng = Engine(CFG_O, random_weights(CFG_O, 9), "q4f16_1", builder=b, graphs=False, splits=2,
-                             fuse_o=True)
-            else:
-                eng = Engine(CFG, w, fmt, builder=b, graphs=False, splits=5)
+            eng = Engine(CFG, w, fmt, builder=b, graphs=False, splits=5)
             for t in tokens:
                 logits = eng.step(int(t))
             print(fmt, "ok", float(logits.abs().max()), flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["fp32", "fp16", "int8", "q4f16_1", "attn_o"])
+    main(sys.argv[1:] or ["fp32", "fp16", "int8", "q4f16_1"])

@@ -2,7 +2,6 @@
 torch.profiler) over graph replays, reduced by role (engine/kernel_timeline.py).
 
     python scripts/step_timeline.py llama2-7b q4f16_1 [--steps 48] [--db PATH] [--json OUT] [--no-pdl]
-                                    [--no-fuse-o]
 
 MODEL is a seed config name (llama2-7b, ...) or random:NAME; weights are random (speed does not
 depend on them).  Without --db the engine reads a new, empty database: the shipped recordings only,
@@ -47,7 +46,6 @@ def main(argv=None) -> int:
     ap.add_argument("--db", default=None, help="database to read (default: a new, empty one)")
     ap.add_argument("--json", default=None, help="write the table and the raw per-step figures here")
     ap.add_argument("--no-pdl", action="store_true")
-    ap.add_argument("--no-fuse-o", action="store_true", help="launch attention and the o matmul separately")
     a = ap.parse_args(argv)
     cfg = api.model_config(a.model)
     bw = copy_bandwidth_gbps(torch)
@@ -55,7 +53,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="autosched-timeline-") as tmp:
         with Database(a.db or Path(tmp) / "fresh.db") as db:
             t0 = time.perf_counter()
-            eng = Engine(cfg, w, a.fmt, db=db, reverify=True, pdl=not a.no_pdl, fuse_o=False if a.no_fuse_o else None)
+            eng = Engine(cfg, w, a.fmt, db=db, reverify=True, pdl=not a.no_pdl)
             setup = time.perf_counter() - t0
     del w
     torch.cuda.empty_cache()
@@ -70,9 +68,7 @@ def main(argv=None) -> int:
         events = kernel_events(trace)
     floors = {name: m.nbytes(0) / (bw * 1e3) for name, m in eng.mm.items()}
     steps = split_steps(events, eng.kernels_per_step())
-    if eng.fused_o:       # o's weights are read inside attention's launch
-        floors["attn_o"] = floors.pop("o")
-    table = reduce(steps, cfg.n_layers, floors, eng.layer_roles())
+    table = reduce(steps, cfg.n_layers, floors)
     wb = eng.weight_bytes_per_token()
     limit_us = wb / (bw * 1e3)
     print(f"{a.model} {a.fmt}: setup {setup:.1f} s, copy {bw:.0f} GB/s, weights {wb / 1e9:.3f} GB a step = "
@@ -83,7 +79,7 @@ def main(argv=None) -> int:
     print("\n".join(eng.describe(a.model)))
     if a.json:
         Path(a.json).write_text(json.dumps({
-            "model": a.model, "format": a.fmt, "pdl": not a.no_pdl, "fused_o": eng.fused_o, "copy_gbps": bw, "weight_bytes": wb,
+            "model": a.model, "format": a.fmt, "pdl": not a.no_pdl, "copy_gbps": bw, "weight_bytes": wb,
             "limit_us": limit_us, "step_us_plain": plain_us, "step_us_traced": traced_us, "setup_s": setup,
             "table": table, "describe": eng.describe(a.model),
             "first_step": [[e.name[:80], e.start_us, e.end_us] for e in steps[0]] if steps else []}, indent=1))

@@ -48,7 +48,7 @@ import numpy as np
 from autosched.engine.matmul import Matmul
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
-from autosched.engine.weights import as_torch, check_format, classifier, fused, quantize_q4f16_1
+from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
 
@@ -126,7 +126,7 @@ class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = VERIFY, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto", persistent: bool = False, fuse_o: bool | None = None):
+                 prefill_backend: str = "auto", persistent: bool = False):
         import torch
         from cuda.core import Device
 
@@ -151,9 +151,6 @@ class Engine:
         self.pdl = pdl and pdl_supported()
         self._graph = None
         self.prefill_backend = prefill_backend
-        self._fuse_o = fuse_o
-        self.fused_o = False             # attention and the o matmul in one launch (set in _build)
-        self.o_q4: list = []             # its W_o per layer: natural q4f16_1 (words, scales)
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -176,12 +173,10 @@ class Engine:
         shapes = matmul_shapes(c)
         # specs first, all built in the pool at once
         self.splits = splits or dk.attention_splits(c.n_heads, c.seq_len, self.info.sm_count)
-        self.fused_o = self._fuses_o()
         specs = {
             "embed": dk.embed_norm_spec(act, arch),
             "argmax": dk.argmax_spec(act, arch, c.vocab_size),
-            "attn": (dk.rope_attention_o_spec(c.dim, c.n_heads, hs, self.splits, arch, self.info.sm_count)
-                     if self.fused_o else dk.rope_attention_spec(c.n_heads, hs, self.splits, act, arch)),
+            "attn": dk.rope_attention_spec(c.n_heads, hs, self.splits, act, arch),
         }
         # q4f16_1 and fp16: per shape, the fastest in a graph of the `verify` best measured configs,
         # unless the database holds this engine's step verification: then its winners, timed no
@@ -189,8 +184,6 @@ class Engine:
         from autosched.engine.matmul import TUNED_FORMATS
         self.candidates = (gemv_candidates(c, self.info, db, verify if not self.persistent else 1, self.fmt)
                            if self.fmt in TUNED_FORMATS else {})
-        if self.fused_o and "o" in self.candidates:     # its GEMV serves only the batched prefill
-            self.candidates["o"] = self.candidates["o"][:1]
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
             times, stored = self._stored_step
@@ -238,8 +231,6 @@ class Engine:
                 for name, w in fused(get, rms_att[layer], rms_ffn[layer]).items():
                     if name in names:
                         self.mm[name].add_layer(w)
-                    if name == "o" and name in names and self.fused_o:
-                        self.o_q4.append(quantize_q4f16_1(w))
             if progress:
                 progress.advance(task)
         if "cls" in names:
@@ -257,14 +248,13 @@ class Engine:
     def _verified(self) -> list[str]:
         """The matmuls the step verification times (more than one candidate), largest first."""
         order = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
-        return [nm for nm in order if len(self.candidates[nm]) > 1 and not (nm == "o" and self.fused_o)]
+        return [nm for nm in order if len(self.candidates[nm]) > 1]
 
     def _verification_key(self) -> str:
         """Everything a step verification depends on: device, model, format, launch options, timing
         and every candidate."""
         return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
                            "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "fused_o": self.fused_o,
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
@@ -393,7 +383,6 @@ class Engine:
         self.pos_d = z(1, torch.int32)
         self.part = z(c.n_heads * self.splits * (c.head_size + 2), torch.float32)
         self.count = z(c.n_heads, torch.int32)       # split-KV tickets; the last block resets its own
-        self.o_sync = z(2, torch.int32)      # rope_attention_o: heads written, blocks past the wait
         blocks = dk.argmax_blocks(c.vocab_size)        # argmax: each block's winner, and its ticket
         self.best_v, self.best_i, self.best_count = z(blocks, torch.float32), z(blocks, torch.int32), z(1, torch.int32)
         self.rope_cs = rope_table(c, dev)
@@ -432,23 +421,7 @@ class Engine:
 
     def kernels_per_step(self) -> int:
         """Launches one step makes: the persistent kernel, or embed + 5 a layer + cls + argmax."""
-        return 1 if self.step_kernel is not None else len(self.layer_roles()) * self.cfg.n_layers + 3
-
-    def layer_roles(self) -> tuple[str, ...]:
-        """The kernels of a layer, in launch order (engine/kernel_timeline.py's roles)."""
-        return ("qkv", "attn_o", "gate_up", "down") if self.fused_o else ("qkv", "attn", "o", "gate_up", "down")
-
-    def _fuses_o(self) -> bool:
-        """Whether attention and the o matmul run as one launch (kernels/attention_o.cuh): q4f16_1,
-        not the persistent step, a shape the kernel takes; fuse_o=True insists, False refuses."""
-        c = self.cfg
-        problem = ("it needs the q4f16_1 format" if self.fmt != "q4f16_1"
-                   else "the persistent step runs its own attention" if self.persistent
-                   else dk.attention_o_refusal(c.dim, c.n_heads * c.head_size, c.n_heads, c.head_size, self.splits,
-                                               self.info.sm_count))
-        if self._fuse_o and problem:
-            raise ValueError(f"fuse_o: attention and the o matmul cannot share a launch here: {problem}")
-        return self._fuse_o is not False and problem is None
+        return 1 if self.step_kernel is not None else 5 * self.cfg.n_layers + 3
 
     def _launch_persistent(self, stream) -> None:
         c, p = self.cfg, self.p
@@ -482,17 +455,10 @@ class Engine:
         k["embed"](stream, x, ptr(self.x16), ss, i32(self.ss.numel()), ptr(self.embedding), ptr(self.token), dim)
         for layer in range(c.n_layers):
             mm["qkv"](stream, layer, self.qkv, self.x16, norm(2 * layer))
-            if self.fused_o:
-                k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv),
-                          ptr(self.k_cache[layer]), ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs),
-                          i32(c.n_heads), i32(c.kv_dim), i32(c.n_heads // c.n_kv_heads), ptr(self.o_q4[layer][0]),
-                          ptr(self.o_q4[layer][1]), ptr(self.o_sync), ptr(self.o_sync) + np.uint64(4), x,
-                          ptr(self.x16), ss + np.uint64(8 * (2 * layer + 1)))
-            else:
-                k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv),
-                          ptr(self.k_cache[layer]), ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs),
-                          i32(c.n_heads), i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
-                mm["o"](stream, layer, self.x16, self.att, residual(2 * layer + 1))
+            k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
+                               ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
+                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
+            mm["o"](stream, layer, self.x16, self.att, residual(2 * layer + 1))
             mm["gate_up"](stream, layer, self.hb, self.x16, norm(2 * layer + 1))
             mm["down"](stream, layer, self.x16, self.hb, residual(2 * layer + 2))
         mm["cls"](stream, 0, self.logits, self.x16, norm(2 * c.n_layers))
@@ -628,9 +594,7 @@ class Engine:
     def describe(self, model: str | None = None) -> list[str]:
         """A line per matmul (its config and where it came from), and one naming the untuned ones
         with the command that tunes them (`model`: the model as the user named it)."""
-        lines = [f"o {self.cfg.dim}x{self.cfg.dim} q4f16_1 matmul + residual: in the attention's launch "
-                 f"(rope_attention_o; the GEMV config below serves the batched prefill only)"] if self.fused_o else []
-        lines += [m.describe() for m in self.mm.values()]
+        lines = [m.describe() for m in self.mm.values()]
         if self.step_kernel is not None:
             pi = self.persistent_info
             lines.append(f"decode step: persistent, one cooperative kernel a step ({pi['grid']} blocks = "

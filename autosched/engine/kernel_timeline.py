@@ -61,22 +61,19 @@ def split_steps(events: list[KernelEvent], kernels_per_step: int) -> list[list[K
     return steps
 
 
-def roles(n_layers: int, layer_roles: tuple[str, ...] = LAYER_ROLES) -> list[str]:
-    return ["embed"] + [r for _ in range(n_layers) for r in layer_roles] + list(TAIL_ROLES)
+def roles(n_layers: int) -> list[str]:
+    return ["embed"] + [r for _ in range(n_layers) for r in LAYER_ROLES] + list(TAIL_ROLES)
 
 
-def reduce(steps: list[list[KernelEvent]], n_layers: int, floor_us: dict[str, float] | None = None,
-           layer_roles: tuple[str, ...] = LAYER_ROLES) -> dict:
+def reduce(steps: list[list[KernelEvent]], n_layers: int, floor_us: dict[str, float] | None = None) -> dict:
     """The per-role table over whole steps (split_steps' output).  floor_us: a role's bytes at the
-    copy bandwidth, per kernel (e.g. one layer's qkv), to print beside it.  layer_roles: a layer's
-    kernels in launch order (Engine.layer_roles: attention and o may share a launch)."""
-    names = roles(n_layers, layer_roles)
+    copy bandwidth, per kernel (e.g. one layer's qkv), to print beside it."""
+    names = roles(n_layers)
     if not steps:
         raise ValueError("no whole step in the timeline: was the profiler on during the replays?")
     bad = [len(s) for s in steps if len(s) != len(names)]
     if bad:
-        raise ValueError(f"a step of {bad[0]} kernels: want {len(names)} (1 + {len(layer_roles)} x {n_layers} "
-                         "layers + 2)")
+        raise ValueError(f"a step of {bad[0]} kernels: want {len(names)} (1 + 5 x {n_layers} layers + 2)")
     start = np.array([[e.start_us for e in s] for s in steps])
     end = np.array([[e.end_us for e in s] for s in steps])
     dur = end - start
@@ -87,7 +84,7 @@ def reduce(steps: list[list[KernelEvent]], n_layers: int, floor_us: dict[str, fl
     overlap = np.maximum(prev_end - start, 0.0)       # how long a kernel ran beside its predecessor
     floor_us = floor_us or {}
     table = {}
-    for role in ["embed", *layer_roles, *TAIL_ROLES]:
+    for role in ["embed", *LAYER_ROLES, *TAIL_ROLES]:
         cols = [i for i, n in enumerate(names) if n == role]
         med_dur = np.median(dur[:, cols], axis=0)
         med_adv = np.median(advance[:, cols], axis=0)

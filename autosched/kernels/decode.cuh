@@ -206,8 +206,7 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // attention_item is one block's work, (head h, slice split of nsplit): the kernel below runs one
 // a block, the persistent step (persistent_step.cuh) walks them.  `wait()` is where the kernel waits
 // for its predecessor; red holds THREADS * 8 floats, and `ticket` is a shared word.  Every early
-// return is uniform over the block.  It returns whether this block wrote the head's output (the
-// only slice, or the slices' merge).
+// return is uniform over the block.
 namespace autosched_decode {
 // Two consecutive elements of T: Raw is what a register holds between the load and the use.
 template <typename T> struct Pair;
@@ -248,7 +247,7 @@ struct PdlWait {
 // KPRE: positions a warp has in flight (its first batch is loaded before wait()); PAIRS: dimension
 // pairs a lane holds, ceil(head_size / 64).
 template <typename T, int THREADS, typename Wait, int KPRE = 8, int PAIRS = 2>
-__device__ __forceinline__ bool attention_item(T* out, float* part, unsigned* count, const T* qkv, T* k_cache,
+__device__ __forceinline__ void attention_item(T* out, float* part, unsigned* count, const T* qkv, T* k_cache,
                                                T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs,
                                                int n_heads, int kv_dim, int head_size, int kv_mul, int h, int split,
                                                int nsplit, float* smem, float* red, unsigned& ticket, Wait wait) {
@@ -269,7 +268,7 @@ __device__ __forceinline__ bool attention_item(T* out, float* part, unsigned* co
   // a layer against 3.1 split); past that, slices of at least 64 positions
   const int n = pos + 1;
   const int splits = n <= 2 * NW * KPRE ? 1 : min(nsplit, (pos + 64) / 64);
-  if (split >= splits) return false;
+  if (split >= splits) return;
   const int kv_off = (h / kv_mul) * head_size;
   const int q_dim = n_heads * head_size;
   const int chunk = (n + splits - 1) / splits;
@@ -408,7 +407,7 @@ __device__ __forceinline__ bool attention_item(T* out, float* part, unsigned* co
   }
   if (splits == 1) {
     if (threadIdx.x < head_size) out[h * head_size + threadIdx.x] = from_f<T>(o / sum);
-    return true;
+    return;
   }
   float* p = part + ((long long)h * nsplit + split) * (head_size + 2);
   if (threadIdx.x < head_size) p[2 + threadIdx.x] = o;
@@ -420,7 +419,7 @@ __device__ __forceinline__ bool attention_item(T* out, float* part, unsigned* co
   __syncthreads();
   if (threadIdx.x == 0) ticket = atomicAdd(count + h, 1u);
   __syncthreads();
-  if (ticket != splits - 1) return false;
+  if (ticket != splits - 1) return;
   __threadfence();
   // the last block of head h: merge the partials (read through L2: other SMs wrote them)
   const float* ph = part + (long long)h * nsplit * (head_size + 2);
@@ -439,7 +438,6 @@ __device__ __forceinline__ bool attention_item(T* out, float* part, unsigned* co
     out[h * head_size + threadIdx.x] = from_f<T>(a / tot);
   }
   if (threadIdx.x == 0) count[h] = 0;      // ready for the next step
-  return true;
 }
 }  // namespace autosched_decode
 

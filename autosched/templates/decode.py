@@ -88,56 +88,6 @@ def rope_attention_spec(n_heads: int, head_size: int, splits: int, act: str, arc
     return _spec("rope_attention", expr, arch, (n_heads, splits, 1), (threads, 1, 1), smem)
 
 
-ATTENTION_O_HEADER = "attention_o.cuh"
-
-
-def attention_o_rows(dim: int, n_heads: int, splits: int) -> int:
-    """o rows a block of rope_attention_o owns: its grid is the attention's (n_heads, splits)."""
-    return dim // (n_heads * splits)
-
-
-def attention_o_smem_bytes(dim: int, n_heads: int, splits: int, threads: int = 256) -> int:
-    """A block's rows of W_o (4-bit words and fp16 scales) and the attention's merge buffer."""
-    rows = attention_o_rows(dim, n_heads, splits)
-    return rows * dim // 2 + rows * (dim // 32) * 2 + attention_smem_bytes(threads)
-
-
-def attention_o_refusal(dim: int, q_dim: int, n_heads: int, head_size: int, splits: int, sm_count: int,
-                        threads: int = 256) -> str | None:
-    """Why rope_attention_o (kernels/attention_o.cuh) cannot serve this shape, or None."""
-    warps = threads // 32
-    if q_dim != dim:
-        return f"the o matmul is not square (attention width {q_dim}, model dim {dim})"
-    if dim % 256 or dim > threads * 16:
-        return (f"dim {dim} is not a multiple of 256 up to {threads * 16} (a lane takes every 32nd word of a row; "
-                "att shares the attention's reduction buffer)")
-    if dim % (n_heads * splits * warps):
-        return f"dim {dim} does not give {n_heads} x {splits} blocks whole rows for each of {warps} warps"
-    if n_heads * splits > ATTENTION_BLOCKS_PER_SM * sm_count:
-        return (f"{n_heads} x {splits} blocks do not all fit at once ({ATTENTION_BLOCKS_PER_SM} an SM x {sm_count} "
-                "SMs): a block waits for the others' heads")
-    smem = attention_o_smem_bytes(dim, n_heads, splits, threads)
-    if smem > 40 * 1024:
-        return f"a block's rows of W_o need {smem} bytes of shared memory (> 40 KiB beside the attention's 8)"
-    return None
-
-
-def rope_attention_o_spec(dim: int, n_heads: int, head_size: int, splits: int, arch: str, sm_count: int) -> KernelSpec:
-    """Attention and the o matmul (q4f16_1) with its residual epilogue in one launch
-    (kernels/attention_o.cuh); fp16 activations."""
-    problem = attention_o_refusal(dim, n_heads * head_size, n_heads, head_size, splits, sm_count)
-    if problem:
-        raise ValueError(f"rope_attention_o: {problem}")
-    threads = attention_threads(head_size)
-    rpw = attention_o_rows(dim, n_heads, splits) // (threads // 32)
-    expr = (f"rope_attention_o<{threads}, {attention_batch('half', head_size)}, {attention_pairs(head_size)}, "
-            f"{head_size}, {rpw}, {dim // 256}>")
-    return KernelSpec(family="decode", workload_key="decode:rope_attention_o", config=(("kernel", expr),),
-                      source=kernel_source(ATTENTION_O_HEADER), name_expression=expr, grid=(n_heads, splits, 1),
-                      block=(threads, 1, 1), smem_bytes=attention_o_smem_bytes(dim, n_heads, splits, threads),
-                      args=(), arch=arch)
-
-
 def gemv_dense_spec(n: int, k: int, weight: str, act: str, out: str, arch: str, warps: int = 4,
                     unroll: int = 4, epilogue: str = "store") -> KernelSpec:
     """out (n) = W (n, k) . x, one warp a row, then `epilogue` (templates/epilogue.py).

@@ -65,47 +65,6 @@ def test_graphs_pdl_and_split_kv_agree(builder):
     assert plain.pos == graph.pos == len(tokens) + 5 and plain.next_token() == graph.next_token()
 
 
-@pytest.mark.parametrize("dim,heads,splits", [(512, 4, 2), (1024, 8, 2)])     # 1 and 2 o rows a thread
-def test_attention_and_o_in_one_launch_match_the_reference_and_two_launches(builder, dim, heads, splits):
-    """rope_attention_o (q4f16_1; dim = slices x 256 threads x rows a thread): against the float64
-    reference, past the context where split-KV slices merge before o reads a head's output; the
-    same launches eagerly and without programmatic launch give the same bits (the heads' partial
-    rows are added in head order), and two launches agree to fp16 rounding."""
-    from autosched.engine.engine import Engine
-    cfg = LlamaConfig(dim=dim, hidden_dim=704, n_layers=2, n_heads=heads, n_kv_heads=heads // 2, vocab_size=512,
-                      seq_len=512)
-    w = random_weights(cfg, 7)
-    # verify=1: every engine serves rank's first GEMV configs, so only the launches differ
-    fused = Engine(cfg, w, "q4f16_1", builder=builder, splits=splits, verify=1)
-    eager = Engine(cfg, w, "q4f16_1", builder=builder, splits=splits, verify=1, graphs=False, pdl=False)
-    apart = Engine(cfg, w, "q4f16_1", builder=builder, splits=splits, verify=1, fuse_o=False)
-    assert fused.fused_o and eager.fused_o and not apart.fused_o
-    assert fused.kernels_per_step() == 4 * 2 + 3 and apart.kernels_per_step() == 5 * 2 + 3
-    assert "in the attention's launch" in fused.describe()[0]
-    ref = ReferenceDecoder(cfg, quantized_model(w, "q4f16_1"))
-    tokens = np.random.default_rng(1).integers(0, 512, 180)        # past 128 positions: 2 slices
-    worst_ref = worst_apart = 0.0
-    for t in tokens:
-        a, b, c = (e.step(int(t)).cpu().numpy().astype(np.float64) for e in (fused, eager, apart))
-        want = ref.step(int(t))
-        assert np.array_equal(a, b)
-        worst_ref = max(worst_ref, float(np.abs(a - want).max() / np.abs(want).max()))
-        worst_apart = max(worst_apart, float(np.abs(a - c).max() / np.abs(c).max()))
-    assert worst_ref < TOL["q4f16_1"] and worst_apart < TOL["q4f16_1"]
-    fused.decode(5)
-    eager.decode(5)
-    assert fused.next_token() == eager.next_token()
-
-
-def test_attention_and_o_fusion_refusals(weights, builder):
-    from autosched.engine.engine import Engine
-    assert not Engine(CFG, weights, "q4f16_1", builder=builder).fused_o     # dim 128: not 256 x slices
-    with pytest.raises(ValueError, match="fuse_o: .*multiple of"):
-        Engine(CFG, weights, "q4f16_1", builder=builder, fuse_o=True)
-    with pytest.raises(ValueError, match="fuse_o: .*q4f16_1"):
-        Engine(CFG, weights, "fp16", builder=builder, fuse_o=True)
-
-
 def test_context_full_and_bad_tokens(weights, builder):
     from autosched.engine.engine import Engine
     cfg = LlamaConfig(dim=128, hidden_dim=352, n_layers=1, n_heads=4, n_kv_heads=4, vocab_size=512, seq_len=4)

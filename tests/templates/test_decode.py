@@ -81,28 +81,3 @@ def test_attention_blocks_per_sm_matches_the_kernel():
     m = re.search(r"constexpr int ATTENTION_BLOCKS_PER_SM = (\d+);", text)
     assert m and int(m.group(1)) == dk.ATTENTION_BLOCKS_PER_SM
     assert "__launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)\nrope_attention(" in text
-
-
-def test_attention_o_compiles_for_7b_and_1b_shapes_and_refuses_others(tmp_path, h100):
-    arch, sms = h100.arch, h100.sm_count
-    specs = [dk.rope_attention_o_spec(4096, 32, 128, 8, arch, sms),      # Llama-2-7B: 2 rows a warp
-             dk.rope_attention_o_spec(2048, 32, 64, 8, arch, sms),       # Llama-3.2-1B: 1
-             dk.rope_attention_o_spec(1024, 8, 128, 2, arch, sms)]       # the GPU tests' model: 8
-    assert specs[0].name_expression == "rope_attention_o<256, 8, 2, 128, 2, 16>" and specs[0].grid == (32, 8, 1)
-    # a block's 16 rows of W_o (nibbles and their scales) and the merge's 2 floats a warp
-    assert specs[0].smem_bytes == 16 * 4096 // 2 + 16 * 128 * 2 + 64
-    assert specs[2].name_expression == "rope_attention_o<256, 8, 2, 128, 8, 4>"
-    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
-        for spec, binary in zip(specs, b.build_many(specs)):
-            assert binary.ok, (spec.name_expression, binary.error)
-            assert binary.resources.spills == 0 and binary.resources.registers <= 128
-    refuse = dk.attention_o_refusal
-    assert refuse(4096, 4096, 32, 128, 8, sms) is None
-    assert "not square" in refuse(4096, 2048, 16, 128, 8, sms)
-    assert "multiple of 256" in refuse(288, 288, 6, 48, 8, sms)
-    assert "multiple of 256" in refuse(5120, 5120, 40, 128, 4, sms)    # att would not fit the buffer
-    assert "whole rows for each of 8 warps" in refuse(768, 768, 12, 64, 5, sms)
-    assert "do not all fit at once" in refuse(4096, 4096, 64, 64, 8, sms)
-    assert "shared memory" in refuse(4096, 4096, 8, 512, 4, sms)
-    with pytest.raises(ValueError, match="rope_attention_o: dim 288"):
-        dk.rope_attention_o_spec(288, 6, 48, 8, arch, sms)
