@@ -202,8 +202,11 @@ class HgemmWgmmaTemplate(Template):
         out = {"tiles": tiles, "waves": tiles / device.sm_count,
                "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
                **tile_use(M, N, c["bm"], c["bn"])}
-        if "cluster" in c:             # only where the knobs exist: the features of other configs stay as they were
-            cl, dim = c["cluster"], c["cluster_dim"]
+        # with the knobs in the space, every config has the cluster features (one measured before
+        # the switch, from a recording or another shape, as cluster 1), so the cost model's rows
+        # keep one length; with the switch off the features stay as they were
+        if "cluster" in c or self.cluster():
+            cl, dim = c.get("cluster", 1), c.get("cluster_dim", "m")
             out.update({"cluster": cl, "cluster_n": int(cl == 2 and dim == "n"), "l2_bytes_saved": 0})
             if cl == 2:
                 units, _ = cluster_pairs(M, N, c["bm"], c["bn"], dim)

@@ -160,6 +160,14 @@ def test_features_carry_the_cluster_and_its_l2_saving(on, off, h100):
     plain = off.derived_features(C128, p, h100)
     one = on.derived_features({**C128, "cluster": 1, "cluster_dim": "m"}, p, h100)
     assert one == {**plain, "cluster": 1, "cluster_n": 0, "l2_bytes_saved": 0}
+    # a config measured without the knobs (a recording, another shape) reads as cluster 1 while they
+    # are in the space: the cost model's rows of a search mixing both keep one length (the GPU bench
+    # with the switch on failed in the cost model's np.asarray before, H100, 2026-11-26)
+    assert on.derived_features(C128, p, h100) == one
+    from autosched.search.cost_model import Featurizer
+    w = Hgemm.from_shape(BIG)
+    f = Featurizer(on.space(w, h100), w.params, lambda c, q: on.derived_features(c, q, h100))
+    assert f.matrix([C128, {**C128, "cluster": 2, "cluster_dim": "n"}]).shape[0] == 2
     f = on.derived_features({**C128, "cluster": 2, "cluster_dim": "m"}, p, h100)
     # 32 x 16 tiles: 16 pairs along M per tile column; each saves a 256 x 4096 B slot of 2 bytes
     assert f["l2_bytes_saved"] == 16 * 16 * 256 * 4096 * 2 == cluster_l2_bytes_saved(4096, 4096, 4096, 128, 256, 128, "m")
