@@ -124,6 +124,8 @@ def _hgemm_picks(template, workload, device) -> list[dict]:
         return _hgemm_wgmma_picks(template, workload, device)
     if template.family == "hgemm_stream":
         return _hgemm_stream_picks(template, workload, device)
+    if template.family == "hgemm_wgmma_nsplit":
+        return _hgemm_nsplit_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
     tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
@@ -159,6 +161,21 @@ def _hgemm_stream_picks(template, workload, device) -> list[dict]:
     picks = [max(cfgs, key=lambda c: (c["split_k"], smem(c))), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (registers_needed(c["rw"], c["mt"]), c["wn"] * c["wk"])),
              max(cfgs, key=lambda c: (c["wk"], c["kw"], c["split_k"]))]
+    picks += _default_and_random(template, workload, device)
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+
+
+def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
+    """The column-split wgmma template's corners: the smallest tile with the shortest ring and 32-byte
+    swizzle (the most CTAs, the halves 32 columns wide), the most shared memory, the most accumulators
+    a consumer thread, then the default and two random ones."""
+    from autosched.templates.hgemm_wgmma import smem_bytes
+    cfgs = template.space(workload, device).enumerate()
+    if not cfgs:
+        return []
+    smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+    picks = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
+             max(cfgs, key=lambda c: (c["bm"] * c["bn"], -c["group"]))]
     picks += _default_and_random(template, workload, device)
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
@@ -202,6 +219,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
     from autosched.templates.hgemm_stream import HgemmStreamTemplate
+    from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate, nsplit_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
@@ -234,7 +252,8 @@ def _families() -> dict[str, Family]:
         # is on (a candidate of tuning and selection, never the default: its space is empty on most shapes),
         # and hgemm_stream for the linear layer's few rows (M <= 256, nt): a candidate, never the default
         Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
-                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate()),
+                                *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
+                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -27,6 +27,11 @@
 #                                        # with them and without (at most ~580 s); when it passes and the bench's
 #                                        # vs-cuBLAS figure at M <= 256 rises, flip templates/hgemm_stream.py
 #                                        # DYN_STREAM_VERIFIED
+#   bash scripts/gpu_check.sh nsplit     # hgemm_wgmma_nsplit, consumers splitting the tile by columns (switch on
+#                                        # for the stage): GPU tests vs float64 in every layout, memcheck +
+#                                        # racecheck of its corners, then the hgemm bench on the three prefill
+#                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
+#                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
 #   bash scripts/gpu_check.sh cluster    # hgemm_wgmma clusters of 2 + TMA multicast (switch on for the stage): GPU
 #                                        # tests, memcheck and racecheck of pairs along m and n, timings of 4096^3
 #                                        # nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when it
@@ -194,6 +199,23 @@ dyn-stream)
   timeout ${DYNAMIC_S:-170} "$PY" -m autosched.benchmarks.dynamic --quick --out "$OUT/without-stream" \
     2>&1 | tee "$OUT/bench-dynamic-no-stream.log" | tail -8
   echo "rc=${PIPESTATUS[0]}"
+  ;;
+nsplit)
+  export AUTOSCHED_WGMMA_NSPLIT=1
+  stage "pytest hgemm_wgmma_nsplit"
+  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_nsplit_gpu.py 2>&1 \
+    | tee "$OUT/pytest-nsplit.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  # the registry's picks: the smallest tile on the shortest ring (halves 32 columns wide), the most
+  # shared memory, the largest tile; 300 x 264 is ragged in both, 296 x 264 tn BF16 MN-major A
+  TEMPLATES=hgemm_wgmma_nsplit PER_TEMPLATE=4 sanitize_both nsplit "hgemm_wgmma_nsplit corners" 40 "$SANITIZE_HGEMM" \
+    scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 128x520x264_bt
+  stage "bench: the prefill shapes under 91% of cuBLAS, wgmma / split-K / nsplit tuned"
+  timeout 300 "$PY" -m autosched bench hgemm --shapes 128x4096x4096_bt,512x4096x11008_bt,512x11008x4096_bt \
+    --time-per-shape 60 --split wgmma=0.6,mma=0,wmma=0,wgmma_splitk=0.3,stream=0,wgmma_nsplit=0.3 --out "$OUT" 2>&1 \
+    | grep -v -i warn | tee "$OUT/bench-nsplit.log" | tail -8
+  echo "rc=${PIPESTATUS[0]}"
+  unset AUTOSCHED_WGMMA_NSPLIT
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1

@@ -5,11 +5,13 @@ from autosched.templates.gemv_q4f16 import GemvQ4F16Template
 from autosched.templates.hgemm_mma import HgemmMmaTemplate
 from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate
 from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate
 from autosched.templates.hgemm_stream import HgemmStreamTemplate
 from autosched.templates.sgemm import SgemmTemplate
 
 # which templates serve which workload is the registry's (autosched/registry.py), not this package's
 __all__ = ["ArgSpec", "KernelSpec", "Template", "GemvQ4F16Template",
-           "HgemmMmaTemplate", "HgemmStreamTemplate", "HgemmWgmmaSplitKTemplate", "HgemmWgmmaTemplate",
+           "HgemmMmaTemplate", "HgemmStreamTemplate", "HgemmWgmmaNSplitTemplate", "HgemmWgmmaSplitKTemplate",
+           "HgemmWgmmaTemplate",
            "HgemmWmmaTemplate", "SgemmTemplate"]

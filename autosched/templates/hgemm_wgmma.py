@@ -265,9 +265,13 @@ class HgemmWgmmaTemplate(Template):
         return KernelSpec(
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(header), name_expression=expr,
-            grid=(grid, 1, 1), block=(128 * (cfg["consumers"] + 1), 1, 1),
+            grid=(grid, 1, 1), block=(self.threads(cfg), 1, 1),
             smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
             args=args, arch="sm_90a", cluster=cluster_shape)
+
+    def threads(self, cfg: dict) -> int:
+        """A producer warpgroup and the consumers."""
+        return 128 * (cfg["consumers"] + 1)
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:
         """(header, name expression, grid.x, cluster shape or None, arguments after M, N, K) of a

@@ -1,0 +1,101 @@
+"""The wgmma GEMM with its two consumer warpgroups splitting the tile by columns
+(kernels/hgemm_wgmma_nsplit.cuh): each multiplies every m64 block of the BM x BN tile by half of B's
+columns, so a 64-row tile still has two warpgroups issuing wgmma.  For prefill GEMMs of 128 rows:
+64 x 64 tiles give 128 CTAs for N = 4096, where hgemm_wgmma's two consumers split rows and need
+BM = 128 (64 CTAs); cuBLAS's kernel for that shape splits 64 x 64 tiles the same way (H100).
+
+A template of its own beside hgemm_wgmma, as split-K is: a knob of hgemm_wgmma would change its
+build id and config keys, so none of its recordings would count any more.  Knobs: hgemm_wgmma's
+without `consumers` (always two, by columns), BM 64 or 128, BN 64, 128 or 256 (a consumer's half is
+a wgmma N: 32, 64 or 128), at most 128 accumulators a consumer thread.
+
+Gated by NSPLIT_VERIFIED.  Its GPU stage (`bash scripts/gpu_check.sh nsplit`) passed on an H100 on
+2026-11-26 (tests vs float64 in every layout, memcheck and racecheck clean), but the switch stays
+off: tuned on the three prefill shapes under 91% of cuBLAS it beat hgemm_wgmma on none
+(128x4096x4096: 64 x 64 tiles on 128 CTAs 26.9 us, its best 26.7, hgemm_wgmma's 128 x 64 on 64 CTAs
+26.0), so in the family it would only take tuning time.  What cuBLAS's kernel has beside the column
+split is a cluster of two with TMA multicast (kernels/hgemm_wgmma_cluster.cuh pairs CTAs of
+hgemm_wgmma's row-split consumers only).
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.switches import env_switch
+from autosched.templates.base import Template
+from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaTemplate, bk_of, smem_bytes
+from autosched.workloads.base import WorkloadError
+
+# THE switch: off although `bash scripts/gpu_check.sh nsplit` passed (H100, 2026-11-26): it measured
+# no gain over hgemm_wgmma (see above).  AUTOSCHED_WGMMA_NSPLIT=1 in the environment tries it.
+NSPLIT_VERIFIED = False
+THREADS = 384           # a producer warpgroup and two consumers
+
+
+def nsplit_enabled() -> bool:
+    return env_switch("AUTOSCHED_WGMMA_NSPLIT", NSPLIT_VERIFIED)
+
+
+class HgemmWgmmaNSplitTemplate(HgemmWgmmaTemplate):
+    family = "hgemm_wgmma_nsplit"
+    header = "hgemm_wgmma_nsplit.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
+
+    def cluster(self) -> bool:
+        return False
+
+    def source_hash(self) -> str:
+        return Template.source_hash(self)
+
+    def default_on(self, device) -> bool:
+        # hgemm_wgmma's default serves untuned shapes; this one wins only where measured
+        return False
+
+    def _space(self, workload, device) -> Space:
+        M, N = workload.M, workload.N
+        knobs = [
+            Knob("bm", (64, 128), "rows of C a CTA tile holds: 1 or 2 m64 blocks, both consumers run each"),
+            Knob("bn", (64, 128, 256), "columns of C a CTA tile holds: each consumer takes half (its wgmma N)"),
+            Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
+            Knob("stages", (2, 3, 4, 5, 6, 7, 8), "slots in the TMA ring"),
+            Knob("group", (1, 4, 8, 16), "tile rows walked together by the persistent raster (L2 reuse)"),
+        ]
+        C = Constraint
+        tiles_m = lambda bm: -(-M // bm)  # noqa: E731
+        cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
+        rules = [
+            C(f"accumulators (BM / 64) x BN / 4 <= {MAX_ACC} a consumer thread, and BM x BN / 2 for the ring's "
+              "one-consumer layout", ("bm", "bn"), lambda bm, bn: (bm // 64) * bn // 2 <= MAX_ACC),
+            C("an MN-major B (stored (K, N)): a consumer's half of BN is whole K slices wide", ("bn", "swizzle"),
+              lambda bn, sw: workload.b_col or (bn // 2) % bk_of(sw) == 0),
+            C("BN no larger than the smallest tile width that covers N", ("bn",), lambda bn: bn == 64 or bn // 2 < N),
+            C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
+            C("raster group 1, or fewer than twice the tile rows of M", ("bm", "group"),
+              lambda bm, g: g == 1 or g // 2 < tiles_m(bm)),
+            C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
+              ("bm", "bn", "swizzle", "stages"), lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= cap),
+        ]
+        dev_why = self.device_refuses(device)
+        if dev_why is not None:
+            rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
+        return Space(knobs, rules)
+
+    def default_config(self, workload, device) -> dict:
+        """64 x 64 tiles, 128B swizzle, an 8-deep ring, raster group 1: the prefill shape's layout."""
+        why = self.device_refuses(device)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
+        return self.space(workload, device).nearest({"bm": 64, "bn": 64, "swizzle": 128, "stages": 8, "group": 1})
+
+    def kernel_values(self, workload, cfg: dict) -> dict:
+        """HgemmWgmmaNSplit's template arguments: hgemm_wgmma's without CONSUMERS (always two)."""
+        return {"BF16": workload.bf16, "A_MN": workload.a_col, "B_MN": 1 - workload.b_col, "BM": cfg["bm"],
+                "BN": cfg["bn"], "SWZ": cfg["swizzle"], "STAGES": cfg["stages"], "GROUP": cfg["group"]}
+
+    def threads(self, cfg: dict) -> int:
+        return THREADS
+
+    def _kernel(self, workload, cfg: dict, device) -> tuple:
+        tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
+        args = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
+        # persistent, a CTA per SM at most
+        return self.header, f"hgemm_wgmma_nsplit<{args}>", min(tiles, device.sm_count), None, ()
