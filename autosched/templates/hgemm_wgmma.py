@@ -288,6 +288,22 @@ class HgemmWgmmaTemplate(Template):
         return self.header, f"hgemm_wgmma<{targs}>", min(tiles, device.sm_count), None, ()
 
 
+class HgemmWgmmaVariant(HgemmWgmmaTemplate):
+    """A kernel of its own file beside hgemm_wgmma (its split-K, its column-split consumers): a
+    template of the hgemm family whose build id is its own header's (which inlines hgemm_wgmma.cuh),
+    whatever the cluster switch; no cluster knobs (its CTAs are not paired); never the default
+    (hgemm_wgmma's serves untuned shapes; a variant wins only where measured)."""
+
+    def cluster(self) -> bool:
+        return False
+
+    def source_hash(self) -> str:
+        return Template.source_hash(self)
+
+    def default_on(self, device) -> bool:
+        return False
+
+
 def template_args(values: dict) -> str:
     """The template arguments HgemmWgmma and its variants share, in their order."""
     return ", ".join(str(values[a]) for a in _ARG_ORDER)

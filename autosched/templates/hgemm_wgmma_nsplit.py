@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.switches import env_switch
-from autosched.templates.base import Template
-from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaTemplate, bk_of, smem_bytes
+from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant, bk_of, smem_bytes
 from autosched.workloads.base import WorkloadError
 
 # THE switch: off although `bash scripts/gpu_check.sh nsplit` passed (H100, 2026-11-26): it measured
@@ -36,19 +35,9 @@ def nsplit_enabled() -> bool:
     return env_switch("AUTOSCHED_WGMMA_NSPLIT", NSPLIT_VERIFIED)
 
 
-class HgemmWgmmaNSplitTemplate(HgemmWgmmaTemplate):
+class HgemmWgmmaNSplitTemplate(HgemmWgmmaVariant):
     family = "hgemm_wgmma_nsplit"
     header = "hgemm_wgmma_nsplit.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
-
-    def cluster(self) -> bool:
-        return False
-
-    def source_hash(self) -> str:
-        return Template.source_hash(self)
-
-    def default_on(self, device) -> bool:
-        # hgemm_wgmma's default serves untuned shapes; this one wins only where measured
-        return False
 
     def _space(self, workload, device) -> Space:
         M, N = workload.M, workload.N

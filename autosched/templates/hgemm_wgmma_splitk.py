@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.switches import env_switch
-from autosched.templates.base import ArgSpec, Template
-from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate, bk_of, template_args
+from autosched.templates.base import ArgSpec
+from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate, HgemmWgmmaVariant, bk_of, template_args
 from autosched.workloads.base import WorkloadError
 
 # THE split-K switch, read when the registry is built (registry._families): on since `bash
@@ -95,21 +95,9 @@ def k_slices_rule(K: int) -> Constraint:
                       lambda sw, sk: -(-K // bk_of(sw)) >= sk)
 
 
-class HgemmWgmmaSplitKTemplate(HgemmWgmmaTemplate):
+class HgemmWgmmaSplitKTemplate(HgemmWgmmaVariant):
     family = "hgemm_wgmma_splitk"
     header = "hgemm_wgmma_splitk.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
-
-    def cluster(self) -> bool:
-        # the split-K kernel's work units are not paired: never the cluster knobs, whatever their switch
-        return False
-
-    def source_hash(self) -> str:
-        # the split-K header's, whatever the cluster switch (hgemm_wgmma's becomes the cluster header's with it)
-        return Template.source_hash(self)
-
-    def default_on(self, device) -> bool:
-        # hgemm_wgmma's default serves untuned shapes; this one wins only where measured
-        return False
 
     def _space(self, workload, device) -> Space:
         base = super()._space(workload, device)
