@@ -76,12 +76,16 @@ def main(argv=None) -> int:
     print(f"step {plain_us:.1f} us without the profiler ({100 * limit_us / plain_us:.1f}% of the limit), "
           f"{traced_us:.1f} us traced; {len(events)} kernels traced, {table['steps']} whole steps")
     print("\n".join(format_table(table)))
+    pf = [(b, us) for b, us in eng.step_verification.get("attn_prefetch", [])]
+    if pf:
+        print("the step with attention streaming gate_up into the L2 (in-step verification): " +
+              ", ".join(f"{b / 2**20:.1f} MiB {us:.1f} us" for b, us in pf))
     print("\n".join(eng.describe(a.model)))
     if a.json:
         Path(a.json).write_text(json.dumps({
             "model": a.model, "format": a.fmt, "pdl": not a.no_pdl, "copy_gbps": bw, "weight_bytes": wb,
             "limit_us": limit_us, "step_us_plain": plain_us, "step_us_traced": traced_us, "setup_s": setup,
-            "table": table, "describe": eng.describe(a.model),
+            "table": table, "describe": eng.describe(a.model), "attn_prefetch_in_step": pf,
             "first_step": [[e.name[:80], e.start_us, e.end_us] for e in steps[0]] if steps else []}, indent=1))
     return 0
 

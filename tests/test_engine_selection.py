@@ -47,6 +47,7 @@ def fake_engine(monkeypatch, h100, step_us):
     eng.cfg, eng.fmt, eng.info, eng.act, eng.pdl, eng.splits = CFG, "q4f16_1", h100, "half", False, 1
     eng.dev, eng._graph, eng._stored_step, eng.graphs_enabled = torch.device("cpu"), None, None, True
     eng.candidates = cands
+    eng.attn_prefetch, eng.prefetch_choices = 0, (0,)
     eng.mm = {name: Matmul(name, "q4f16_1", *matmul_shapes(CFG)[name], "half", "half", h100,
                            choice=cs[0], epilogue=engine_mod.EPILOGUE[name]) for name, cs in cands.items()}
     for m in eng.mm.values():
@@ -60,7 +61,7 @@ def fake_engine(monkeypatch, h100, step_us):
         us = step_us[json.dumps(self.mm["qkv"].choice.config, sort_keys=True)]
         if us is None:
             raise RuntimeError("launch failed")
-        return us
+        return us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
     monkeypatch.setattr(Engine, "_step_us", step)
     builder = type("B", (), {"build_many": lambda self, specs: iter(specs)})()
     return eng, cfgs, builder, packed
@@ -115,3 +116,25 @@ def test_when_every_candidate_fails_the_engine_says_so_and_keeps_the_one_in_plac
         eng._verify_in_step({}, builder, None, db)
     assert eng.mm["qkv"].choice.config == cfgs[0] and packed == []
     assert db.stored == []
+
+
+@pytest.mark.parametrize("saves,want", [({0: 0.0, 4096: 3.0}, 4096), ({0: 0.0, 4096: -2.0}, 0)])
+def test_attention_prefetch_is_kept_only_where_the_step_is_faster_with_it(monkeypatch, h100, saves, want):
+    """After the matmuls, the step is timed with and without attention streaming gate_up into the
+    L2; the faster is served and both times are stored beside the matmuls'."""
+    times = {}
+    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
+    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): 20.0, key(cfgs[2]): 25.0, "prefetch saves": saves})
+    eng.prefetch_choices = (0, 4096)
+    db = FakeDb()
+    out = eng._verify_in_step({}, builder, None, db)
+    assert out["attn_prefetch"] == [(0, 20.0), (4096, 20.0 - saves[4096])]
+    assert eng.attn_prefetch == want
+    assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "attn_prefetch": [20.0, 20.0 - saves[4096]]}
+
+
+def test_gate_up_prefetch_bytes_follow_the_matrix():
+    # Llama-2-7B's gate_up (22016 x 4096 q4f16_1: 45 MB of words): the 16 MiB cap; a 1B's: 3/8 of it
+    assert engine_mod.gate_up_prefetch_bytes(22016, 4096, "q4f16_1") == 16 << 20
+    assert engine_mod.gate_up_prefetch_bytes(16384, 2048, "q4f16_1") == 3 * 16384 * 2048 // 16 // 16 * 16
+    assert engine_mod.gate_up_prefetch_bytes(16384, 2048, "fp16") == 16 << 20

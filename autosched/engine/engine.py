@@ -16,7 +16,9 @@ with x the float residual, x16 its copy in the activation type, ss the sums of s
 writes ss[0] and zeroes the rest), and the classifier's matrix carrying the final norm's weight.
 Every kernel is launched with programmatic dependent launch (kernels/pdl.cuh; pdl=False turns it
 off): a matmul streams the start of its weights into the L2 while the kernel before it finishes,
-and attention fetches its KV-cache rows while the qkv matmul finishes.  Attention is split over the
+and attention fetches its KV-cache rows while the qkv matmul finishes.  Attention may also stream
+the start of gate_up's weights into the L2 after its wait (HBM is idle while it runs at a short
+context): the step verification keeps that only where the step is faster with it.  Attention is split over the
 context (split-KV, slices merged in the same launch) once the context is long enough to give every
 slice 64 positions.
 
@@ -71,6 +73,19 @@ EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "r
 # bandwidth limit with 4 and 77.6% with 8 on one H100, 77.6% with 16 on another (2026-11-26); the
 # times are stored, so an engine of the same model and device pays the few seconds of timing once
 VERIFY = 8
+
+
+# attention's prefetch of gate_up (kernels/decode.cuh PdlWaitThenPrefetch), kept where the step is
+# faster with it: at most PREFETCH_MAX bytes, PREFETCH_SHARE of the matrix (H100, 7B q4f16_1: 8, 16,
+# 24 and 32 MB of gate_up's 45 tried, 16 best at +0.6 points of the bandwidth limit)
+PREFETCH_MAX = 16 << 20
+PREFETCH_SHARE = 0.375
+
+
+def gate_up_prefetch_bytes(n: int, k: int, fmt: str) -> int:
+    """Bytes of the gate_up matrix (n, k) in `fmt` attention asks the L2 for, a multiple of 16."""
+    size = n * k // 2 if fmt == "q4f16_1" else n * k * 2
+    return int(min(PREFETCH_MAX, PREFETCH_SHARE * size)) // 16 * 16
 
 
 def gemv_candidates(cfg: LlamaConfig, info, db, verify: int, fmt: str = "q4f16_1") -> dict:
@@ -151,6 +166,8 @@ class Engine:
         self.pdl = pdl and pdl_supported()
         self._graph = None
         self.prefill_backend = prefill_backend
+        self.attn_prefetch = 0           # bytes of gate_up's weights attention streams into the L2
+        self.prefetch_choices: tuple[int, ...] = (0,)
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -184,9 +201,14 @@ class Engine:
         from autosched.engine.matmul import TUNED_FORMATS
         self.candidates = (gemv_candidates(c, self.info, db, verify if not self.persistent else 1, self.fmt)
                            if self.fmt in TUNED_FORMATS else {})
+        if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
+            n, kk = shapes["gate_up"]
+            self.prefetch_choices = (0, gate_up_prefetch_bytes(n, kk, self.fmt))
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
             times, stored = self._stored_step
+            if "attn_prefetch" in times:
+                self.attn_prefetch = self.prefetch_choices[int(np.argmin(times["attn_prefetch"]))]
             self.verification = {name: (self._step_winner(name, times[name], stored) if name in times else cs[0], [])
                                  for name, cs in self.candidates.items()}
         elif self.candidates:
@@ -255,6 +277,7 @@ class Engine:
         and every candidate."""
         return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
                            "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
+                           "attn_prefetch": list(self.prefetch_choices),
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
@@ -263,7 +286,8 @@ class Engine:
         if db is None or not self._verified() or self._step_timing() is None:
             return None
         found = db.verification(self._verification_key())
-        if found is None or set(found[0]) != set(self._verified()):
+        want = set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
+        if found is None or set(found[0]) != want:
             return None
         return found
 
@@ -291,14 +315,15 @@ class Engine:
             return {}
         if self._stored_step is not None:
             times = self._stored_step[0]
-            return {nm: list(zip(self.candidates[nm], times[nm])) for nm in todo}
+            return {nm: list(zip(self.prefetch_choices if nm == "attn_prefetch" else self.candidates[nm], us))
+                    for nm, us in times.items()}
         steps, reps = timing
         cands = self.candidates
         # every candidate compiled in the pool before any timing
         list(builder.build_many([self._candidate(nm, c).spec for nm in todo for c in cands[nm]
                                  if c.config != self.mm[nm].choice.config]))
-        task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo)) \
-            if progress else None
+        task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +
+                                 len(self.prefetch_choices) - 1) if progress else None
         out, times = {}, {}
         for name in todo:
             winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
@@ -309,6 +334,18 @@ class Engine:
             times[name] = us
             self._serve(name, winner, weights, builder)
             out[name] = list(zip(cands[name], us))
+        if len(self.prefetch_choices) > 1:
+            # with the served configs: attention streaming the start of gate_up's weights into the L2,
+            # or not (it pays on the 7B and may not on a model whose attention is short)
+            us = []
+            for b in self.prefetch_choices:
+                self.attn_prefetch = b
+                us.append(self._step_us(steps, reps))
+                if task is not None and b:
+                    progress.advance(task)
+            self.attn_prefetch = self.prefetch_choices[int(np.argmin(us))]
+            times["attn_prefetch"] = us
+            out["attn_prefetch"] = list(zip(self.prefetch_choices, us))
         if db is not None and all(u is not None for us in times.values() for u in us):
             db.add_verification(self._verification_key(), times)
         self._graph = None
@@ -457,13 +494,22 @@ class Engine:
             mm["qkv"](stream, layer, self.qkv, self.x16, norm(2 * layer))
             k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
                                ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
-                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads))
+                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads),
+                               *self._prefetch_args(layer))
             mm["o"](stream, layer, self.x16, self.att, residual(2 * layer + 1))
             mm["gate_up"](stream, layer, self.hb, self.x16, norm(2 * layer + 1))
             mm["down"](stream, layer, self.x16, self.hb, residual(2 * layer + 2))
         mm["cls"](stream, 0, self.logits, self.x16, norm(2 * c.n_layers))
         k["argmax"](stream, ptr(self.logits_f), ptr(self.logits), i32(c.vocab_size), ptr(self.token), ptr(self.pos_d),
                     ptr(self.best_v), ptr(self.best_i), ptr(self.best_count))
+
+    def _prefetch_args(self, layer: int) -> tuple:
+        """rope_attention's prefetch range: the start of layer `layer`'s gate_up weights (its
+        largest packed tensor), or none."""
+        if not self.attn_prefetch:
+            return np.uint64(0), np.int64(0)
+        t = max(self.mm["gate_up"].layers[layer].values(), key=lambda t: t.numel() * t.element_size())
+        return ptr(t), np.int64(min(self.attn_prefetch, t.numel() * t.element_size()))
 
     def _stream(self):
         import torch
@@ -601,8 +647,10 @@ class Engine:
                          f"{pi['blocks_per_sm']} an SM x {self.info.sm_count} SMs, {pi['registers']} registers, "
                          f"{pi['nsplit']} attention slices a head)")
         else:
+            pf = (f", attention streams {self.attn_prefetch / 2**20:.1f} MiB of gate_up into the L2"
+                  if self.attn_prefetch else "")
             lines.append(f"decode step: {self.kernels_per_step()} kernels ({'CUDA graph' if self.graphs_enabled else 'no graph'}"
-                         f", PDL {'on' if self.pdl else 'off'})")
+                         f", PDL {'on' if self.pdl else 'off'}{pf})")
         lines += (self.prefiller.describe() if self.prefiller
                   else [f"prefill: stepwise (no batched prefill for {self.fmt})"])
         note = untuned_note(self.untuned(), model, self.fmt)
