@@ -447,36 +447,55 @@ namespace autosched_decode {
 // one bulk prefetch: the next matmuls' weights stream in while attention, a chain of round trips at
 // a short context, leaves HBM idle (H100, 7B q4f16_1: 16 MB of gate_up's 45 moved the step 0.6
 // points of its bandwidth limit; o's own weights, already prefetched by o's blocks, nothing).
+// Share b of `shares` of [pf, pf + bytes) asked of the L2 in one bulk prefetch (16-byte aligned;
+// a tail under 16 bytes is left).
+__device__ __forceinline__ void prefetch_share_l2(const char* pf, long long bytes, long long b, long long shares) {
+#if __CUDA_ARCH__ >= 900
+  const long long share = ((bytes + shares - 1) / shares + 15) / 16 * 16;
+  const long long lo = b * share, hi = min(bytes / 16 * 16, lo + share);
+  if (hi > lo) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pf + lo), "r"((unsigned)(hi - lo)) : "memory");
+#endif
+}
+
 struct PdlWaitThenPrefetch {
   const char* pf;
   long long pf_bytes;
   __device__ __forceinline__ void operator()() const {
     grid_dependency_wait();
-#if __CUDA_ARCH__ >= 900
-    if (pf != nullptr && blockIdx.y == 0 && threadIdx.x == 0) {
-      const long long share = ((pf_bytes + gridDim.x - 1) / gridDim.x + 15) / 16 * 16;
-      const long long lo = blockIdx.x * share, hi = min(pf_bytes / 16 * 16, lo + share);
-      if (hi > lo)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pf + lo), "r"((unsigned)(hi - lo)) : "memory");
-    }
-#endif
+    if (pf != nullptr && blockIdx.y == 0 && threadIdx.x == 0) prefetch_share_l2(pf, pf_bytes, blockIdx.x, gridDim.x);
   }
 };
 }  // namespace autosched_decode
 
-// pf: nullptr, or 16-byte aligned weights to stream into the L2 after the wait (PdlWaitThenPrefetch).
-template <typename T, int THREADS, int KPRE, int PAIRS>
+// pf: nullptr, or 16-byte aligned weights to stream into the L2.  PFW, where: 0 the first slice's
+// blocks right after the wait (PdlWaitThenPrefetch); 1 the same blocks after their attention; 2
+// every block after its attention (or, its slice empty, after a wait), sharing the bytes.
+template <typename T, int THREADS, int KPRE, int PAIRS, int PFW = 0>
 __global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
                int head_size, int kv_mul, const char* pf, long long pf_bytes) {
   using namespace autosched_decode;
+  static_assert(PFW >= 0 && PFW <= 2, "PFW: after the wait, after the attention, or by every block");
   extern __shared__ float smem[];
   __shared__ float red[THREADS * 8];
   __shared__ unsigned ticket;
   grid_dependents_launch();
-  attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
-      out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
-      blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_bytes});
+  if constexpr (PFW == 0) {
+    attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
+        out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
+        blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_bytes});
+  } else {
+    attention_item<T, THREADS, PdlWait, KPRE, PAIRS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads,
+                                                    kv_dim, head_size, kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem,
+                                                    red, ticket, PdlWait{});
+    if (pf != nullptr && threadIdx.x == 0 && (PFW == 2 || blockIdx.y == 0)) {
+      grid_dependency_wait();
+      if constexpr (PFW == 2)
+        prefetch_share_l2(pf, pf_bytes, blockIdx.x + (long long)gridDim.x * blockIdx.y, (long long)gridDim.x * gridDim.y);
+      else
+        prefetch_share_l2(pf, pf_bytes, blockIdx.x, gridDim.x);
+    }
+  }
 }
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and
