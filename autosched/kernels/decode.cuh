@@ -467,35 +467,21 @@ struct PdlWaitThenPrefetch {
 };
 }  // namespace autosched_decode
 
-// pf: nullptr, or 16-byte aligned weights to stream into the L2.  PFW, where: 0 the first slice's
-// blocks right after the wait (PdlWaitThenPrefetch); 1 the same blocks after their attention; 2
-// every block after its attention (or, its slice empty, after a wait), sharing the bytes.
-template <typename T, int THREADS, int KPRE, int PAIRS, int PFW = 0>
+// pf: nullptr, or 16-byte aligned weights to stream into the L2 right after the wait
+// (PdlWaitThenPrefetch; issued after the attention instead, or by every block, the 7B step was
+// slower: H100, 2026-11-26).
+template <typename T, int THREADS, int KPRE, int PAIRS>
 __global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
                int head_size, int kv_mul, const char* pf, long long pf_bytes) {
   using namespace autosched_decode;
-  static_assert(PFW >= 0 && PFW <= 2, "PFW: after the wait, after the attention, or by every block");
   extern __shared__ float smem[];
   __shared__ float red[THREADS * 8];
   __shared__ unsigned ticket;
   grid_dependents_launch();
-  if constexpr (PFW == 0) {
-    attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
-        out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
-        blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_bytes});
-  } else {
-    attention_item<T, THREADS, PdlWait, KPRE, PAIRS>(out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads,
-                                                    kv_dim, head_size, kv_mul, blockIdx.x, blockIdx.y, gridDim.y, smem,
-                                                    red, ticket, PdlWait{});
-    if (pf != nullptr && threadIdx.x == 0 && (PFW == 2 || blockIdx.y == 0)) {
-      grid_dependency_wait();
-      if constexpr (PFW == 2)
-        prefetch_share_l2(pf, pf_bytes, blockIdx.x + (long long)gridDim.x * blockIdx.y, (long long)gridDim.x * gridDim.y);
-      else
-        prefetch_share_l2(pf, pf_bytes, blockIdx.x, gridDim.x);
-    }
-  }
+  attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
+      out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
+      blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_bytes});
 }
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and
