@@ -256,8 +256,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
         def f():
             st = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
             kernels[splits](st, ptr(out), ptr(part), ptr(count), ptr(qkv), ptr(kc), ptr(vc), ptr(pos), ptr(cs),
-                            np.int32(H), np.int32(H * hs), np.int32(hs), np.int32(1), np.uint64(0), np.int32(1), np.int64(0),
-                            np.int64(0))
+                            np.int32(H), np.int32(H * hs), np.int32(hs), np.int32(1), np.uint64(0), np.int64(0))
         return f
 
     def time_it(f):

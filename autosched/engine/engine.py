@@ -507,9 +507,9 @@ class Engine:
         """rope_attention's prefetch range: the start of layer `layer`'s gate_up weights (its
         largest packed tensor), or none."""
         if not self.attn_prefetch:
-            return np.uint64(0), np.int32(1), np.int64(0), np.int64(0)
+            return np.uint64(0), np.int64(0)
         t = max(self.mm["gate_up"].layers[layer].values(), key=lambda t: t.numel() * t.element_size())
-        return ptr(t), np.int32(1), np.int64(0), np.int64(min(self.attn_prefetch, t.numel() * t.element_size()))
+        return ptr(t), np.int64(min(self.attn_prefetch, t.numel() * t.element_size()))
 
     def _stream(self):
         import torch

@@ -457,23 +457,12 @@ __device__ __forceinline__ void prefetch_share_l2(const char* pf, long long byte
 #endif
 }
 
-// The wait, then (pf non-null) weights asked of the L2 by the first slice's blocks (a block of every
-// head exists at any context and gets past its wait): `tiles` chunks of `chunk` bytes, `stride`
-// apart, one bulk prefetch each, spread over the lanes of warp 0 of those blocks (tiles == 1: the
-// chunk cut into a share a block, thread 0 issuing it).
 struct PdlWaitThenPrefetch {
   const char* pf;
-  int tiles;
-  long long stride, chunk;
+  long long pf_bytes;
   __device__ __forceinline__ void operator()() const {
     grid_dependency_wait();
-    if (pf == nullptr || blockIdx.y != 0) return;
-    if (tiles == 1) {
-      if (threadIdx.x == 0) prefetch_share_l2(pf, chunk, blockIdx.x, gridDim.x);
-    } else if (threadIdx.x < 32) {
-      for (long long t = blockIdx.x * 32ll + threadIdx.x; t < tiles; t += 32ll * gridDim.x)
-        prefetch_share_l2(pf + t * stride, chunk, 0, 1);
-    }
+    if (pf != nullptr && blockIdx.y == 0 && threadIdx.x == 0) prefetch_share_l2(pf, pf_bytes, blockIdx.x, gridDim.x);
   }
 };
 }  // namespace autosched_decode
@@ -484,7 +473,7 @@ struct PdlWaitThenPrefetch {
 template <typename T, int THREADS, int KPRE, int PAIRS>
 __global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
 rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p, const float2* __restrict__ rope_cs, int n_heads, int kv_dim,
-               int head_size, int kv_mul, const char* pf, int pf_tiles, long long pf_stride, long long pf_chunk) {
+               int head_size, int kv_mul, const char* pf, long long pf_bytes) {
   using namespace autosched_decode;
   extern __shared__ float smem[];
   __shared__ float red[THREADS * 8];
@@ -492,7 +481,7 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   grid_dependents_launch();
   attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
       out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
-      blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_tiles, pf_stride, pf_chunk});
+      blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_bytes});
 }
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and
