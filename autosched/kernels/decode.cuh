@@ -187,7 +187,7 @@ embed_norm(float* x, T* xa, double* ss, int n_ss, const float* __restrict__ tabl
 constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 
 // Dynamic shared memory: at least 2 * THREADS / 32 floats, each warp's max and sum for the merge
-// (templates/decode.py: attention_smem_bytes; the persistent step's buffer is larger).
+// (templates/decode.py: attention_smem_bytes; the persistent step's buffer, a chunk of rows, is larger).
 // head_size * sizeof(T) must be a multiple of 16 (the launcher checks), head_size <= THREADS.
 // Split-KV: past 2 * KPRE * THREADS / 32 positions, of the gridDim.y blocks of a head, as many as
 // give slices of >= 64 positions take a slice of the context each and write a partial (max, sum,

@@ -131,8 +131,8 @@ __device__ __forceinline__ unsigned long long global_ns() {
 #define AUTOSCHED_MARK_END(p) ((void)0)
 #endif
 
-// Dynamic shared memory: max(3 * head_size + slice, CHUNK) floats, slice = max(ceil(seq_len /
-// nsplit), min(seq_len, 64)) (attention_item's scores) -- the host sizes it.
+// Dynamic shared memory: max(2 * THREADS / 32, CHUNK) floats (attention_item's merge, a chunk of
+// finished rows) -- the host sizes it.
 // part: (n_heads, nsplit, head_size + 2) floats; count: n_heads tickets, 0 between steps;
 // best_v, best_i: gridDim.x each; best_count: 1 ticket; bar: 2 words (grid_sync).
 // wt: (n_layers, 4) weight pointers (qkv, o, gate_up, down); caches (n_layers, seq_len, kv_dim).

@@ -13,7 +13,7 @@ this way): `refusal(cfg, fmt)` says why a model or format cannot take it.
 from __future__ import annotations
 
 from autosched.templates.base import KernelSpec, kernel_source
-from autosched.templates.decode import attention_pairs
+from autosched.templates.decode import attention_pairs, attention_smem_bytes
 
 HEADER = "persistent_step.cuh"
 THREADS = 256          # attention_item's merge buffer takes at most 256
@@ -22,7 +22,6 @@ CHUNK = 256            # rows a block finishes at a time (floats of shared memor
 UNROLL = 4             # 16-byte weight loads in flight per lane
 KPRE = 4               # positions each warp of attention_item has in flight (rope_attention: 8)
 FORMATS = ("fp16",)
-SMEM_BUDGET = 48 * 1024     # dynamic shared memory the attention slices are sized to stay under
 
 # H100 / sm_90 SM limits used by the occupancy model (the driver's answer wins on a GPU)
 SM_REGISTERS = 65536
@@ -50,28 +49,21 @@ def refusal(cfg, fmt: str) -> str | None:
     return None
 
 
-def attention_floats(cfg, nsplit: int) -> int:
-    """attention_item's dynamic floats: q, k, v of a head and the scores of a slice."""
-    return 3 * cfg.head_size + max(-(-cfg.seq_len // nsplit), min(cfg.seq_len, 64))
+def attention_floats() -> int:
+    """attention_item's dynamic floats: each warp's running max and sum for the merge (the scores
+    stay in registers, so neither the context nor the slice enters)."""
+    return attention_smem_bytes(THREADS) // 4
 
 
-def smem_bytes(cfg, nsplit: int) -> int:
-    return 4 * max(attention_floats(cfg, nsplit), CHUNK)
-
-
-def min_splits(cfg) -> int:
-    """Fewest slices a head whose shared memory stays within SMEM_BUDGET: the launch's dynamic
-    shared memory (and so the occupancy) is sized for it; more slices only use less."""
-    s = 1
-    while smem_bytes(cfg, s) > SMEM_BUDGET:
-        s += 1
-    return s
+def smem_bytes() -> int:
+    """The step's dynamic shared memory: a CHUNK of finished rows, or the attention's merge."""
+    return 4 * max(attention_floats(), CHUNK)
 
 
 def persistent_splits(cfg, grid: int) -> int:
-    """Slices a head: as many as give every block of the grid an item (none shorter than 32
-    positions), never fewer than min_splits."""
-    return max(min_splits(cfg), min(grid // cfg.n_heads, cfg.seq_len // 32), 1)
+    """Slices a head: as many as give every block of the grid an item, none shorter than 32
+    positions."""
+    return max(min(grid // cfg.n_heads, cfg.seq_len // 32), 1)
 
 
 def blocks_per_sm(registers: int, threads: int, smem: int, static_smem: int = 0) -> int:
@@ -132,5 +124,5 @@ def persistent_step_spec(cfg, arch: str, phase_times: bool = False) -> KernelSpe
     expr = f"persistent_step<{THREADS}, {MIN_BLOCKS}, {CHUNK}, {UNROLL}, {KPRE}, {attention_pairs(cfg.head_size)}>"
     return KernelSpec(family="decode", workload_key="decode:persistent_step", config=(("kernel", expr),),
                       source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(THREADS, 1, 1),
-                      smem_bytes=smem_bytes(cfg, min_splits(cfg)), args=(), arch=arch,
+                      smem_bytes=smem_bytes(), args=(), arch=arch,
                       options=(PHASE_TIMES_MACRO,) if phase_times else ())
