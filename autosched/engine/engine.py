@@ -31,7 +31,7 @@ Engine(..., persistent=True) (fp16 only, opt-in) runs the whole step as one coop
 instead (kernels/persistent_step.cuh: the same phases, a grid-wide barrier between them, one
 launch a step, still reading token and pos from memory and captured in the graph the same way).
 
-A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (4) best configs the
+A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (8) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
 (engine/verify.py) and then inside the engine's own step (Engine._verify_in_step); the step's
 times are stored in the database, so the next engine of the same model, device and candidates
