@@ -1,5 +1,6 @@
-"""What the GPU tests of the dispatched GEMMs (prefill on wgmma, dynamic split-K and stream) share: the
-float64 check, a dispatcher of handmade micro-kernels, and torch's current stream for cuda.core."""
+"""What the GPU tests of the GEMMs share: the float64 check, a dispatcher of handmade micro-kernels,
+torch's current stream for cuda.core (the dispatched GEMMs: prefill on wgmma, dynamic split-K and
+stream), and a template's configs measured through the worker (the wgmma variants)."""
 
 
 def assert_matches_float64(y, x, w) -> None:
@@ -46,3 +47,36 @@ def current_stream():
     import torch
     from cuda.core import Stream
     return Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+
+
+def measure_each(template, cases, cache_dir) -> list:
+    """Every (info, workload, config) that cases(device) yields, rendered by `template`, built in
+    parallel, then checked against float64, timed and checked again by one GPU worker: [(info + (the
+    kernel's name,), Measurement or None)].  Skips the test module where the GPU has no such kernel."""
+    import pytest
+
+    from autosched.build import BuildCache, Builder
+    from autosched.measure.gpu import GpuRunner
+    from autosched.measure.protocol import Protocol
+    with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=2, repeat=10), timeout_s=60) as runner, \
+            Builder(cache=BuildCache(cache_dir)) as builder:
+        dev = runner.device_info
+        if template.device_refuses(dev):
+            pytest.skip(template.device_refuses(dev))
+        items, what = [], {}
+        for info, w, c in cases(dev):
+            spec = template.render(w, c, dev)
+            what[len(items)] = (*info, spec.name_expression)
+            items.append((len(items), spec, builder.submit(spec)))
+        results = dict(runner.measure_stream(items))
+    return [(info, results.get(i)) for i, info in what.items()]
+
+
+def assert_all_ok(rows) -> None:
+    """Of measure_each's rows: none lost (the worker never answered), none failed (the first few
+    failures shown with their error)."""
+    lost = [info for info, m in rows if m is None]
+    assert not lost, f"{len(lost)} configs never came back, e.g. {lost[:2]}"
+    bad = [(*info, m.status.value, f"max_abs_err={m.max_abs_err}", (m.error or "")[:300]) for info, m in rows
+           if not m.ok]
+    assert not bad, f"{len(bad)} of {len(rows)} failed:\n" + "\n".join(map(str, bad[:6]))

@@ -9,12 +9,10 @@ import random
 
 import pytest
 
-from autosched.build import BuildCache, Builder
-from autosched.measure.gpu import GpuRunner
-from autosched.measure.protocol import Protocol
 from autosched.templates import HgemmWgmmaNSplitTemplate
 from autosched.templates.hgemm_wgmma import smem_bytes
 from autosched.workloads import Hgemm
+from gemm_checks import assert_all_ok, measure_each
 
 pytestmark = pytest.mark.gpu
 
@@ -37,30 +35,17 @@ def picks(t, w, device):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    t = HgemmWgmmaNSplitTemplate()
-    with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=2, repeat=10), timeout_s=60) as runner, \
-            Builder(cache=BuildCache(tmp_path_factory.mktemp("nsplit"))) as builder:
-        dev = runner.device_info
-        if t.device_refuses(dev):
-            pytest.skip(t.device_refuses(dev))
-        items, what = [], {}
+    def cases(dev):
         for shape in SHAPES:
             w = Hgemm.from_shape(shape)
-            for c in picks(t, w, dev):
-                spec = t.render(w, c, dev)
-                what[len(items)] = (shape, c, spec.name_expression, smem_bytes(c["bm"], c["bn"], c["swizzle"],
-                                                                               c["stages"]))
-                items.append((len(items), spec, builder.submit(spec)))
-        results = dict(runner.measure_stream(items))
-    return [(info, results.get(i)) for i, info in what.items()]
+            yield from (((shape, c, smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])), w, c)
+                        for c in picks(t, w, dev))
+    t = HgemmWgmmaNSplitTemplate()
+    return measure_each(t, cases, tmp_path_factory.mktemp("nsplit"))
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_column_split_consumers_are_correct(measured, shape):
     rows = [(info, m) for info, m in measured if info[0] == shape]
     assert len(rows) >= 4, f"{shape}: {len(rows)} configs picked"
-    lost = [info for info, m in rows if m is None]
-    assert not lost, f"{len(lost)} configs never came back, e.g. {lost[:2]}"
-    bad = [(*info, m.status.value, f"max_abs_err={m.max_abs_err}", (m.error or "")[:300]) for info, m in rows
-           if not m.ok]
-    assert not bad, f"{len(bad)} of {len(rows)} failed:\n" + "\n".join(map(str, bad[:6]))
+    assert_all_ok(rows)

@@ -9,12 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from autosched.build import BuildCache, Builder
-from autosched.measure.gpu import GpuRunner
-from autosched.measure.protocol import Protocol
+from autosched.build import Builder
 from autosched.templates import HgemmWgmmaSplitKTemplate
 from autosched.templates.hgemm_wgmma import smem_bytes
 from autosched.workloads import Hgemm
+from gemm_checks import assert_all_ok, measure_each
 
 pytestmark = pytest.mark.gpu
 
@@ -37,33 +36,20 @@ def picks(t, w, device, split_k):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    t = HgemmWgmmaSplitKTemplate()
-    with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=2, repeat=10), timeout_s=60) as runner, \
-            Builder(cache=BuildCache(tmp_path_factory.mktemp("splitk"))) as builder:
-        dev = runner.device_info
-        if t.device_refuses(dev):
-            pytest.skip(t.device_refuses(dev))
-        items, what = [], {}
+    def cases(dev):
         for shape in SHAPES:
             w = Hgemm.from_shape(shape)
             for sk in SPLITS:
-                for c in picks(t, w, dev, sk):
-                    spec = t.render(w, c, dev)
-                    what[len(items)] = (shape, sk, c, spec.name_expression)
-                    items.append((len(items), spec, builder.submit(spec)))
-        results = dict(runner.measure_stream(items))
-    return [(info, results.get(i)) for i, info in what.items()]
+                yield from (((shape, sk, c), w, c) for c in picks(t, w, dev, sk))
+    t = HgemmWgmmaSplitKTemplate()
+    return measure_each(t, cases, tmp_path_factory.mktemp("splitk"))
 
 
 @pytest.mark.parametrize("split_k", SPLITS)
 def test_split_k_is_correct_and_resets_its_counters(measured, split_k):
     rows = [(info, m) for info, m in measured if info[1] == split_k]
     assert {info[0] for info, _ in rows} == set(SHAPES), "every shape has configs of this split"
-    lost = [info for info, m in rows if m is None]
-    assert not lost, f"{len(lost)} configs never came back, e.g. {lost[:2]}"
-    bad = [(*info, m.status.value, f"max_abs_err={m.max_abs_err}", (m.error or "")[:300]) for info, m in rows
-           if not m.ok]
-    assert not bad, f"{len(bad)} of {len(rows)} failed:\n" + "\n".join(map(str, bad[:6]))
+    assert_all_ok(rows)
 
 
 def test_launchable_twice_on_the_same_workspace():
