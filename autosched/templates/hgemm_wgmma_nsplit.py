@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
 from autosched.switches import env_switch
-from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant, bk_of, smem_bytes
+from autosched.templates.hgemm_wgmma import MAX_ACC, HgemmWgmmaVariant, bk_of
 from autosched.workloads.base import WorkloadError
 
 # THE switch: off although `bash scripts/gpu_check.sh nsplit` passed (H100, 2026-11-26): it measured
@@ -40,32 +40,21 @@ class HgemmWgmmaNSplitTemplate(HgemmWgmmaVariant):
     header = "hgemm_wgmma_nsplit.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
 
     def _space(self, workload, device) -> Space:
-        M, N = workload.M, workload.N
-        knobs = [
-            Knob("bm", (64, 128), "rows of C a CTA tile holds: 1 or 2 m64 blocks, both consumers run each"),
-            Knob("bn", (64, 128, 256), "columns of C a CTA tile holds: each consumer takes half (its wgmma N)"),
-            Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
-            Knob("stages", (2, 3, 4, 5, 6, 7, 8), "slots in the TMA ring"),
-            Knob("group", (1, 4, 8, 16), "tile rows walked together by the persistent raster (L2 reuse)"),
-        ]
+        """hgemm_wgmma's space (its rules on N, M, the raster group, shared memory and the GPU) without
+        `consumers` and the rules that read it, BM and BN narrowed, and the column split's own rules."""
+        base = super()._space(workload, device)
+        narrowed = {
+            "bm": Knob("bm", (64, 128), "rows of C a CTA tile holds: 1 or 2 m64 blocks, both consumers run each"),
+            "bn": Knob("bn", (64, 128, 256), "columns of C a CTA tile holds: each consumer takes half (its wgmma N)"),
+        }
+        knobs = [narrowed.get(k.name, k) for k in base.knobs if k.name != "consumers"]
         C = Constraint
-        tiles_m = lambda bm: -(-M // bm)  # noqa: E731
-        cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
-        rules = [
+        rules = [c for c in base.constraints if "consumers" not in c.knobs] + [
             C(f"accumulators (BM / 64) x BN / 4 <= {MAX_ACC} a consumer thread, and BM x BN / 2 for the ring's "
               "one-consumer layout", ("bm", "bn"), lambda bm, bn: (bm // 64) * bn // 2 <= MAX_ACC),
             C("an MN-major B (stored (K, N)): a consumer's half of BN is whole K slices wide", ("bn", "swizzle"),
               lambda bn, sw: workload.b_col or (bn // 2) % bk_of(sw) == 0),
-            C("BN no larger than the smallest tile width that covers N", ("bn",), lambda bn: bn == 64 or bn // 2 < N),
-            C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
-            C("raster group 1, or fewer than twice the tile rows of M", ("bm", "group"),
-              lambda bm, g: g == 1 or g // 2 < tiles_m(bm)),
-            C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
-              ("bm", "bn", "swizzle", "stages"), lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= cap),
         ]
-        dev_why = self.device_refuses(device)
-        if dev_why is not None:
-            rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
         return Space(knobs, rules)
 
     def default_config(self, workload, device) -> dict:
