@@ -240,10 +240,6 @@ template <> struct Pair<float> {
   __device__ __forceinline__ static Raw zero() { return make_float2(0.f, 0.f); }
 };
 
-struct PdlWait {
-  __device__ __forceinline__ void operator()() const { grid_dependency_wait(); }
-};
-
 // KPRE: positions a warp has in flight (its first batch is loaded before wait()); PAIRS: dimension
 // pairs a lane holds, ceil(head_size / 64).
 template <typename T, int THREADS, typename Wait, int KPRE = 8, int PAIRS = 2>
@@ -442,11 +438,6 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
 }  // namespace autosched_decode
 
 namespace autosched_decode {
-// The wait, then (pf non-null) a share of [pf, pf + pf_bytes) asked of the L2 by thread 0 of each
-// block of the first slice (a block of every head exists at any context and gets past its wait) in
-// one bulk prefetch: the next matmuls' weights stream in while attention, a chain of round trips at
-// a short context, leaves HBM idle (H100, 7B q4f16_1: 16 MB of gate_up's 45 moved the step 0.6
-// points of its bandwidth limit; o's own weights, already prefetched by o's blocks, nothing).
 // Share b of `shares` of [pf, pf + bytes) asked of the L2 in one bulk prefetch (16-byte aligned;
 // a tail under 16 bytes is left).
 __device__ __forceinline__ void prefetch_share_l2(const char* pf, long long bytes, long long b, long long shares) {
@@ -457,6 +448,12 @@ __device__ __forceinline__ void prefetch_share_l2(const char* pf, long long byte
 #endif
 }
 
+// rope_attention's wait: the dependency wait, then (pf non-null) a share of [pf, pf + pf_bytes)
+// asked of the L2 by thread 0 of each block of the first slice (a block of every head exists at any
+// context and gets past its wait): the next matmuls' weights stream in while attention, a chain of
+// round trips at a short context, leaves HBM idle (H100, 7B q4f16_1: 16 MB of gate_up's 45 moved
+// the step 0.6 points of its bandwidth limit; o's own weights, already prefetched by o's blocks,
+// nothing).
 struct PdlWaitThenPrefetch {
   const char* pf;
   long long pf_bytes;
