@@ -48,8 +48,6 @@ def fake_engine(monkeypatch, h100, step_us):
     eng.dev, eng._graph, eng._stored_step, eng.graphs_enabled = torch.device("cpu"), None, None, True
     eng.candidates = cands
     eng.attn_prefetch, eng.prefetch_choices = 0, (0,)
-    eng.attn_sync, eng.sync_choices = "grid", ("grid",)
-    monkeypatch.setattr(Engine, "_setup_flags", lambda self, builder: None)
     eng.mm = {name: Matmul(name, "q4f16_1", *matmul_shapes(CFG)[name], "half", "half", h100,
                            choice=cs[0], epilogue=engine_mod.EPILOGUE[name]) for name, cs in cands.items()}
     for m in eng.mm.values():
@@ -63,8 +61,7 @@ def fake_engine(monkeypatch, h100, step_us):
         us = step_us[json.dumps(self.mm["qkv"].choice.config, sort_keys=True)]
         if us is None:
             raise RuntimeError("launch failed")
-        return (us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
-                - step_us.get("sync saves", {}).get(self.attn_sync, 0.0))
+        return us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
     monkeypatch.setattr(Engine, "_step_us", step)
     builder = type("B", (), {"build_many": lambda self, specs: iter(specs)})()
     return eng, cfgs, builder, packed
@@ -134,22 +131,6 @@ def test_attention_prefetch_is_kept_only_where_the_step_is_faster_with_it(monkey
     assert out["attn_prefetch"] == [(0, 20.0), (4096, 20.0 - saves[4096])]
     assert eng.attn_prefetch == want
     assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "attn_prefetch": [20.0, 20.0 - saves[4096]]}
-
-
-@pytest.mark.parametrize("saves,want", [({"flags": 4.0}, "flags"), ({"flags": -1.0}, "grid")])
-def test_attention_waiting_on_kv_groups_is_kept_only_where_the_step_is_faster(monkeypatch, h100, saves, want):
-    """Last, the step is timed with attention waiting on the qkv grid and on each kv group's rows;
-    the faster is served and both times are stored with the rest."""
-    times = {}
-    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
-    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): 20.0, key(cfgs[2]): 25.0, "sync saves": saves})
-    eng.sync_choices = ("grid", "flags")
-    db = FakeDb()
-    out = eng._verify_in_step({}, builder, None, db)
-    assert out["attn_sync"] == [("grid", 20.0), ("flags", 20.0 - saves["flags"])]
-    assert eng.attn_sync == want
-    assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "attn_sync": [20.0, 20.0 - saves["flags"]]}
-    assert '"attn_sync": ["grid", "flags"]' in eng._verification_key()
 
 
 def test_gate_up_prefetch_bytes_follow_the_matrix():

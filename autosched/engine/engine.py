@@ -53,7 +53,6 @@ from autosched.runtime import pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
-from autosched.templates.gemv_q4f16 import block_rows
 
 
 def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
@@ -169,9 +168,6 @@ class Engine:
         self.prefill_backend = prefill_backend
         self.attn_prefetch = 0           # bytes of gate_up's weights attention streams into the L2
         self.prefetch_choices: tuple[int, ...] = (0,)
-        self.attn_sync = "grid"          # what attention waits on: the qkv grid, or its kv groups' flags
-        self.sync_choices: tuple[str, ...] = ("grid",)
-        self.qkv_signal = None           # the qkv matmul that signals attention (_setup_flags)
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -208,15 +204,11 @@ class Engine:
         if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
             n, kk = shapes["gate_up"]
             self.prefetch_choices = (0, gate_up_prefetch_bytes(n, kk, self.fmt))
-            if self.fmt == "q4f16_1" and all(hs % block_rows(cand.config) == 0 for cand in self.candidates["qkv"]):
-                self.sync_choices = ("grid", "flags")
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
             times, stored = self._stored_step
             if "attn_prefetch" in times:
                 self.attn_prefetch = self.prefetch_choices[int(np.argmin(times["attn_prefetch"]))]
-            if "attn_sync" in times:
-                self.attn_sync = self.sync_choices[int(np.argmin(times["attn_sync"]))]
             self.verification = {name: (self._step_winner(name, times[name], stored) if name in times else cs[0], [])
                                  for name, cs in self.candidates.items()}
         elif self.candidates:
@@ -238,8 +230,6 @@ class Engine:
         if self.persistent:
             from autosched.templates.persistent import persistent_step_spec
             pre = [*pre, persistent_step_spec(c, arch)]
-        if "flags" in self.sync_choices:
-            specs["attn_flags"] = dk.rope_attention_spec(c.n_heads, hs, self.splits, act, arch, flags=True)
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values()), *pre]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
         for m in self.mm.values():
@@ -248,8 +238,6 @@ class Engine:
             self.prefiller.load(builder)
 
         self._pack(weights, list(self.mm), progress)
-        if self.attn_sync == "flags":
-            self._setup_flags(builder)
         self.embedding = as_torch(weights["token_embedding"], self.dev)
         torch.cuda.synchronize(self.dev)
 
@@ -289,7 +277,7 @@ class Engine:
         and every candidate."""
         return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
                            "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "attn_prefetch": list(self.prefetch_choices), "attn_sync": list(self.sync_choices),
+                           "attn_prefetch": list(self.prefetch_choices),
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
@@ -298,8 +286,7 @@ class Engine:
         if db is None or not self._verified() or self._step_timing() is None:
             return None
         found = db.verification(self._verification_key())
-        want = (set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
-                | ({"attn_sync"} if len(self.sync_choices) > 1 else set()))
+        want = set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
         if found is None or set(found[0]) != want:
             return None
         return found
@@ -328,15 +315,15 @@ class Engine:
             return {}
         if self._stored_step is not None:
             times = self._stored_step[0]
-            choices = {"attn_prefetch": self.prefetch_choices, "attn_sync": self.sync_choices}
-            return {nm: list(zip(choices.get(nm) or self.candidates[nm], us)) for nm, us in times.items()}
+            return {nm: list(zip(self.prefetch_choices if nm == "attn_prefetch" else self.candidates[nm], us))
+                    for nm, us in times.items()}
         steps, reps = timing
         cands = self.candidates
         # every candidate compiled in the pool before any timing
         list(builder.build_many([self._candidate(nm, c).spec for nm in todo for c in cands[nm]
                                  if c.config != self.mm[nm].choice.config]))
         task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +
-                                 len(self.prefetch_choices) + len(self.sync_choices) - 2) if progress else None
+                                 len(self.prefetch_choices) - 1) if progress else None
         out, times = {}, {}
         for name in todo:
             winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
@@ -359,42 +346,11 @@ class Engine:
             self.attn_prefetch = self.prefetch_choices[int(np.argmin(us))]
             times["attn_prefetch"] = us
             out["attn_prefetch"] = list(zip(self.prefetch_choices, us))
-        if len(self.sync_choices) > 1:
-            # attention waiting on the qkv matmul's grid, or on each kv group's rows (kernels/step_flags.cuh)
-            us = []
-            for mode in self.sync_choices:
-                if mode == "flags":
-                    self._setup_flags(builder)
-                self.attn_sync = mode
-                us.append(self._step_us(steps, reps))
-                if task is not None and mode != self.sync_choices[0]:
-                    progress.advance(task)
-            self.attn_sync = self.sync_choices[int(np.argmin(us))]
-            times["attn_sync"] = us
-            out["attn_sync"] = list(zip(self.sync_choices, us))
         if db is not None and all(u is not None for us in times.values() for u in us):
             db.add_verification(self._verification_key(), times)
         self._graph = None
         self.reset()
         return out
-
-    def _setup_flags(self, builder) -> None:
-        """The qkv matmul that counts its blocks a kv group for rope_attention_flags: the served
-        config and its packed weights (the same layout), in the signalling kernel."""
-        qkv = self.mm["qkv"]
-        m = Matmul("qkv", self.fmt, qkv.n, qkv.k, self.act, self.act, self.info, pdl=self.pdl, choice=qkv.choice,
-                   epilogue=EPILOGUE["qkv"], signal_head_size=self.cfg.head_size)
-        m.load(builder)
-        m.layers = qkv.layers
-        self.qkv_signal = m
-
-    def _flag_args(self) -> tuple:
-        """(qkv's signal arguments, attention's): the flags, the qkv layout, and the blocks a kv group."""
-        c = self.cfg
-        kv_mul = c.n_heads // c.n_kv_heads
-        target = (kv_mul + 2) * c.head_size // block_rows(self.qkv_signal.choice.config)
-        return ((ptr(self.flags), np.int32(c.n_heads * c.head_size), np.int32(c.kv_dim), np.int32(c.head_size),
-                 np.int32(kv_mul)), (ptr(self.flags), np.uint32(target)))
 
     def _candidate(self, name: str, choice):
         return Matmul(name, self.fmt, self.mm[name].n, self.mm[name].k, self.act, self.act, self.info,
@@ -436,8 +392,6 @@ class Engine:
         del cur
         torch.cuda.empty_cache()
         self._pack(weights, [name])
-        if name == "qkv":
-            self.qkv_signal = None      # signalled the old config
 
     def _step_us(self, steps: int, reps: int) -> float:
         """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""
@@ -466,7 +420,6 @@ class Engine:
         self.pos_d = z(1, torch.int32)
         self.part = z(c.n_heads * self.splits * (c.head_size + 2), torch.float32)
         self.count = z(c.n_heads, torch.int32)       # split-KV tickets; the last block resets its own
-        self.flags = z(2 * c.n_kv_heads, torch.int32)  # rope_attention_flags: per kv group, qkv blocks done, arrivals
         blocks = dk.argmax_blocks(c.vocab_size)        # argmax: each block's winner, and its ticket
         self.best_v, self.best_i, self.best_count = z(blocks, torch.float32), z(blocks, torch.int32), z(1, torch.int32)
         self.rope_cs = rope_table(c, dev)
@@ -536,16 +489,13 @@ class Engine:
         def residual(i):        # ... of a matmul whose sum feeds norm i
             return x, none, ss + np.uint64(8 * i), dim, eps
 
-        flags = self.attn_sync == "flags"
-        qkv, attn = (self.qkv_signal, k["attn_flags"]) if flags else (mm["qkv"], k["attn"])
-        qkv_sig, attn_sig = self._flag_args() if flags else ((), ())
         k["embed"](stream, x, ptr(self.x16), ss, i32(self.ss.numel()), ptr(self.embedding), ptr(self.token), dim)
         for layer in range(c.n_layers):
-            qkv(stream, layer, self.qkv, self.x16, norm(2 * layer), qkv_sig)
-            attn(stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
-                 ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
-                 i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads),
-                 *self._prefetch_args(layer), *attn_sig)
+            mm["qkv"](stream, layer, self.qkv, self.x16, norm(2 * layer))
+            k["attn"](stream, ptr(self.att), ptr(self.part), ptr(self.count), ptr(self.qkv), ptr(self.k_cache[layer]),
+                               ptr(self.v_cache[layer]), ptr(self.pos_d), ptr(self.rope_cs), i32(c.n_heads),
+                               i32(c.kv_dim), i32(c.head_size), i32(c.n_heads // c.n_kv_heads),
+                               *self._prefetch_args(layer))
             mm["o"](stream, layer, self.x16, self.att, residual(2 * layer + 1))
             mm["gate_up"](stream, layer, self.hb, self.x16, norm(2 * layer + 1))
             mm["down"](stream, layer, self.x16, self.hb, residual(2 * layer + 2))
@@ -591,7 +541,6 @@ class Engine:
     def reset(self) -> None:
         self.pos = 0
         self.pos_d.zero_()
-        self.flags.zero_()
 
     def step(self, token: int):
         """Feed `token` at the next position; the float32 logits (vocab,) on the GPU."""
@@ -700,7 +649,6 @@ class Engine:
         else:
             pf = (f", attention streams {self.attn_prefetch / 2**20:.1f} MiB of gate_up into the L2"
                   if self.attn_prefetch else "")
-            pf += ", attention waits on each kv group's qkv rows" if self.attn_sync == "flags" else ""
             lines.append(f"decode step: {self.kernels_per_step()} kernels ({'CUDA graph' if self.graphs_enabled else 'no graph'}"
                          f", PDL {'on' if self.pdl else 'off'}{pf})")
         lines += (self.prefiller.describe() if self.prefiller

@@ -25,7 +25,7 @@ from autosched.runtime import ptr
 from autosched.registry import templates_for
 from autosched.templates.decode import gemv_dense_spec
 from autosched.templates.epilogue import epilogue_id
-from autosched.templates.gemv_q4f16 import fused_spec, signal_spec
+from autosched.templates.gemv_q4f16 import fused_spec
 from autosched.workloads import GemvDense, GemvQ4F16
 
 # the epilogue arguments of a "store" matmul: no residual, no sums
@@ -54,12 +54,9 @@ class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store",
-                 signal_head_size: int | None = None):
+                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store"):
         """The q4f16_1 or fp16 config: `choice` (a selection.Candidate), else `config`, else rank's
-        first (database, recording, prediction, default).  signal_head_size (q4f16_1 with an
-        epilogue): the qkv matmul that counts its blocks a kv group for attention
-        (kernels/gemv_q4f16_signal.cuh); its call then takes the signal's arguments too."""
+        first (database, recording, prediction, default)."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.epilogue = epilogue
         epilogue_id(epilogue)           # refuse an unknown name before anything is built
@@ -76,10 +73,6 @@ class Matmul:
                 from autosched.templates.gemv_dense import GemvDenseTemplate, engine_spec
                 cfg = GemvDenseTemplate().space(self.workload, device_info).validate(self.choice.config)
                 self.spec = engine_spec(n, k, cfg, device_info.arch, epilogue=epilogue)
-            elif signal_head_size is not None:
-                if fmt != "q4f16_1" or epilogue == "store":
-                    raise ValueError("only a q4f16_1 matmul with an epilogue signals attention")
-                self.spec = signal_spec(self.workload, self.choice.config, device_info, epilogue, signal_head_size)
             elif epilogue == "store":
                 self.spec = templates_for(self.workload)[0].render(self.workload, self.choice.config, device_info)
             else:
@@ -123,17 +116,15 @@ class Matmul:
     def nbytes(self, layer: int) -> int:
         return sum(t.numel() * t.element_size() for t in self.layers[layer].values())
 
-    def __call__(self, stream, layer: int, out, x, epilogue_args: tuple = NO_EPILOGUE, signal_args: tuple = ()) -> None:
+    def __call__(self, stream, layer: int, out, x, epilogue_args: tuple = NO_EPILOGUE) -> None:
         """out = W_layer . x, then the epilogue, whose arguments (x residual, ss_in, ss_out: device
-        pointers; dim: int32; eps: float32) a fused matmul needs, and a signalling one's (flags:
-        device pointer; q_dim, kv_dim, head_size, kv_mul: int32)."""
+        pointers; dim: int32; eps: float32) a fused matmul needs."""
         p = self.layers[layer]
         if self.fmt == "q4f16_1":
             args = [ptr(out) if a.role == "output" else ptr(x) if a.name == "V" else ptr(p[a.name])
                     for a in self.spec.args]
             if self.epilogue != "store":
                 args += epilogue_args
-            args += signal_args
         else:
             args = [ptr(out), ptr(p["w"]), ptr(p["scale"]) if "scale" in p else np.uint64(0), ptr(x), np.int32(self.n),
                     np.int32(self.k), *epilogue_args]

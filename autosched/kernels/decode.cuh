@@ -24,7 +24,6 @@
 #include <cuda_fp16.h>
 #include "epilogue.cuh"
 #include "pdl.cuh"
-#include "step_flags.cuh"
 
 namespace autosched_decode {
 using autosched_pdl::grid_dependency_wait;
@@ -205,9 +204,8 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // its wait).
 //
 // attention_item is one block's work, (head h, slice split of nsplit): the kernel below runs one
-// a block, the persistent step (persistent_step.cuh) walks them.  `wait(splits)` is where the kernel
-// waits for its predecessor (splits: how many of the head's blocks get past their early return);
-// red holds THREADS * 8 floats, and `ticket` is a shared word.  Every early
+// a block, the persistent step (persistent_step.cuh) walks them.  `wait()` is where the kernel waits
+// for its predecessor; red holds THREADS * 8 floats, and `ticket` is a shared word.  Every early
 // return is uniform over the block.
 namespace autosched_decode {
 // Two consecutive elements of T: Raw is what a register holds between the load and the use.
@@ -298,7 +296,7 @@ __device__ __forceinline__ void attention_item(T* out, float* part, unsigned* co
   };
   const int first = t0 + w;
   load_batch(first);
-  wait(splits);
+  wait();
 
   // this step's q, k and v of the head (plain loads: the qkv matmul before us wrote them); RoPE on
   // q and k, k rounded to the cache type so that position pos scores the same now as in later steps
@@ -459,34 +457,9 @@ __device__ __forceinline__ void prefetch_share_l2(const char* pf, long long byte
 struct PdlWaitThenPrefetch {
   const char* pf;
   long long pf_bytes;
-  __device__ __forceinline__ void operator()(int) const {
+  __device__ __forceinline__ void operator()() const {
     grid_dependency_wait();
     if (pf != nullptr && blockIdx.y == 0 && threadIdx.x == 0) prefetch_share_l2(pf, pf_bytes, blockIdx.x, gridDim.x);
-  }
-};
-
-// rope_attention_flags' wait: instead of the grid dependency, thread 0 spins until the qkv matmul
-// (gemv_q4f16_signal) has counted `target` blocks of this head's kv group in flags[g]; then the
-// same prefetch.  flags holds a count a kv group, then an arrival count a group: the group's last
-// of its kv_mul * splits blocks to get here resets both (step_flags.cuh says why that is safe).
-struct FlagWaitThenPrefetch {
-  unsigned* flags;
-  unsigned target;
-  int kv_mul;
-  const char* pf;
-  long long pf_bytes;
-  __device__ __forceinline__ void operator()(int splits) const {
-    if (threadIdx.x == 0) {
-      const int g = blockIdx.x / kv_mul;
-      unsigned* arrive = flags + gridDim.x / kv_mul;
-      autosched_flags::spin_until(flags + g, target);
-      if (atomicAdd(arrive + g, 1u) == (unsigned)(kv_mul * splits - 1)) {
-        flags[g] = 0u;
-        arrive[g] = 0u;
-      }
-      if (pf != nullptr && blockIdx.y == 0) prefetch_share_l2(pf, pf_bytes, blockIdx.x, gridDim.x);
-    }
-    __syncthreads();
   }
 };
 }  // namespace autosched_decode
@@ -506,24 +479,6 @@ rope_attention(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T
   attention_item<T, THREADS, PdlWaitThenPrefetch, KPRE, PAIRS>(
       out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
       blockIdx.y, gridDim.y, smem, red, ticket, PdlWaitThenPrefetch{pf, pf_bytes});
-}
-
-// rope_attention whose blocks wait on their kv group's rows of the qkv matmul (FlagWaitThenPrefetch,
-// flags: 2 * n_heads / kv_mul words, zero between layers) instead of on its grid; the qkv matmul is
-// then gemv_q4f16_signal, which counts `target` blocks a group.
-template <typename T, int THREADS, int KPRE, int PAIRS>
-__global__ void __launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)
-rope_attention_flags(T* out, float* part, unsigned* count, const T* qkv, T* k_cache, T* v_cache, const int* pos_p,
-                     const float2* __restrict__ rope_cs, int n_heads, int kv_dim, int head_size, int kv_mul,
-                     const char* pf, long long pf_bytes, unsigned* flags, unsigned target) {
-  using namespace autosched_decode;
-  extern __shared__ float smem[];
-  __shared__ float red[THREADS * 8];
-  __shared__ unsigned ticket;
-  grid_dependents_launch();
-  attention_item<T, THREADS, FlagWaitThenPrefetch, KPRE, PAIRS>(
-      out, part, count, qkv, k_cache, v_cache, pos_p, rope_cs, n_heads, kv_dim, head_size, kv_mul, blockIdx.x,
-      blockIdx.y, gridDim.y, smem, red, ticket, FlagWaitThenPrefetch{flags, target, kv_mul, pf, pf_bytes});
 }
 
 // One warp per row, 16-byte weight loads, UNROLL loads in flight per lane, float accumulation, and

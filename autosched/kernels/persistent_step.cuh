@@ -75,7 +75,7 @@ __device__ __forceinline__ void grid_sync(unsigned* bar) {
 }
 
 struct NoWait {     // the phases before attention ran in this kernel, ordered by grid_sync
-  __device__ void operator()(int) const {}
+  __device__ void operator()() const {}
 };
 
 // [lo, hi): block b's span of `units` units over G blocks (every unit in exactly one span)

@@ -74,9 +74,7 @@ def attention_smem_bytes(threads: int) -> int:
 
 
 def rope_attention_spec(n_heads: int, head_size: int, splits: int, act: str, arch: str,
-                        threads: int | None = None, flags: bool = False) -> KernelSpec:
-    """rope_attention, or with `flags` rope_attention_flags: its blocks wait on their kv group's
-    rows of the qkv matmul (kernels/step_flags.cuh) instead of on the matmul's grid."""
+                        threads: int | None = None) -> KernelSpec:
     threads = threads or attention_threads(head_size)
     elem = 4 if act == "float" else 2
     if head_size * elem % 16:
@@ -86,9 +84,8 @@ def rope_attention_spec(n_heads: int, head_size: int, splits: int, act: str, arc
         raise ValueError(f"attention needs whole warps, head_size <= threads <= 256; got {threads} threads "
                          f"for head size {head_size}")
     smem = attention_smem_bytes(threads)
-    name = "rope_attention_flags" if flags else "rope_attention"
-    expr = f"{name}<{_ctype(act)}, {threads}, {attention_batch(act, head_size)}, {attention_pairs(head_size)}>"
-    return _spec(name, expr, arch, (n_heads, splits, 1), (threads, 1, 1), smem)
+    expr = f"rope_attention<{_ctype(act)}, {threads}, {attention_batch(act, head_size)}, {attention_pairs(head_size)}>"
+    return _spec("rope_attention", expr, arch, (n_heads, splits, 1), (threads, 1, 1), smem)
 
 
 def gemv_dense_spec(n: int, k: int, weight: str, act: str, out: str, arch: str, warps: int = 4,

@@ -259,25 +259,6 @@ def fused_spec(workload, config: dict, device, epilogue: str) -> KernelSpec:
         workload.K, cfg["tx"], cfg["ts"], cfg["tr"], cfg["tile_s"], cfg["v_shared"]))
 
 
-def signal_spec(workload, config: dict, device, epilogue: str, head_size: int) -> KernelSpec:
-    """gemv_q4f16_signal (kernels/gemv_q4f16_signal.cuh): fused_spec's kernel, each block then
-    counted done in its kv group's word of a flags buffer, the decode step's qkv matmul whose
-    attention waits on those counts.  The launcher appends flags, q_dim, kv_dim, head_size and
-    kv_mul to the fused kernel's arguments.  A block's rows must divide head_size (one group a block)."""
-    spec = fused_spec(workload, config, device, epilogue)
-    rows = block_rows(dict(spec.config))
-    if head_size % rows:
-        raise ValueError(f"the qkv matmul signals a kv group a block: a block's {rows} rows must divide the head "
-                         f"size {head_size}")
-    expr = "gemv_q4f16_signal<" + spec.name_expression.split("<", 1)[1]
-    return dataclasses.replace(spec, name_expression=expr, source=kernel_source("gemv_q4f16_signal.cuh"))
-
-
-def block_rows(cfg: dict) -> int:
-    """Rows of the matrix one block of the q4 GEMV owns."""
-    return cfg["ts"] * cfg["tile_s"]
-
-
 def family_of(cfg: dict) -> tuple:
     """The seed's template (load axis, compute axis) with the compute width and tx binding."""
     return (cfg["tx"], cfg["load"], cfg["compute"], cfg["vec_c"])

@@ -65,30 +65,6 @@ def test_graphs_pdl_and_split_kv_agree(builder):
     assert plain.pos == graph.pos == len(tokens) + 5 and plain.next_token() == graph.next_token()
 
 
-def test_attention_waiting_on_kv_groups_gives_the_same_logits(builder):
-    """rope_attention_flags after the signalling qkv matmul (kernels/step_flags.cuh) against
-    rope_attention after the plain one: the same logits bit for bit, eagerly and in the graph, at
-    one slice and past four split-KV slices, on a GQA model; the flags end every step at zero."""
-    from autosched.engine.engine import Engine
-    cfg = LlamaConfig(dim=256, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, seq_len=512)
-    w = random_weights(cfg, 5)
-    grid, graph, eager = (Engine(cfg, w, "q4f16_1", builder=builder, splits=5, graphs=g) for g in (True, True, False))
-    assert graph.sync_choices == ("grid", "flags"), graph.sync_choices
-    grid.attn_sync = "grid"
-    for e in (graph, eager):
-        e._setup_flags(builder)
-        e.attn_sync = "flags"
-    for e in (grid, graph, eager):
-        e._graph = None
-        e.reset()
-    tokens = np.random.default_rng(3).integers(0, 512, 300)     # past 4 x 64 positions: 5 slices
-    for t in tokens:
-        a, b, c = (e.step(int(t)).cpu().numpy() for e in (grid, graph, eager))
-        assert np.array_equal(a, b) and np.array_equal(a, c)
-        assert not graph.flags.any() and not eager.flags.any()
-    assert any("waits on each kv group" in ln for ln in graph.describe())
-
-
 def test_context_full_and_bad_tokens(weights, builder):
     from autosched.engine.engine import Engine
     cfg = LlamaConfig(dim=128, hidden_dim=352, n_layers=1, n_heads=4, n_kv_heads=4, vocab_size=512, seq_len=4)

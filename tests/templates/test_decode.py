@@ -15,7 +15,6 @@ def test_every_decode_kernel_compiles(tmp_path, h100):
         specs += [dk.embed_norm_spec(act, arch),
                   dk.rope_attention_spec(6, 48, 1, act, arch), dk.rope_attention_spec(32, 128, 9, act, arch),
                   dk.rope_attention_spec(32, 64, 8, act, arch), dk.rope_attention_spec(8, 256, 8, act, arch),
-                  dk.rope_attention_spec(32, 128, 8, act, arch, flags=True),
                   dk.argmax_spec(act, arch, 32000)]
         for w in ("fp32", "fp16", "int8"):
             specs += [dk.gemv_dense_spec(4096, 11008, w, act, act, arch, epilogue=e) for e in EPILOGUES]
@@ -33,8 +32,6 @@ def test_launch_shapes_and_refusals(h100):
     # a lane holds ceil(head_size / 64) dimension pairs; a warp up to 8 positions in flight
     assert a.name_expression == "rope_attention<__half, 256, 8, 2>"
     assert dk.rope_attention_spec(6, 48, 1, "float", arch).name_expression == "rope_attention<float, 256, 8, 1>"
-    assert dk.rope_attention_spec(32, 128, 4, "half", arch, flags=True).name_expression == \
-        "rope_attention_flags<__half, 256, 8, 2>"
     assert [dk.attention_pairs(hs) for hs in (32, 48, 64, 96, 128, 256)] == [1, 1, 1, 2, 2, 4]
     assert [dk.attention_batch(act, hs) for act in ("half", "float") for hs in (64, 128, 256)] == [8, 8, 4, 8, 4, 2]
     assert dk.rope_attention_spec(4, 32, 5, "float", arch, threads=64).smem_bytes == 4 * 2 * 2

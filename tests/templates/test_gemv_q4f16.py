@@ -307,31 +307,6 @@ def test_fused_variants_compile_for_every_template_family(tmp_path, gemv_templat
         tmod.fused_spec(w, odd, h100, "norm_swiglu")
 
 
-def test_signalling_qkv_variant_compiles_and_refuses_blocks_across_kv_groups(tmp_path, gemv_template, h100):
-    """gemv_q4f16_signal (the decode step's qkv matmul counting its blocks a kv group for attention)
-    compiles with the step's defines for a corner config of every template family whose block rows
-    divide the head size, and refuses a config whose blocks would straddle two groups."""
-    import dataclasses
-
-    from autosched.build import BuildCache, Builder
-    w = GemvQ4F16(768, 1024)                 # q 512 + k 128 + v 128 rows: head size 64, 4 heads a kv group
-    configs = gemv_template.space(w, h100).enumerate()
-    corners = {}
-    for c in tmod.extreme_configs([c for c in configs if 64 % tmod.block_rows(c) == 0]):
-        corners.setdefault(tmod.family_of(c), c)
-    specs = [dataclasses.replace(s, options=(*s.options, "-DAUTOSCHED_PDL"))
-             for s in (tmod.signal_spec(w, c, h100, "norm", 64) for c in corners.values())]
-    assert len(specs) >= 4 and all(s.name_expression.startswith("gemv_q4f16_signal<") for s in specs)
-    assert all('#include "' not in s.source and "signal_done" in s.source for s in specs)
-    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
-        for spec, binary in zip(specs, b.build_many(specs)):
-            assert binary.ok, (spec.name_expression, binary.error)
-            assert binary.resources.spills == 0, spec.name_expression
-    wide = next(c for c in configs if tmod.block_rows(c) == 128)
-    with pytest.raises(ValueError, match="must divide the head size 64"):
-        tmod.signal_spec(w, wide, h100, "norm", 64)
-
-
 @pytest.mark.parametrize("shape", ["1x32", "2x64", "3x96", "7x32"])
 def test_shapes_too_small_for_a_warp_are_refused_not_an_empty_space(h100, gemv_template, shape):
     """Found by tests/fuzz: these shapes had an empty space, and default_config died in min()."""
