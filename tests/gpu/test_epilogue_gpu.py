@@ -76,3 +76,44 @@ def test_epilogue_matches_float64(builder, fmt, epilogue):
             assert np.all(np.isfinite(got)), (fmt, epilogue, cfg, name)
             err = np.abs(got - want).max() / np.abs(want).max()
             assert err < (1e-6 if name == "ss" else tol), (fmt, epilogue, cfg, name, err)
+
+
+@pytest.mark.parametrize("epilogue", ["norm", "residual", "norm_swiglu"])
+def test_row_tiles_from_a_counter_match_one_tile_a_block(builder, epilogue):
+    """gemv_q4f16_dynamic (blocks take row tiles from a counter) against gemv_q4f16_fused on the
+    same packed weights and inputs, for corner configs of the space (a partial last tile among
+    them): the same outputs and residual bit for bit, the same sum of squares to its rounding, on
+    the occupancy grid and on a grid of 3 blocks (many tiles a block); three launches in a row,
+    the counter back at zero after each."""
+    from autosched.device import query
+    from autosched.engine.matmul import Matmul
+    from autosched.templates import GemvQ4F16Template
+    from autosched.templates.gemv_q4f16 import extreme_configs
+    from autosched.workloads import GemvQ4F16
+    info = query(0)
+    n, k = 1000, DIM
+    t = GemvQ4F16Template()
+    cfgs = [c for c in extreme_configs(t.space(GemvQ4F16(n, k), info).enumerate())
+            if epilogue != "norm_swiglu" or c["ts"] * c["tile_s"] % 2 == 0][1::4]
+    assert any(n % (c["ts"] * c["tile_s"]) for c in cfgs) and any(c["prefetch"] for c in cfgs)
+    w = torch.randn((n, k), device="cuda", generator=torch.Generator(device="cuda").manual_seed(2)) / 16
+    for i, cfg in enumerate(cfgs):
+        static = Matmul("t", "q4f16_1", n, k, "half", "half", info, config=cfg, epilogue=epilogue, pdl=True)
+        dyn = Matmul("t", "q4f16_1", n, k, "half", "half", info, config=cfg, epilogue=epilogue, pdl=True, dynamic=True)
+        for m in (static, dyn):
+            m.load(builder)
+        static.add_layer(w)
+        dyn.layers = static.layers
+        static.source = dyn.source = w
+        want = run_epilogue(static, epilogue, seed=i)
+        for grid in (dyn.grid, (3, 1, 1)):
+            dyn.grid = grid
+            for _ in range(3):
+                got = run_epilogue(dyn, epilogue, seed=i)
+                assert not dyn.tiles.any(), (cfg, grid)
+                for name in want:
+                    a, b = got[name][0].double().cpu().numpy(), want[name][0].double().cpu().numpy()
+                    if name == "ss":
+                        np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=str((cfg, grid)))
+                    else:
+                        assert np.array_equal(a, b), (cfg, grid, name)
