@@ -48,7 +48,6 @@ def fake_engine(monkeypatch, h100, step_us):
     eng.dev, eng._graph, eng._stored_step, eng.graphs_enabled = torch.device("cpu"), None, None, True
     eng.candidates = cands
     eng.attn_prefetch, eng.prefetch_choices = 0, (0,)
-    eng.dynamic_names = ()
     eng.mm = {name: Matmul(name, "q4f16_1", *matmul_shapes(CFG)[name], "half", "half", h100,
                            choice=cs[0], epilogue=engine_mod.EPILOGUE[name]) for name, cs in cands.items()}
     for m in eng.mm.values():
@@ -62,8 +61,7 @@ def fake_engine(monkeypatch, h100, step_us):
         us = step_us[json.dumps(self.mm["qkv"].choice.config, sort_keys=True)]
         if us is None:
             raise RuntimeError("launch failed")
-        return (us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
-                - (step_us.get("dynamic saves", 0.0) if self.mm["qkv"].dynamic else 0.0))
+        return us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
     monkeypatch.setattr(Engine, "_step_us", step)
     builder = type("B", (), {"build_many": lambda self, specs: iter(specs)})()
     return eng, cfgs, builder, packed
@@ -133,27 +131,6 @@ def test_attention_prefetch_is_kept_only_where_the_step_is_faster_with_it(monkey
     assert out["attn_prefetch"] == [(0, 20.0), (4096, 20.0 - saves[4096])]
     assert eng.attn_prefetch == want
     assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "attn_prefetch": [20.0, 20.0 - saves[4096]]}
-
-
-@pytest.mark.parametrize("saves,want", [(3.0, True), (-1.0, False)])
-def test_row_tiles_from_a_counter_are_kept_only_where_the_step_is_faster(monkeypatch, h100, saves, want):
-    """After the matmuls' configs, each matmul's served config is timed in the step one tile a
-    block and with its blocks taking tiles from a counter (gemv_q4f16_dynamic); the faster is
-    served over the same packed weights, and both times are stored beside the configs'."""
-    times = {}
-    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
-    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): 20.0, key(cfgs[2]): 25.0, "dynamic saves": saves})
-    eng.dynamic_names = ("qkv",)
-    db = FakeDb()
-    out = eng._verify_in_step({}, builder, None, db)
-    assert out["dynamic:qkv"] == [(False, 20.0), (True, 20.0 - saves)]
-    served = eng.mm["qkv"]
-    assert served.dynamic is want and served.choice.config == cfgs[1]
-    assert served.spec.name_expression.startswith("gemv_q4f16_dynamic<" if want else "gemv_q4f16_fused<")
-    assert packed == ["qkv"]                       # packed once, for the config; the variant shares it
-    assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "dynamic:qkv": [20.0, 20.0 - saves]}
-    assert '"dynamic": ["qkv"]' in eng._verification_key()
-    assert ("row tiles from a counter" in served.describe()) is want
 
 
 def test_gate_up_prefetch_bytes_follow_the_matrix():

@@ -75,11 +75,6 @@ EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "r
 VERIFY = 8
 
 
-# the step verification's times of a matmul served one tile a block and with its blocks taking row
-# tiles from a counter (kernels/gemv_q4f16_dynamic.cuh), stored under this prefix and the name
-DYNAMIC = "dynamic:"
-
-
 # attention's prefetch of gate_up (kernels/decode.cuh PdlWaitThenPrefetch), kept where the step is
 # faster with it: at most PREFETCH_MAX bytes, PREFETCH_SHARE of the matrix (H100, 7B q4f16_1: 8, 16,
 # 24 and 32 MB of gate_up's 45 tried, 16 best at +0.6 points of the bandwidth limit)
@@ -173,7 +168,6 @@ class Engine:
         self.prefill_backend = prefill_backend
         self.attn_prefetch = 0           # bytes of gate_up's weights attention streams into the L2
         self.prefetch_choices: tuple[int, ...] = (0,)
-        self.dynamic_names: tuple[str, ...] = ()   # matmuls whose tile hand-out the verification tries
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -210,8 +204,6 @@ class Engine:
         if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
             n, kk = shapes["gate_up"]
             self.prefetch_choices = (0, gate_up_prefetch_bytes(n, kk, self.fmt))
-        if self.fmt == "q4f16_1" and not self.persistent:
-            self.dynamic_names = tuple(shapes)
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
             times, stored = self._stored_step
@@ -246,13 +238,6 @@ class Engine:
             self.prefiller.load(builder)
 
         self._pack(weights, list(self.mm), progress)
-        if self._stored_step is not None:
-            dyn = [self._dynamic_variant(name) for name in self.dynamic_names
-                   if (lambda us: us is not None and us[1] < us[0])(self._stored_step[0].get(DYNAMIC + name))]
-            list(builder.build_many([m.spec for m in dyn]))
-            for m in dyn:
-                m.load(builder)
-                self.mm[m.name] = m
         self.embedding = as_torch(weights["token_embedding"], self.dev)
         torch.cuda.synchronize(self.dev)
 
@@ -292,17 +277,16 @@ class Engine:
         and every candidate."""
         return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
                            "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "attn_prefetch": list(self.prefetch_choices), "dynamic": list(self.dynamic_names),
+                           "attn_prefetch": list(self.prefetch_choices),
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
     def _stored_verification(self, db):
         """(name -> [us a step per candidate], timestamp) stored for this engine, or None."""
-        if db is None or not (self._verified() or self.dynamic_names) or self._step_timing() is None:
+        if db is None or not self._verified() or self._step_timing() is None:
             return None
         found = db.verification(self._verification_key())
-        want = (set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
-                | {DYNAMIC + name for name in self.dynamic_names})
+        want = set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
         if found is None or set(found[0]) != want:
             return None
         return found
@@ -327,19 +311,19 @@ class Engine:
         the next engine times again; where all fail, the one in place stays."""
         from autosched.selection import fastest
         todo, timing = self._verified(), self._step_timing()
-        if not (todo or self.dynamic_names) or timing is None:
+        if not todo or timing is None:
             return {}
         if self._stored_step is not None:
             times = self._stored_step[0]
-            choices = {"attn_prefetch": self.prefetch_choices, **{DYNAMIC + n: (False, True) for n in self.dynamic_names}}
-            return {nm: list(zip(choices.get(nm) or self.candidates[nm], us)) for nm, us in times.items()}
+            return {nm: list(zip(self.prefetch_choices if nm == "attn_prefetch" else self.candidates[nm], us))
+                    for nm, us in times.items()}
         steps, reps = timing
         cands = self.candidates
         # every candidate compiled in the pool before any timing
         list(builder.build_many([self._candidate(nm, c).spec for nm in todo for c in cands[nm]
                                  if c.config != self.mm[nm].choice.config]))
         task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +
-                                 len(self.prefetch_choices) - 1 + len(self.dynamic_names)) if progress else None
+                                 len(self.prefetch_choices) - 1) if progress else None
         out, times = {}, {}
         for name in todo:
             winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
@@ -350,22 +334,6 @@ class Engine:
             times[name] = us
             self._serve(name, winner, weights, builder)
             out[name] = list(zip(cands[name], us))
-        dynamic = {name: self._dynamic_variant(name) for name in self.dynamic_names}
-        list(builder.build_many([m.spec for m in dynamic.values()]))
-        for name in self.dynamic_names:
-            # with the served configs: each matmul's blocks taking row tiles from a counter, or one
-            # tile a block (the step with each, back to back; the faster is served)
-            static, dyn = self.mm[name], dynamic[name]
-            dyn.load(builder)
-            us = [self._step_us(steps, reps)]
-            self.mm[name] = dyn
-            us.append(self._step_us(steps, reps))
-            if us[1] >= us[0]:
-                self.mm[name] = static
-            times[DYNAMIC + name] = us
-            out[DYNAMIC + name] = list(zip((False, True), us))
-            if task is not None:
-                progress.advance(task)
         if len(self.prefetch_choices) > 1:
             # with the served configs: attention streaming the start of gate_up's weights into the L2,
             # or not (it pays on the 7B and may not on a model whose attention is short)
@@ -383,15 +351,6 @@ class Engine:
         self._graph = None
         self.reset()
         return out
-
-    def _dynamic_variant(self, name: str):
-        """Matmul `name`'s served config in gemv_q4f16_dynamic (row tiles from a counter), over the
-        same packed weights (the layout is the config's); not loaded yet."""
-        cur = self.mm[name]
-        m = Matmul(name, self.fmt, cur.n, cur.k, self.act, self.act, self.info, pdl=self.pdl, choice=cur.choice,
-                   epilogue=EPILOGUE[name], dynamic=True)
-        m.layers = cur.layers
-        return m
 
     def _candidate(self, name: str, choice):
         return Matmul(name, self.fmt, self.mm[name].n, self.mm[name].k, self.act, self.act, self.info,

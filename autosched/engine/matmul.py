@@ -25,7 +25,7 @@ from autosched.runtime import ptr
 from autosched.registry import templates_for
 from autosched.templates.decode import gemv_dense_spec
 from autosched.templates.epilogue import epilogue_id
-from autosched.templates.gemv_q4f16 import dynamic_spec, fused_spec
+from autosched.templates.gemv_q4f16 import fused_spec
 from autosched.workloads import GemvDense, GemvQ4F16
 
 # the epilogue arguments of a "store" matmul: no residual, no sums
@@ -54,13 +54,10 @@ class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store",
-                 dynamic: bool = False):
+                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store"):
         """The q4f16_1 or fp16 config: `choice` (a selection.Candidate), else `config`, else rank's
-        first (database, recording, prediction, default).  dynamic (q4f16_1 with an epilogue): the
-        same config in gemv_q4f16_dynamic, whose blocks take row tiles from a counter."""
+        first (database, recording, prediction, default)."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
-        self.sm_count = device_info.sm_count
         self.epilogue = epilogue
         epilogue_id(epilogue)           # refuse an unknown name before anything is built
         self.layers: list[dict] = []
@@ -76,10 +73,6 @@ class Matmul:
                 from autosched.templates.gemv_dense import GemvDenseTemplate, engine_spec
                 cfg = GemvDenseTemplate().space(self.workload, device_info).validate(self.choice.config)
                 self.spec = engine_spec(n, k, cfg, device_info.arch, epilogue=epilogue)
-            elif dynamic:
-                if fmt != "q4f16_1" or epilogue == "store":
-                    raise ValueError("the dynamic tile hand-out is a q4f16_1 GEMV with an epilogue")
-                self.spec = dynamic_spec(self.workload, self.choice.config, device_info, epilogue)
             elif epilogue == "store":
                 self.spec = templates_for(self.workload)[0].render(self.workload, self.choice.config, device_info)
             else:
@@ -92,20 +85,9 @@ class Matmul:
             self.spec = gemv_dense_spec(n, k, fmt, act, out, device_info.arch, epilogue=epilogue)
         self.kernel = None
         self.pdl = pdl
-        self.dynamic = dynamic
-        self.grid = None            # dynamic: the blocks the GPU holds at once (set by load)
-        self.tiles = None           # dynamic: the tile counter and the count of blocks done
 
     def load(self, builder) -> None:
         self.kernel = LoadedKernel(self.spec, builder, self.pdl)
-        if self.dynamic:
-            import torch
-            occ = self.kernel.kernel.occupancy.max_active_blocks_per_multiprocessor(
-                int(np.prod(self.spec.block)), self.spec.smem_bytes)
-            if occ < 1:
-                raise RuntimeError(f"{self.spec.name_expression}: no block fits an SM")
-            self.grid = (min(self.spec.grid[0], occ * self.sm_count), 1, 1)
-            self.tiles = torch.zeros(2, dtype=torch.int32, device=torch.cuda.current_device())
 
     def add_layer(self, w) -> None:
         """w: (N, K) float32 torch tensor on the GPU; kept only in the packed form."""
@@ -143,9 +125,6 @@ class Matmul:
                     for a in self.spec.args]
             if self.epilogue != "store":
                 args += epilogue_args
-            if self.dynamic:
-                self.kernel.launch(stream, self.grid, *args, ptr(self.tiles))
-                return
         else:
             args = [ptr(out), ptr(p["w"]), ptr(p["scale"]) if "scale" in p else np.uint64(0), ptr(x), np.int32(self.n),
                     np.int32(self.k), *epilogue_args]
@@ -157,7 +136,6 @@ class Matmul:
             return (f"{self.name} {self.n}x{self.k} fp16 GEMV (warps {c['warps']}, unroll {c['unroll']}) + "
                     f"{self.epilogue}, config from {self.choice.source}")
         if self.choice is not None:
-            tiles = ", row tiles from a counter" if self.dynamic else ""
-            return (f"{self.name} {self.n}x{self.k} q4f16_1 GEMV + {self.epilogue}{tiles}, config from "
+            return (f"{self.name} {self.n}x{self.k} q4f16_1 GEMV + {self.epilogue}, config from "
                     f"{self.choice.source}")
         return f"{self.name} {self.n}x{self.k} {self.fmt} {self.spec.name_expression}"

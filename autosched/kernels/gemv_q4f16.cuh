@@ -236,53 +236,49 @@ struct Gemv {
     }
   }
 
-  // Inside a decode step (programmatic dependent launch): stream the rows of tile `tile` into the
-  // L2 while the previous kernel finishes, then let the next kernel start.
-  __device__ static __forceinline__ void prefetch_tile(const u32* __restrict__ wq, const half* __restrict__ sc,
-                                                       int tile, int tid) {
-#ifdef AUTOSCHED_PDL
-    const int r_lo = (int)(tile * ROWS / LN) * LN;
-    const int r_hi = min(N, (int)((tile * ROWS + ROWS + LN - 1) / LN) * LN);
-    autosched_pdl::prefetch_l2(wq + (i64)r_lo * KW, (i64)(r_hi - r_lo) * KW * 4, tid, THREADS, gridDim.x);
-    autosched_pdl::prefetch_l2(sc + (i64)r_lo * G, (i64)(r_hi - r_lo) * G * 2, tid, THREADS, gridDim.x);
-    autosched_pdl::grid_dependents_launch();
-#endif
-  }
-
-  // The dependency wait (V is the previous kernel's output, so it is read only after it), the
-  // norm's scale (needed only at the end; reading it now hides the round trip) and V staged in
-  // shared memory when V_SHARED.
   template <int EPI>
-  __device__ static __forceinline__ float wait_and_stage(const half* __restrict__ v, uint4* smem,
-                                                         const autosched_epi::Args& ea, int tid) {
+  __device__ static __forceinline__ void run(const u32* __restrict__ wq, const half* __restrict__ sc,
+                                             const half* __restrict__ v, half* __restrict__ out,
+                                             const autosched_epi::Args& ea) {
+    // [KW] V when V_SHARED, then [R_GROUPS][ROWS] partials (at least [ROWS] row sums when the
+    // epilogue needs them staged)
+    extern __shared__ uint4 smem[];
+    const int s = TX_S ? threadIdx.x : threadIdx.y;
+    const int r = TX_S ? threadIdx.y : threadIdx.x;
+    const int tid = threadIdx.x + threadIdx.y * blockDim.x;
+    const int row0 = blockIdx.x * ROWS + s * TILE_S;
+
+    // PREFETCH: the next step's weights are in flight while this step computes (a register double
+    // buffer), and the first step's are requested before V is staged and the block waits on it
+#ifdef AUTOSCHED_PDL
+    // inside a decode step (programmatic dependent launch): stream this block's weights into the
+    // L2 while the previous kernel finishes; V is its output, so it is read only after the wait
+    {
+      const int r_lo = (int)(blockIdx.x * ROWS / LN) * LN;
+      const int r_hi = min(N, (int)((blockIdx.x * ROWS + ROWS + LN - 1) / LN) * LN);
+      autosched_pdl::prefetch_l2(wq + (i64)r_lo * KW, (i64)(r_hi - r_lo) * KW * 4, tid, THREADS, gridDim.x);
+      autosched_pdl::prefetch_l2(sc + (i64)r_lo * G, (i64)(r_hi - r_lo) * G * 2, tid, THREADS, gridDim.x);
+      autosched_pdl::grid_dependents_launch();
+    }
+#endif
+    u32 q[TILE_S][WPT];
+    if constexpr (PREFETCH) load_tile(wq, row0, r * WPT, q);
 #ifdef AUTOSCHED_PDL
     autosched_pdl::grid_dependency_wait();
 #endif
+    // the norm's scale is needed only at the end; reading it now hides the round trip
     float scale = 1.f;
     if constexpr (EPI == autosched_epi::NORM || EPI == autosched_epi::NORM_SWIGLU) scale = autosched_epi::norm_scale(ea);
+
     if constexpr (V_SHARED) {
       for (int w = tid; w < KW; w += THREADS) smem[w] = ld_v4(v + 8 * w);
       __syncthreads();
     }
-    return scale;
-  }
 
-  // The rows of tile `tile` (ROWS of them from tile * ROWS): the K loop, the reduction over r and
-  // the epilogue.  With PREFETCH, q holds the tile's first step of words already.  Uniform over the
-  // block (it synchronizes); smem is [KW] V when V_SHARED, then [R_GROUPS][ROWS] partials.
-  template <int EPI>
-  __device__ static __forceinline__ void rows_tile(const u32* __restrict__ wq, const half* __restrict__ sc,
-                                                   const half* __restrict__ v, half* __restrict__ out,
-                                                   const autosched_epi::Args& ea, float scale, uint4* smem,
-                                                   int tile, int s, int r, int tid, u32 (&q)[TILE_S][WPT]) {
-    const int base = tile * ROWS;
-    const int row0 = base + s * TILE_S;
     float acc[TILE_S];
 #pragma unroll
     for (int i = 0; i < TILE_S; ++i) acc[i] = 0.f;
 
-    // PREFETCH: the next step's weights are in flight while this step computes (a register double
-    // buffer)
 #pragma unroll UNROLL
     for (int step = 0; step < STEPS; ++step) {
       const int w0 = step * STEP_W + r * WPT;
@@ -335,7 +331,7 @@ struct Gemv {
         float sum = 0.f;
 #pragma unroll
         for (int g = 0; g < R_GROUPS; ++g) sum += red[g * ROWS + x];
-        const int row = base + x;
+        const int row = blockIdx.x * ROWS + x;
         if constexpr (STAGE) {
           red[x] = sum;
         } else if (EVEN_N || row < N) {
@@ -345,28 +341,8 @@ struct Gemv {
     }
     if constexpr (STAGE) {
       __syncthreads();
-      autosched_epi::finish<EPI, THREADS>(red, ROWS, base, N, out, ea, scale);
+      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale);
     }
-  }
-
-  // A block's thread coordinates: s (rows), r (K) and the linear id.
-  __device__ static __forceinline__ int s_of() { return TX_S ? threadIdx.x : threadIdx.y; }
-  __device__ static __forceinline__ int r_of() { return TX_S ? threadIdx.y : threadIdx.x; }
-
-  // One block, one tile: tile blockIdx.x.  PREFETCH: the first step's words are requested before
-  // V is staged and the block waits on it.
-  template <int EPI>
-  __device__ static __forceinline__ void run(const u32* __restrict__ wq, const half* __restrict__ sc,
-                                             const half* __restrict__ v, half* __restrict__ out,
-                                             const autosched_epi::Args& ea) {
-    extern __shared__ uint4 smem[];
-    const int s = s_of(), r = r_of();
-    const int tid = threadIdx.x + threadIdx.y * blockDim.x;
-    prefetch_tile(wq, sc, blockIdx.x, tid);
-    u32 q[TILE_S][WPT];
-    if constexpr (PREFETCH) load_tile(wq, blockIdx.x * ROWS + s * TILE_S, r * WPT, q);
-    const float scale = wait_and_stage<EPI>(v, smem, ea, tid);
-    rows_tile<EPI>(wq, sc, v, out, ea, scale, smem, blockIdx.x, s, r, tid, q);
   }
 };
 

@@ -259,21 +259,6 @@ def fused_spec(workload, config: dict, device, epilogue: str) -> KernelSpec:
         workload.K, cfg["tx"], cfg["ts"], cfg["tr"], cfg["tile_s"], cfg["v_shared"]))
 
 
-def dynamic_spec(workload, config: dict, device, epilogue: str) -> KernelSpec:
-    """gemv_q4f16_dynamic (kernels/gemv_q4f16_dynamic.cuh): fused_spec's kernel whose blocks take
-    row tiles from a counter, launched on as many blocks as the GPU holds at once (the launcher
-    sets the grid from the occupancy it reads and appends the counter, two zeroed uint32, to the
-    fused kernel's arguments).  The spec's grid is the tile count, the most blocks it can use."""
-    spec = fused_spec(workload, config, device, epilogue)
-    expr = "gemv_q4f16_dynamic<" + spec.name_expression.split("<", 1)[1]
-    return dataclasses.replace(spec, name_expression=expr, source=kernel_source("gemv_q4f16_dynamic.cuh"))
-
-
-def block_rows(cfg: dict) -> int:
-    """Rows of the matrix one block (one tile) of the q4 GEMV owns."""
-    return cfg["ts"] * cfg["tile_s"]
-
-
 def family_of(cfg: dict) -> tuple:
     """The seed's template (load axis, compute axis) with the compute width and tx binding."""
     return (cfg["tx"], cfg["load"], cfg["compute"], cfg["vec_c"])

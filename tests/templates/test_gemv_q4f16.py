@@ -307,31 +307,6 @@ def test_fused_variants_compile_for_every_template_family(tmp_path, gemv_templat
         tmod.fused_spec(w, odd, h100, "norm_swiglu")
 
 
-def test_dynamic_variant_compiles_for_every_template_family(tmp_path, gemv_template, h100):
-    """gemv_q4f16_dynamic (row tiles from a counter) compiles with the decode step's defines, no
-    spills, for a corner config of every template family and each epilogue; its grid is the tile
-    count (the engine launches on what the GPU holds) and its source inlines the GEMV's header."""
-    import dataclasses
-
-    from autosched.build import BuildCache, Builder
-    w = GemvQ4F16(1000, 1024)
-    configs = gemv_template.space(w, h100).enumerate()
-    corners = {}
-    for c in tmod.extreme_configs([c for c in configs if c["ts"] * c["tile_s"] % 2 == 0]):
-        corners.setdefault(tmod.family_of(c), c)
-    epis = ["norm", "residual", "norm_swiglu"]
-    specs = [dataclasses.replace(s, options=(*s.options, "-DAUTOSCHED_PDL")) for s in
-             (tmod.dynamic_spec(w, c, h100, epis[i % 3]) for i, c in enumerate(corners.values()))]
-    assert len(specs) >= 4 and all(s.name_expression.startswith("gemv_q4f16_dynamic<") for s in specs)
-    for s, c in zip(specs, corners.values()):
-        assert s.grid[0] == -(-1000 // tmod.block_rows(c))
-        assert '#include "' not in s.source and "atomicAdd(tiles, 1u)" in s.source and "struct Gemv" in s.source
-    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
-        for spec, binary in zip(specs, b.build_many(specs)):
-            assert binary.ok, (spec.name_expression, binary.error)
-            assert binary.resources.spills == 0, spec.name_expression
-
-
 @pytest.mark.parametrize("shape", ["1x32", "2x64", "3x96", "7x32"])
 def test_shapes_too_small_for_a_warp_are_refused_not_an_empty_space(h100, gemv_template, shape):
     """Found by tests/fuzz: these shapes had an empty space, and default_config died in min()."""
