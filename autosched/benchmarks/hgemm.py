@@ -127,16 +127,28 @@ class Budget:
     cost_s: float           # estimated seconds a config
 
 
+# the least of its share a template keeps when others are carved out of it (CARVED_FROM): with
+# split-K and the column split both carved from hgemm_wgmma, a user's split could otherwise leave
+# hgemm_wgmma, the template the others only complement, no time at all
+KEEP_OF_PARENT = 0.5
+
+
 def split_time(families, time_s: float, split: dict | None = None) -> dict[str, float]:
     """A shape's tuning time over the templates that serve it, by `split` (SPLIT), renormalized over
     those present: a template that refuses the shape gives its share to the others, but a template of
-    CARVED_FROM gives its share back to the one it was taken from."""
+    CARVED_FROM gives its share back to the one it was taken from.  The templates carved from one
+    take their shares out of its share, scaled down together where they would leave it less than
+    KEEP_OF_PARENT of it."""
     split = split or SPLIT
     weights = {f: float(split.get(f, 0.0)) for f in families}
-    for f, parent in CARVED_FROM.items():
-        if f in weights and parent in weights:
-            weights[f] = min(weights[f], weights[parent])
-            weights[parent] -= weights[f]
+    for parent in {p for f, p in CARVED_FROM.items() if f in weights and p in weights}:
+        kids = [f for f, p in CARVED_FROM.items() if p == parent and f in weights]
+        want = sum(weights[f] for f in kids)
+        room = (1 - KEEP_OF_PARENT) * weights[parent]
+        if want > room:
+            for f in kids:
+                weights[f] *= room / want
+        weights[parent] -= sum(weights[f] for f in kids)
     total = sum(weights.values())
     if total <= 0:
         weights, total = {f: 1.0 for f in families}, float(len(families) or 1)
