@@ -84,22 +84,31 @@ def transfer_table(doc: dict) -> str:
     return "\n".join(out)
 
 
+def _range(r, rounds: int = 0) -> str:
+    """' (lo-hi over N rounds)' after a median share, where the row or summary has its range."""
+    if not r:
+        return ""
+    return f" ({r[0]:.1f}-{r[1]:.1f}{f' over {rounds} rounds' if rounds else ''})"
+
+
 def model_tune_table(doc: dict) -> str:
     s = doc["summary"]
     out = [f"Whole models (`python -m autosched.benchmarks.model_tune`), {doc['device']}, {doc['date']}: decode "
            "tokens/s at batch 1 against the weight-bandwidth limit (weight bytes a step reads over the "
-           "device-to-device copy bandwidth of the same run).", "",
+           "device-to-device copy bandwidth of the same run; where a row has rounds, its median round, each "
+           "round's bandwidth measured right before it, and the rounds' range).", "",
            "| model | format | when | tokens/s | limit | % of limit |", "| --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
         out.append(f"| `{r['model']}` | {r['format']} | {r['phase']} | {_f(r['tokens_per_s'], '{:.0f}')} | "
-                   f"{_f(r['bw_limit_tokens_per_s'], '{:.0f}')} | {_f(r['pct_of_bw_limit'], '{:.1f}')} |")
+                   f"{_f(r['bw_limit_tokens_per_s'], '{:.0f}')} | {_f(r['pct_of_bw_limit'], '{:.1f}')}"
+                   f"{_range(r.get('pct_range'), len(r.get('rounds', [])))} |")
     bars = s.get("bars", {})
     out += ["", "| summary key | measured | bar | |", "| --- | --- | --- | --- |"]
     for k in ("tune_model_1b_minutes", "pct_of_bw_limit_1b_fp16", "pct_of_bw_limit_1b_q4",
               "pct_of_bw_limit_7b_q4_as_shipped"):
         at_most = k == "tune_model_1b_minutes"
-        out.append(f"| `{k}` | {_f(s.get(k), '{:.2f}')} | {'<=' if at_most else '>='} {bars.get(k)} | "
-                   f"{_bar(s.get(k), bars.get(k, 0), at_most)} |")
+        out.append(f"| `{k}` | {_f(s.get(k), '{:.2f}')}{_range(s.get(k + '_range'))} | "
+                   f"{'<=' if at_most else '>='} {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0), at_most)} |")
     return "\n".join(out)
 
 

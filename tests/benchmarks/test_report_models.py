@@ -35,6 +35,12 @@ def test_transfer_and_model_tables_say_not_met_and_not_measured():
                         "pct_of_bw_limit_1b_q4": 45.0, "pct_of_bw_limit_7b_q4_as_shipped": 80.0}})
     t = model_tune_table(mt)
     assert "| `tune_model_1b_minutes` | 11.00 | <= 10.0 | not met |" in t
+    assert "| `a` | fp16 | after | 10 | 20 | 50.0 |" in t              # a row without rounds: no range
+    mt["rows"][0].update(pct_range=[49.0, 51.5], rounds=[{}] * 5)
+    mt["summary"]["pct_of_bw_limit_1b_fp16_range"] = [49.0, 51.5]
+    t = model_tune_table(mt)
+    assert "| `a` | fp16 | after | 10 | 20 | 50.0 (49.0-51.5 over 5 rounds) |" in t
+    assert "| `pct_of_bw_limit_1b_fp16` | 50.00 (49.0-51.5) | >= 75.0 | not met |" in t
     assert "| `pct_of_bw_limit_7b_q4_as_shipped` | – | >= 80.0 | not measured |" in t
 
 
