@@ -29,6 +29,10 @@ class FakeDb:
     def add_verification(self, key, times):
         self.stored.append((key, times))
 
+    def verification(self, key):
+        hit = [t for k, t in self.stored if k == key]
+        return (hit[-1], datetime.datetime(2027, 1, 15, 12).timestamp()) if hit else None
+
 
 def fake_engine(monkeypatch, h100, step_us):
     """An Engine with three database candidates for qkv (the first in place) and one for o, whose
@@ -48,6 +52,7 @@ def fake_engine(monkeypatch, h100, step_us):
     eng.dev, eng._graph, eng._stored_step, eng.graphs_enabled = torch.device("cpu"), None, None, True
     eng.candidates = cands
     eng.attn_prefetch, eng.prefetch_choices = 0, (0,)
+    eng.descent, eng.descent_moves = False, []
     eng.mm = {name: Matmul(name, "q4f16_1", *matmul_shapes(CFG)[name], "half", "half", h100,
                            choice=cs[0], epilogue=engine_mod.EPILOGUE[name]) for name, cs in cands.items()}
     for m in eng.mm.values():
@@ -131,6 +136,39 @@ def test_attention_prefetch_is_kept_only_where_the_step_is_faster_with_it(monkey
     assert out["attn_prefetch"] == [(0, 20.0), (4096, 20.0 - saves[4096])]
     assert eng.attn_prefetch == want
     assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "attn_prefetch": [20.0, 20.0 - saves[4096]]}
+
+
+def test_the_step_descent_serves_a_neighbour_that_wins_twice_and_stores_its_move(monkeypatch, h100):
+    """With descent on, after the candidates the served qkv config is walked one knob at a time in
+    the step: the one neighbour that makes the step faster (timed again after the served config)
+    is served, its weights packed, its source saying how it got there; the move is stored under its
+    own key and read back as the served candidate of a later engine."""
+    times = {}
+    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
+    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): 20.0, key(cfgs[2]): 25.0})
+    space = GemvQ4F16Template().space(GemvQ4F16(*matmul_shapes(CFG)["qkv"]), h100)
+    from autosched.engine.descent import neighbours
+    target = neighbours(space, cfgs[1])[-1]
+    monkeypatch.setattr(Engine, "_step_us", lambda self, steps, reps: (
+        17.0 if self.mm["qkv"].choice.config == target else times.get(key(self.mm["qkv"].choice.config), 26.0)))
+    eng.descent = True
+    db = FakeDb()
+    eng._verify_in_step({}, builder, None, db)
+    served = eng.mm["qkv"]
+    assert served.choice.config == target and packed == ["qkv", "qkv"]
+    changed = [k for k in target if target[k] != cfgs[1][k]]
+    assert len(changed) == 1
+    assert "then one knob at a time in the decode step: " in served.choice.source
+    assert "(17 us a step against 20)" in served.choice.source
+    assert [(m.name, m.config) for m in eng.descent_moves] == [("qkv", target)]
+    (k1, _), (k2, moves) = db.stored
+    assert k2 == eng._descent_key() != k1 and moves["moves"][0]["config"] == target
+    # a later engine of the same key serves the stored move without timing
+    eng.verification = {"qkv": (eng.candidates["qkv"][1], []), "o": (eng.candidates["o"][0], [])}
+    again = eng._stored_descent(db)
+    assert again["qkv"].config == target and again["qkv"].source.endswith("against 20, stored 2027-01-15)")
+    eng.descent = False
+    assert eng._stored_descent(db) == {}
 
 
 def test_gate_up_prefetch_bytes_follow_the_matrix():

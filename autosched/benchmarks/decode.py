@@ -152,7 +152,7 @@ def matmul_rows(torch, cfg, w, builder, info, eng, copies: int = 8, count: int =
     rows = []
     names = ("qkv", "o", "gate_up", "down", "cls")
     step_us = {name: {json.dumps(c.config, sort_keys=True): us for c, us in timed}
-               for name, timed in eng.step_verification.items()}
+               for name, timed in eng.step_verification.items() if name in names}   # not attn_prefetch's
     for name in names:
         def mat(layer):
             if name == "cls":

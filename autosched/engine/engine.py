@@ -141,7 +141,7 @@ class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = VERIFY, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto", persistent: bool = False):
+                 prefill_backend: str = "auto", persistent: bool = False, descent: bool = True):
         import torch
         from cuda.core import Device
 
@@ -153,6 +153,8 @@ class Engine:
             if problem:
                 raise ValueError(problem)
         self.persistent = persistent
+        self.descent = descent           # walk the served GEMV configs one knob at a time in the step
+        self.descent_moves = []          # the moves it made (engine/descent.py Move), when it ran here
         self.step_kernel = None          # the persistent step (set up in _setup_persistent)
         self.step_extra_args = ()        # appended to its launch (engine/phase_times.py's timestamp buffer)
         self.dev = torch.device("cuda", device_id)
@@ -211,6 +213,8 @@ class Engine:
                 self.attn_prefetch = self.prefetch_choices[int(np.argmin(times["attn_prefetch"]))]
             self.verification = {name: (self._step_winner(name, times[name], stored) if name in times else cs[0], [])
                                  for name, cs in self.candidates.items()}
+            for name, moved in self._stored_descent(db).items():
+                self.verification[name] = (moved, [])     # the descent's last move of each matmul
         elif self.candidates:
             self.verification = served_gemv_choices(c, self.info, builder, self.candidates, self.pdl, self.fmt)
         else:
@@ -281,6 +285,23 @@ class Engine:
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
+    def _descent_key(self) -> str:
+        """Where the step descent's moves are stored: everything the verification depended on."""
+        return self._verification_key().replace('"what": "decode step"', '"what": "decode step descent"', 1)
+
+    def _stored_descent(self, db) -> dict:
+        """name -> Candidate of each matmul the stored step descent moved (none where no descent of
+        this engine is stored)."""
+        found = db.verification(self._descent_key()) if db is not None and self.descent else None
+        if found is None:
+            return {}
+        when = datetime.date.fromtimestamp(found[1]).isoformat()
+        out = {}
+        for m in found[0]["moves"]:
+            prior = out.get(m["name"]) or self.verification[m["name"]][0]
+            out[m["name"]] = descended(prior, m["config"], m["change"], m["from_us"], m["us"], when)
+        return out
+
     def _stored_verification(self, db):
         """(name -> [us a step per candidate], timestamp) stored for this engine, or None."""
         if db is None or not self._verified() or self._step_timing() is None:
@@ -334,6 +355,7 @@ class Engine:
             times[name] = us
             self._serve(name, winner, weights, builder)
             out[name] = list(zip(cands[name], us))
+        moves = self._descend(weights, builder, steps, reps, progress) if self.descent else []
         if len(self.prefetch_choices) > 1:
             # with the served configs: attention streaming the start of gate_up's weights into the L2,
             # or not (it pays on the 7B and may not on a model whose attention is short)
@@ -348,9 +370,46 @@ class Engine:
             out["attn_prefetch"] = list(zip(self.prefetch_choices, us))
         if db is not None and all(u is not None for us in times.values() for u in us):
             db.add_verification(self._verification_key(), times)
+            if self.descent:
+                db.add_verification(self._descent_key(), {"moves": [dataclasses.asdict(m) for m in moves]})
+        self.descent_moves = moves
         self._graph = None
         self.reset()
         return out
+
+    def _descend(self, weights, builder, steps: int, reps: int, progress=None) -> list:
+        """engine/descent.py over the tuned matmuls, largest first, from the configs the
+        verification served: each move served (its weights packed) with its source saying so."""
+        from autosched.engine.descent import descend
+        from autosched.engine.matmul import blocks_pair_rows
+        from autosched.registry import templates_for
+        from autosched.selection import Candidate
+        from autosched.templates.epilogue import pairs_rows
+        names = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
+        task = progress.add_task("walking GEMV configs one knob at a time in the step", total=None) if progress else None
+
+        def space_of(nm):
+            w = self.mm[nm].workload
+            return templates_for(w)[0].space(w, self.info)
+
+        def keep_of(nm):
+            w = self.mm[nm].workload
+            return (lambda c: blocks_pair_rows(w, c)) if pairs_rows(EPILOGUE[nm]) else None
+
+        def cand(nm, c, why="one knob from the served config"):
+            return Candidate(self.mm[nm].choice.template, c, why)
+
+        def time_config(nm, c):
+            return self._time_candidate(nm, cand(nm, c), builder, steps, reps, progress, task)
+
+        def prepare(nm, configs):
+            list(builder.build_many([self._candidate(nm, cand(nm, c)).spec for c in configs]))
+
+        def serve(nm, c, move):
+            self._serve(nm, descended(self.mm[nm].choice, c, move.change, move.from_us, move.us), weights, builder)
+
+        return descend(names, lambda nm: self.mm[nm].choice.config, space_of, keep_of,
+                       lambda: self._step_us(steps, reps), time_config, serve, prepare)
 
     def _candidate(self, name: str, choice):
         return Matmul(name, self.fmt, self.mm[name].n, self.mm[name].k, self.act, self.act, self.info,
@@ -655,6 +714,15 @@ class Engine:
                   else [f"prefill: stepwise (no batched prefill for {self.fmt})"])
         note = untuned_note(self.untuned(), model, self.fmt)
         return lines + ([note] if note else [])
+
+
+def descended(prior, config: dict, change: str, from_us: float, us: float, when: str = ""):
+    """The Candidate a step descent moved to from `prior` (engine/descent.py), its source saying so
+    (and when it was stored, for one read back from the database)."""
+    from autosched.selection import Candidate
+    stored = f", stored {when}" if when else ""
+    return Candidate(prior.template, config, f"{prior.source}; then one knob at a time in the decode step: "
+                                             f"{change} ({us:.0f} us a step against {from_us:.0f}{stored})")
 
 
 # sources of a config nobody measured on this shape and GPU (selection.rank's last two)
