@@ -11,8 +11,10 @@ So after the step verification has picked among a matmul's ranked candidates, th
 knob at a time from each served config: every neighbour (each other value of each knob that keeps
 the config in the space) is timed in the step, and the fastest that beats the served step by more
 than MIN_GAIN is timed again right after the served one; only if it wins that second time too is it
-served.  Rounds over the matmuls repeat until one moves nothing or ROUNDS are done.  A neighbour is
-timed once per engine (a later round skips it even though the other matmuls have moved since).
+served.  Rounds over the matmuls repeat until one moves nothing or ROUNDS are done; each round times
+every neighbour again (the other matmuls may have moved since, and a move's gain depends on what runs
+beside it: qkv's hint 0 paid 9 us only once gate_up had moved), except the configs a matmul has
+already served.
 """
 
 from __future__ import annotations
@@ -70,16 +72,15 @@ def descend(names, served: Callable[[str], dict], space_of: Callable[[str], obje
     makes a move; prepare(name, configs) may build a matmul's neighbours at once before they are
     timed."""
     moves: list[Move] = []
-    tried = {name: {config_key(served(name))} for name in names}
+    left = {name: {config_key(served(name))} for name in names}      # configs each has served
     base = time_step()
     for _ in range(rounds):
         moved = False
         for name in names:
             cur = served(name)
-            todo = [c for c in neighbours(space_of(name), cur, keep_of(name)) if config_key(c) not in tried[name]]
+            todo = [c for c in neighbours(space_of(name), cur, keep_of(name)) if config_key(c) not in left[name]]
             if not todo:
                 continue
-            tried[name].update(config_key(c) for c in todo)
             if prepare is not None:
                 prepare(name, todo)
             best = None
@@ -94,6 +95,7 @@ def descend(names, served: Callable[[str], dict], space_of: Callable[[str], obje
             if us is not None and us < again * (1 - min_gain):
                 move = Move(name, best[1], change(cur, best[1]), again, us)
                 serve(name, best[1], move)
+                left[name].add(config_key(best[1]))
                 moves.append(move)
                 base, moved = us, True
             else:
