@@ -33,9 +33,10 @@ launch a step, still reading token and pos from memory and captured in the graph
 
 A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (8) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
-(engine/verify.py) and then inside the engine's own step (Engine._verify_in_step); the step's
-times are stored in the database, so the next engine of the same model, device and candidates
-serves the same configs without timing them again.
+(engine/verify.py) and then inside the engine's own step (Engine._verify_in_step), then walked one
+knob at a time inside the step (engine/descent.py: a config no tuning run measured alone may be the
+step's fastest); the step's times and moves are stored in the database, so the next engine of the
+same model, device and candidates serves the same configs without timing them again.
 """
 
 from __future__ import annotations
