@@ -65,8 +65,7 @@ def median_round(rounds: list[dict]) -> dict:
     return sorted(rounds, key=lambda r: r["pct_of_bw_limit"])[(len(rounds) - 1) // 2]
 
 
-def decode_row(torch, model: str, cfg, weights, fmt: str, db, phase: str, steps: int, rounds: int = ROUNDS,
-               log=None) -> dict:
+def decode_row(torch, model: str, cfg, weights, fmt: str, db, phase: str, steps: int, rounds: int = ROUNDS) -> dict:
     from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
     from autosched.engine.engine import Engine
     t0 = time.perf_counter()

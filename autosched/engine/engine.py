@@ -397,8 +397,8 @@ class Engine:
             w = self.mm[nm].workload
             return (lambda c: blocks_pair_rows(w, c)) if pairs_rows(EPILOGUE[nm]) else None
 
-        def cand(nm, c, why="one knob from the served config"):
-            return Candidate(self.mm[nm].choice.template, c, why)
+        def cand(nm, c):
+            return Candidate(self.mm[nm].choice.template, c, "one knob from the served config")
 
         def time_config(nm, c):
             return self._time_candidate(nm, cand(nm, c), builder, steps, reps, progress, task)

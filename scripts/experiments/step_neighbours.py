@@ -19,24 +19,13 @@ import torch
 from autosched import api
 from autosched.build import Builder
 from autosched.database import Database
+from autosched.engine.descent import neighbours
 from autosched.engine.engine import Engine, matmul_shapes
 from autosched.engine.matmul import blocks_pair_rows
 from autosched.engine.weights import random_weights_torch
 from autosched.selection import Candidate
 from autosched.templates import GemvQ4F16Template
 from autosched.workloads import GemvQ4F16
-
-
-def neighbours(space, cfg, pair, w):
-    out = []
-    for knob in space.knobs:
-        for v in knob.values:
-            if v == cfg[knob.name]:
-                continue
-            c = {**cfg, knob.name: v}
-            if space.contains(c) and (not pair or blocks_pair_rows(w, c)):
-                out.append((knob.name, v, space.validate(c)))
-    return out
 
 
 def main():
@@ -63,8 +52,10 @@ def main():
             n, k = matmul_shapes(cfg)[name]
             wl = GemvQ4F16(n, k)
             served = eng.mm[name].choice
-            nb = neighbours(t.space(wl, eng.info), served.config, name == "gate_up", wl)
-            cands = [Candidate("gemv_q4f16", c, f"{kn}={v}") for kn, v, c in nb]
+            keep = (lambda c, wl=wl: blocks_pair_rows(wl, c)) if name == "gate_up" else None
+            # each labelled by the one knob it changes, as knob=value
+            cands = [Candidate("gemv_q4f16", c, next(f"{kn}={c[kn]}" for kn in c if c[kn] != served.config[kn]))
+                     for c in neighbours(t.space(wl, eng.info), served.config, keep)]
             list(b.build_many([eng._candidate(name, c).spec for c in cands]))
             first = []
             for c in cands:
