@@ -15,7 +15,7 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
     maps = [a.name for a in spec.args if a.role == "tensormap"]
     if maps:
         # the launcher would have to encode each TMA map on the host (cuTensorMapEncodeTiled, linking
-        # libcuda) and keep it in device memory for the kernel: not written yet
+        # libcuda) and pass it by value: not written yet
         raise ValueError(f"{template.family} takes TMA tensor maps ({', '.join(maps)}): exporting it as a "
                          "standalone .cu is not supported yet; export a config of a template without "
                          "tensor maps (e.g. hgemm_mma)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from autosched.runtime import allow_dynamic_smem, launch_config, load_kernel
+from autosched.runtime import allow_dynamic_smem, launch, launch_config, load_kernel
 
 
 class LoadedKernel:
@@ -22,13 +22,11 @@ class LoadedKernel:
         self._grids: dict = {}
 
     def __call__(self, stream, *args):
-        from cuda.core import launch
         launch(stream, self.config, self.kernel, *args)
 
     def launch(self, stream, grid: tuple, *args):
         """Launch with `grid` instead of the spec's: one binary whose grid follows a size known only
         at the call (the prompt length, a dynamic M).  Launch configs are kept per grid."""
-        from cuda.core import launch
         config = self._grids.get(grid)
         if config is None:
             config = self._grids[grid] = launch_config(dataclasses.replace(self.spec, grid=grid), self.pdl,

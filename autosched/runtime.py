@@ -8,6 +8,8 @@ imports on a machine without a GPU or a driver; from autosched it imports only a
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from autosched.device import STATIC_SMEM_LIMIT
@@ -111,13 +113,171 @@ def pdl_supported() -> bool:
 
 
 # -- TMA tensor maps ------------------------------------------------------------------------------
-# A KernelSpec argument of role "tensormap" is a pointer to a CUtensorMap (128 opaque bytes, 64-byte
-# aligned) in device memory, encoded on the host for the buffer it describes.  By pointer rather than
-# by value (__grid_constant__): every launch path here (worker, benchmarks, ops) passes pointers and
-# sized scalars, so a map is one more small device buffer; the kernel fences the tensormap proxy
-# before its first use (the host wrote the map).
+# A KernelSpec argument of role "tensormap" is a CUtensorMap (128 opaque bytes) encoded on the host
+# for the buffer it describes and passed by value: the kernel takes it as a __grid_constant__
+# parameter.  Not a pointer to a device copy: a map in global memory that a host copy wrote must be
+# fenced (fence.proxy.tensormap::generic.acquire.sys) before the copy engine reads it, which cost a
+# short GEMM 0.6-1 us a launch on an H100 (scripts/experiments/wgmma_prologue.py, 2026-11-26).
+# cuda.core cannot pack 128 raw bytes as a parameter, so `launch` sends such launches through the
+# driver (cuLaunchKernelEx) with the parameter array built here.
 
 TENSORMAP_BYTES = 128
+
+
+class TensorMapArg:
+    """A launch argument holding an encoded CUtensorMap, passed by value (see `launch`).  Its bytes
+    sit in a host buffer of their own for as long as it lives, so a launch points at them instead
+    of copying them (maps are encoded once and passed at every launch)."""
+    __slots__ = ("blob", "_host", "address")
+
+    def __init__(self, blob: bytes):
+        import ctypes
+        if len(blob) != TENSORMAP_BYTES:
+            raise ValueError(f"a CUtensorMap is {TENSORMAP_BYTES} bytes, got {len(blob)}")
+        self.blob = bytes(blob)
+        self._host = ctypes.create_string_buffer(self.blob, TENSORMAP_BYTES)
+        self.address = ctypes.addressof(self._host)
+
+    def __repr__(self) -> str:
+        return f"TensorMapArg({self.blob[:8].hex()}...)"
+
+
+def launch(stream, config, kernel, *args) -> None:
+    """cuda.core's launch, unless an argument is a TensorMapArg: then the driver's
+    cuLaunchKernelEx with the same grid, block, shared memory, cluster, PDL and cooperative
+    attributes as `config` (a cuda.core LaunchConfig), every argument copied by value."""
+    if not any(type(a) is TensorMapArg for a in args):
+        from cuda.core import launch as core_launch
+        core_launch(stream, config, kernel, *args)
+        return
+    from cuda.bindings import driver
+    params, keep = pack_params(args)
+    cfg = _driver_config(config)
+    cfg.hStream = _cached(stream, lambda: driver.CUstream(int(stream.handle)))
+    check(driver.cuLaunchKernelEx(cfg, _cached(kernel, lambda: _function(kernel)), params, 0))
+    del keep                      # the driver copied the parameters when the launch was enqueued
+
+
+def pack_params(args) -> tuple[int, object]:
+    """The void*[] kernelParams of `args` (numpy scalars and TensorMapArgs) as an address, and what
+    must outlive the launch call.  A map's pointer is its own host copy's; the scalars go into a
+    buffer of the argument types' packing plan (one per thread and argument-type tuple, reused at
+    every launch: the driver copies the parameters before cuLaunchKernelEx returns)."""
+    key = tuple(type(a) for a in args)
+    plans = _PLANS.__dict__.setdefault("plans", {})
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = _ParamPlan(args)
+    return plan.pack(args), plan
+
+
+_PLANS = threading.local()
+_SCALAR_CODES = {np.dtype(np.int32): "i4x", np.dtype(np.uint32): "I4x", np.dtype(np.int64): "q",
+                 np.dtype(np.uint64): "Q", np.dtype(np.float32): "f4x", np.dtype(np.float64): "d"}
+
+
+class _ParamPlan:
+    """Where each parameter of one argument-type tuple lives: scalars in 8-byte slots of one host
+    buffer (a struct format packs them), maps at their own host copies."""
+
+    def __init__(self, args):
+        import ctypes
+        import struct
+        codes, self.scalars, self.maps = [], [], []
+        for i, a in enumerate(args):
+            if type(a) is TensorMapArg:
+                self.maps.append(i)
+            elif isinstance(a, np.generic) and a.dtype in _SCALAR_CODES:
+                codes.append(_SCALAR_CODES[a.dtype])
+                self.scalars.append(i)
+            else:
+                raise TypeError(f"kernel argument {i} ({a!r}, {type(a).__name__}) is neither a numpy scalar of "
+                                f"{', '.join(sorted(str(d) for d in _SCALAR_CODES))} nor a TensorMapArg: pass "
+                                "pointers through runtime.ptr, scalars as numpy scalars")
+        self.format = struct.Struct("<" + "".join(codes))
+        self.data = ctypes.create_string_buffer(max(self.format.size, 8))
+        self.slots = (ctypes.c_void_p * max(1, len(args)))()
+        base = ctypes.addressof(self.data)
+        for j, i in enumerate(self.scalars):
+            self.slots[i] = base + 8 * j
+        self.address = ctypes.addressof(self.slots)
+
+    def pack(self, args) -> int:
+        self.format.pack_into(self.data, 0, *[args[i] for i in self.scalars])
+        for i in self.maps:
+            self.slots[i] = args[i].address
+        return self.address
+
+
+# Driver handles derived from cuda.core objects (a stream's CUstream, a kernel's CUfunction), kept
+# per object and only while the object is kept with them: never keyed by a handle value, which a
+# module loaded after another was unloaded may reuse (a tuning worker loads thousands).
+_CONFIGS: dict = {}
+_DERIVED: dict = {}
+_CACHE_SIZE = 256
+
+
+def _cached(obj, make):
+    hit = _DERIVED.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    if len(_DERIVED) >= _CACHE_SIZE:
+        _DERIVED.clear()
+    value = make()
+    _DERIVED[id(obj)] = (obj, value)
+    return value
+
+
+def _function(kernel):
+    """The CUfunction to launch `kernel` (a cuda.core Kernel: a library CUkernel or a CUfunction) in
+    the current context."""
+    from cuda.bindings import driver
+    h = kernel.handle
+    return h if isinstance(h, driver.CUfunction) else check(driver.cuKernelGetFunction(h))
+
+
+def _dims(v) -> tuple[int, int, int]:
+    v = (v,) if isinstance(v, int) else tuple(v or (1,))
+    return tuple(int(x) for x in v) + (1,) * (3 - len(v))
+
+
+def _driver_config(config):
+    """A CUlaunchConfig (stream unset) equal to the cuda.core LaunchConfig `config`, kept per config
+    object (the object is kept too, so its id stays its own)."""
+    hit = _CONFIGS.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    from cuda.bindings import driver
+    grid, block = _dims(config.grid), _dims(config.block)
+    cluster = getattr(config, "cluster", None)
+    attrs = []
+    if cluster:
+        cluster = _dims(cluster)
+        grid = tuple(g * c for g, c in zip(grid, cluster))   # cuda.core counts the grid in clusters
+        a = driver.CUlaunchAttribute()
+        a.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
+        attrs.append(a)
+    if getattr(config, "programmatic_stream_serialization", False):
+        a = driver.CUlaunchAttribute()
+        a.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        a.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(a)
+    if getattr(config, "is_cooperative", False):
+        a = driver.CUlaunchAttribute()
+        a.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        a.value.cooperative = 1
+        attrs.append(a)
+    cfg = driver.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes = int(config.shmem_size or 0)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
+    if len(_CONFIGS) >= _CACHE_SIZE:
+        _CONFIGS.clear()
+    _CONFIGS[id(config)] = (config, cfg)
+    return cfg
 _TM_DTYPES = {"fp16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2), "bf16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2)}
 _TM_SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
                 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}

@@ -1,5 +1,5 @@
 """What the CPU tests of ops.HgemmDispatch load instead of the GPU: kernels that record their launches
-and a TensorMapCache whose encode and upload are the test's."""
+and a TensorMapCache whose encode is the test's."""
 
 from autosched.ops.hgemm import TensorMapCache
 
@@ -12,8 +12,8 @@ class RecordingKernel:
         self.calls.append((grid, args))
 
 
-def load_fakes(g, monkeypatch, encode, upload) -> None:
+def load_fakes(g, monkeypatch, encode) -> None:
     """g (an HgemmDispatch) as if load()ed: a recording kernel per config, maps from encode(params,
-    address) -> 128 bytes and upload(blob, stream) -> (device address, handle)."""
-    monkeypatch.setattr(g, "tensormaps", TensorMapCache(encode, upload))
+    address) -> 128 bytes."""
+    monkeypatch.setattr(g, "tensormaps", TensorMapCache(encode))
     g._kernels = [RecordingKernel() for _ in g.configs]

@@ -15,8 +15,9 @@ from cuda.bindings import driver
 
 from autosched.build import Binary
 from autosched.device import STATIC_SMEM_LIMIT
-from autosched.runtime import (SCALAR_TYPES, allow_dynamic_smem, check, launch_config, load_kernel,
-                               pdl_supported, ptr, scalar)
+from autosched import runtime
+from autosched.runtime import (SCALAR_TYPES, TensorMapArg, allow_dynamic_smem, check, launch_config, load_kernel,
+                               pack_params, pdl_supported, ptr, scalar)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -142,6 +143,82 @@ def test_loaded_kernel_keeps_the_cluster_on_another_grid(monkeypatch):
     monkeypatch.setattr(cuda.core, "launch", lambda *a: None)
     k.launch(None, (8, 1, 1))
     assert seen[-1] == dataclasses.replace(spec, grid=(8, 1, 1)) and seen[-1].cluster == (2, 1, 1)
+
+
+def test_pack_params_copies_each_argument_by_value_at_its_pointer():
+    import ctypes
+    blob = bytes(range(128))
+    args = (TensorMapArg(blob), np.int32(-7), np.uint64(0x7F0000001234), np.float32(1.5), TensorMapArg(blob[::-1]))
+    address, keep = pack_params(args)
+    slots = (ctypes.c_void_p * len(args)).from_address(address)
+    assert ctypes.string_at(slots[0], 128) == blob and ctypes.string_at(slots[4], 128) == blob[::-1]
+    assert ctypes.c_int32.from_address(slots[1]).value == -7
+    assert ctypes.c_uint64.from_address(slots[2]).value == 0x7F0000001234
+    assert ctypes.c_float.from_address(slots[3]).value == 1.5
+    assert all(p % 8 == 0 for p in slots)              # every parameter's copy 8-byte aligned
+    # the next launch of the same argument types reuses the plan's buffers with its own values
+    other = TensorMapArg(bytes(128))
+    again, _ = pack_params((other, np.int32(5), np.uint64(9), np.float32(-2.0), TensorMapArg(blob)))
+    slots = (ctypes.c_void_p * len(args)).from_address(again)
+    assert ctypes.string_at(slots[0], 128) == bytes(128) and ctypes.c_int32.from_address(slots[1]).value == 5
+    assert ctypes.c_uint64.from_address(slots[2]).value == 9 and ctypes.c_float.from_address(slots[3]).value == -2.0
+    with pytest.raises(TypeError, match=r"kernel argument 1 \(3, int\) is neither a numpy scalar"):
+        pack_params((TensorMapArg(blob), 3))
+
+
+def test_each_thread_packs_into_its_own_buffers():
+    import ctypes
+    import threading
+    seen, both = {}, threading.Barrier(2)
+
+    def pack(v):
+        address, _ = pack_params((np.int32(v), np.int32(v)))
+        seen[v] = ctypes.c_void_p.from_address(address).value
+        both.wait()              # both threads (and their buffers) alive at once
+    threads = [threading.Thread(target=pack, args=(v,)) for v in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen[1] != seen[2]
+
+
+def test_a_tensor_map_is_128_bytes():
+    with pytest.raises(ValueError, match="128 bytes, got 127"):
+        TensorMapArg(bytes(127))
+
+
+def test_driver_config_counts_blocks_and_carries_the_attributes():
+    cfg = SimpleNamespace(grid=(3, 1, 1), cluster=(2, 1, 1), block=(384, 1, 1), shmem_size=214144,
+                          programmatic_stream_serialization=True, is_cooperative=True)
+    d = runtime._driver_config(cfg)
+    assert (d.gridDimX, d.gridDimY, d.gridDimZ) == (6, 1, 1)        # cuda.core counts clusters, the driver blocks
+    assert (d.blockDimX, d.sharedMemBytes, d.numAttrs) == (384, 214144, 3)
+    ids = driver.CUlaunchAttributeID
+    assert [a.id for a in d.attrs] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                                      ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                                      ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE]
+    assert d.attrs[0].value.clusterDim.x == 2 and d.attrs[1].value.programmaticStreamSerializationAllowed == 1
+    assert runtime._driver_config(cfg) is d                             # kept per config object
+    plain = runtime._driver_config(SimpleNamespace(grid=(5,), cluster=None, block=256, shmem_size=None))
+    assert (plain.gridDimX, plain.blockDimX, plain.sharedMemBytes, plain.numAttrs) == (5, 256, 0, 0)
+
+
+def test_launch_without_tensor_maps_is_cuda_cores(monkeypatch):
+    import cuda.core
+    calls = []
+    monkeypatch.setattr(cuda.core, "launch", lambda *a: calls.append(a))
+    runtime.launch("stream", "config", "kernel", np.uint64(1), np.int32(2))
+    assert calls == [("stream", "config", "kernel", np.uint64(1), np.int32(2))]
+
+
+def test_derived_handles_are_kept_per_object_not_per_value():
+    made = []
+    a, b = object(), object()
+    assert runtime._cached(a, lambda: made.append("a") or "A") == "A"
+    assert runtime._cached(a, lambda: made.append("a2") or "A2") == "A"       # the same object: kept
+    assert runtime._cached(b, lambda: made.append("b") or "B") == "B"
+    assert made == ["a", "b"] and runtime._DERIVED[id(a)][0] is a            # the object is held with it
 
 
 def test_allow_dynamic_smem_leaves_a_kernel_within_the_limit_alone():

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from autosched import layouts
-from autosched.runtime import launch_config, load_kernel, ptr, scalar
+from autosched.runtime import launch, launch_config, load_kernel, ptr, scalar
 
 
 def git_commit() -> str:
@@ -75,19 +75,19 @@ class Launchable:
         for c in range(copies):
             # weight copies for the CUDA-graph run (V is shared, like a decode step's activations)
             tensors = {k: (v if (c == 0 or k == "V") else v.clone()) for k, v in dev_inputs.items()}
-            maps = {a.name: _tensormap_tensor(a, out if a.params().get("of") == "output" else tensors[a.name])
+            maps = {a.name: _tensormap_arg(a, out if a.params().get("of") == "output" else tensors[a.name])
                     for a in spec.args if a.role == "tensormap"}
             # zeroed here once and reused by every launch of this copy: the kernel resets it
             maps.update({a.name: torch.zeros(a.value, dtype=torch.uint8, device="cuda")
                          for a in spec.args if a.role == "workspace"})
             self.arg_sets.append([scalar(a) if a.role == "scalar"
-                                  else ptr(maps[a.name]) if a.role in ("tensormap", "workspace")
+                                  else maps[a.name] if a.role == "tensormap"
+                                  else ptr(maps[a.name]) if a.role == "workspace"
                                   else ptr(out) if a.role == "output" else ptr(tensors[a.name])
                                   for a in spec.args])
             self._keep.append((tensors, maps))
 
     def launch(self, stream, copy: int = 0) -> None:
-        from cuda.core import launch
         launch(stream, self.cfg, self.kernel, *self.arg_sets[copy])
 
 
@@ -95,14 +95,10 @@ def _reads_input(arg) -> bool:
     return arg.role == "input" or (arg.role == "tensormap" and arg.params().get("of") == "input")
 
 
-def _tensormap_tensor(arg, data):
-    """The TMA map of a "tensormap" argument over the torch tensor `data`, in a device tensor (torch
-    allocations are 512-byte aligned; a map must be 64)."""
-    import torch
-
-    from autosched.runtime import encode_tensormap
-    blob = encode_tensormap(arg.params(), int(data.data_ptr()))
-    return torch.frombuffer(bytearray(blob), dtype=torch.uint8).cuda()
+def _tensormap_arg(arg, data):
+    """The TMA map of a "tensormap" argument over the torch tensor `data`, passed by value."""
+    from autosched.runtime import TensorMapArg, encode_tensormap
+    return TensorMapArg(encode_tensormap(arg.params(), int(data.data_ptr())))
 
 
 def checked_launch(launch, w, out, ref, stream, what: str, bound=None):

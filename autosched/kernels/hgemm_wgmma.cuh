@@ -35,9 +35,11 @@
 // bytes toward expect_tx, so every slot expects the same STAGE_BYTES); TMA stores clip at the
 // tensor's bounds.  Row strides must be multiples of 16 bytes (the workload's multiples of 8).
 //
-// Tensor maps arrive as pointers to 128-byte CUtensorMaps in global memory (encoded on the host by
-// cuTensorMapEncodeTiled and copied there): the launch path passes pointers and scalars only.  A
-// tensor map written by the host is made visible to the tensormap proxy with an acquire fence.
+// Tensor maps arrive by value, as __grid_constant__ kernel parameters holding the 128-byte
+// CUtensorMaps the host encoded (cuTensorMapEncodeTiled): the copy engine reads them from the
+// parameter space, which nothing writes while the kernel runs, so each is only prefetched.  (A map
+// kept in global memory would need a sys-scope tensormap acquire fence before its first use, since
+// a host copy wrote it: on an H100 that fence cost 0.6-1 us a launch of a short GEMM, 2026-11-26.)
 //
 // Accumulator fragment of m64nNk16 (per warp w of the warpgroup, lane l, register i < N / 2):
 //   row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
@@ -78,9 +80,8 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 }
 
 // ---- TMA -----------------------------------------------------------------------------------
-__device__ __forceinline__ void tensormap_acquire(const TensorMap* map) {
-  // the map was written by a host copy: order it before the copy engine reads it
-  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" ::"l"(map) : "memory");
+// `map` points at a __grid_constant__ parameter: its generic address, which TMA takes as it is
+__device__ __forceinline__ void tensormap_prefetch(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
 // box at coordinates (c0 innermost, c1), in elements, into shared memory, completing on `bar`
@@ -283,8 +284,8 @@ struct HgemmWgmma {
 
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
                                   int tiles_m, int tiles_n, int kslots) {
-    tensormap_acquire(tmA);
-    tensormap_acquire(tmB);
+    tensormap_prefetch(tmA);
+    tensormap_prefetch(tmB);
     const int tiles = tiles_m * tiles_n;
     unsigned it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -325,7 +326,7 @@ struct HgemmWgmma {
   static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars,
                                   int M, int N, int tiles_m, int tiles_n, int kslots) {
     const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
-    if (t == 0) tensormap_acquire(tmC);
+    if (t == 0) tensormap_prefetch(tmC);
     const int tiles = tiles_m * tiles_n;
     // this warpgroup's staging: MW x (BN / 64) boxes of 64 x 64 outputs
     const unsigned my_c = cstage + wg * MW * (BN / 64) * C_BOX;
@@ -426,9 +427,9 @@ struct HgemmWgmma {
 
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int CONSUMERS, int GROUP>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
-hgemm_wgmma(const autosched_wgmma::TensorMap* tmA, const autosched_wgmma::TensorMap* tmB,
-            const autosched_wgmma::TensorMap* tmC, int M, int N, int K) {
+hgemm_wgmma(const __grid_constant__ autosched_wgmma::TensorMap tmA, const __grid_constant__ autosched_wgmma::TensorMap tmB,
+            const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP>::run(tmA, tmB, tmC, M, N,
+  autosched_wgmma::HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP>::run(&tmA, &tmB, &tmC, M, N,
                                                                                            K, smem);
 }

@@ -144,8 +144,8 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
 
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars, int rank,
                                   int pm_count, int pn_count, int M, int N, int kslots) {
-    tensormap_acquire(tmA);
-    tensormap_acquire(tmB);
+    tensormap_prefetch(tmA);
+    tensormap_prefetch(tmB);
     const int pairs = pm_count * pn_count;
     const int clusters = cluster_reg_count();
     unsigned it = 0;
@@ -242,7 +242,7 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
   static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars, int rank,
                                   int M, int N, int pm_count, int pn_count, int kslots) {
     const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, lane = t % 32;
-    if (t == 0) tensormap_acquire(tmC);
+    if (t == 0) tensormap_prefetch(tmC);
     const int pairs = pm_count * pn_count;
     const int clusters = cluster_reg_count();
     const unsigned my_c = cstage + wg * MW * (BN / 64) * C_BOX;
@@ -323,9 +323,9 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int CONSUMERS, int GROUP, int CLUSTER,
           int CDIM>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
-hgemm_wgmma_cluster(const autosched_wgmma::TensorMap* tmA, const autosched_wgmma::TensorMap* tmB,
-                    const autosched_wgmma::TensorMap* tmC, int M, int N, int K) {
+hgemm_wgmma_cluster(const __grid_constant__ autosched_wgmma::TensorMap tmA, const __grid_constant__ autosched_wgmma::TensorMap tmB,
+                    const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem[];
   autosched_wgmma::HgemmWgmmaCluster<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP, CLUSTER, CDIM>::run(
-      tmA, tmB, tmC, M, N, K, smem);
+      &tmA, &tmB, &tmC, M, N, K, smem);
 }

@@ -59,7 +59,7 @@ struct HgemmWgmmaNSplit {
                                   int M, int N, int tiles_m, int tiles_n, int kslots) {
     const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
     const bool storer = wg == 0 && t == 0;
-    if (storer) tensormap_acquire(tmC);
+    if (storer) tensormap_prefetch(tmC);
     const int tiles = tiles_m * tiles_n;
     float acc[MW][ACC];
     unsigned it = 0;
@@ -157,8 +157,8 @@ struct HgemmWgmmaNSplit {
 
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int GROUP>
 __global__ void __launch_bounds__(384, 1)
-hgemm_wgmma_nsplit(const autosched_wgmma::TensorMap* tmA, const autosched_wgmma::TensorMap* tmB,
-                   const autosched_wgmma::TensorMap* tmC, int M, int N, int K) {
+hgemm_wgmma_nsplit(const __grid_constant__ autosched_wgmma::TensorMap tmA, const __grid_constant__ autosched_wgmma::TensorMap tmB,
+                   const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmmaNSplit<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, GROUP>::run(tmA, tmB, tmC, M, N, K, smem);
+  autosched_wgmma::HgemmWgmmaNSplit<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, GROUP>::run(&tmA, &tmB, &tmC, M, N, K, smem);
 }

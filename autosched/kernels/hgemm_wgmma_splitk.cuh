@@ -67,8 +67,8 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
 
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
                                   int tiles_m, int tiles_n, int kslots) {
-    tensormap_acquire(tmA);
-    tensormap_acquire(tmB);
+    tensormap_prefetch(tmA);
+    tensormap_prefetch(tmB);
     const int units = tiles_m * tiles_n * SPLIT_K;
     unsigned it = 0;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -182,7 +182,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
   static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars, int M, int N,
                                   int tiles_m, int tiles_n, int kslots, unsigned char* ws) {
     const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, lane = t % 32, ct = threadIdx.x - 128;
-    if (t == 0) tensormap_acquire(tmC);
+    if (t == 0) tensormap_prefetch(tmC);
     const int tiles = tiles_m * tiles_n, units = tiles * SPLIT_K;
     const unsigned my_c = cstage + wg * MW * (BN / 64) * C_BOX;
     float acc[MW][ACC];
@@ -250,9 +250,9 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
 
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int CONSUMERS, int GROUP, int SPLIT_K>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
-hgemm_wgmma_splitk(const autosched_wgmma::TensorMap* tmA, const autosched_wgmma::TensorMap* tmB,
-                   const autosched_wgmma::TensorMap* tmC, int M, int N, int K, unsigned char* workspace) {
+hgemm_wgmma_splitk(const __grid_constant__ autosched_wgmma::TensorMap tmA, const __grid_constant__ autosched_wgmma::TensorMap tmB,
+                   const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K, unsigned char* workspace) {
   extern __shared__ __align__(1024) unsigned char smem[];
   autosched_wgmma::HgemmWgmmaSplitK<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP, SPLIT_K>::run(
-      tmA, tmB, tmC, M, N, K, workspace, smem);
+      &tmA, &tmB, &tmC, M, N, K, workspace, smem);
 }

@@ -32,8 +32,8 @@ from autosched.measure.protocol import Protocol, Timer
 from autosched.measure.reference_gpu import CHECK_KINDS
 from autosched.measure.result import Measurement, Status, summarize
 from autosched.measure.row_family import RowFamily
-from autosched.runtime import (allow_dynamic_smem, check, encode_tensormap, launch_config, load_kernel, ptr,
-                               scalar, to_device)
+from autosched.runtime import (TensorMapArg, allow_dynamic_smem, check, encode_tensormap, launch,
+                               launch_config, load_kernel, ptr, scalar, to_device)
 from autosched.templates.base import ArgSpec
 from autosched.workloads import workload_from_key
 
@@ -95,6 +95,7 @@ class _WorkloadState:
         self.out = device.allocate(max(1, self.out_host.nbytes), stream=stream)
         self.stream = stream
         self.packed: dict = {}          # (arg, layout, params) -> device Buffer
+        self.maps: dict = {}            # (arg, "tensormap", params) -> TensorMapArg (host bytes)
         self.device = device
         self.ref_dev = self.bound_dev = None    # the GPU check's copies (Worker._check_output)
 
@@ -122,28 +123,28 @@ class _WorkloadState:
             self.packed[key] = buf
         return buf
 
-    def tensormap_buffer(self, arg):
-        """A device copy of the TMA map `arg` describes, over the input buffer of the same name
-        (identity layout) or the output; made once per workload, like the packed inputs."""
+    def tensormap_arg(self, arg):
+        """The TMA map `arg` describes, over the input buffer of the same name (identity layout) or
+        the output, as the TensorMapArg a launch passes by value; encoded once per workload, like
+        the packed inputs."""
         key = (arg.name, "tensormap", arg.layout_params)
-        buf = self.packed.get(key)
+        buf = self.maps.get(key)
         if buf is None:
             of = arg.params().get("of")
             if of not in ("input", "output"):
                 raise ValueError(f"tensormap argument {arg.name}: 'of' must be input or output, got {of!r}")
             data = self.out if of == "output" else self.arg_buffer(ArgSpec(arg.name, "input"))
-            host = np.frombuffer(encode_tensormap(arg.params(), int(ptr(data))), dtype=np.uint8)
-            buf = self.packed[key] = to_device(self.device, self.stream, host)
+            buf = self.maps[key] = TensorMapArg(encode_tensormap(arg.params(), int(ptr(data))))
         return buf
 
 
 def kernel_arg(arg, st: _WorkloadState, workspaces: dict | None = None):
-    """One launch argument: a device pointer for buffers, TMA maps and workspaces, a sized integer
-    for scalars."""
+    """One launch argument: a device pointer for buffers and workspaces, a TMA map by value, a
+    sized integer for scalars."""
     if arg.role == "scalar":
         return scalar(arg)
     if arg.role == "tensormap":
-        return ptr(st.tensormap_buffer(arg))
+        return st.tensormap_arg(arg)
     if arg.role == "workspace":
         return ptr(workspaces[arg.name])
     return ptr(st.out if arg.role == "output" else st.arg_buffer(arg))
@@ -316,7 +317,6 @@ class Worker:
 
     def _measure(self, spec, st, kernel, workspaces, screen_over_us, base) -> Measurement:
         from cuda.bindings import driver
-        from cuda.core import launch
         args = [kernel_arg(a, st, workspaces) for a in spec.args]
         cfg = launch_config(spec, pdl=False)
 

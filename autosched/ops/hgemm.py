@@ -13,7 +13,7 @@ Backends (`backend=`):
   * "wgmma": hgemm_wgmma (kernels/hgemm_wgmma.cuh: TMA + mbarrier ring + wgmma, persistent grid),
     fp16 and bf16, sm_90 only, N % 8 == 0 (its TMA store).  The operands reach it as TMA tensor maps,
     which encode the buffers' base addresses: TensorMapCache encodes one per (buffer address, rows,
-    kernel) on first sight and keeps its 128-byte device copy alive; the prefill reuses the same
+    kernel) on first sight and keeps its 128 bytes, passed by value at each launch; the prefill reuses the same
     scratch buffers and weights, so after the first prompt of a length every call hits the cache.
     Split-K micro-kernels (hgemm_wgmma_splitk, a dynamic tuning result's only, never the ladder's)
     are served while templates/hgemm_wgmma_splitk.py's dynamic switch is on (DYN_SPLIT_K_VERIFIED,
@@ -119,41 +119,33 @@ def wgmma_refuses(N: int, device) -> str | None:
 
 
 class TensorMapCache:
-    """Device copies of TMA tensor maps, by key (what the map describes: buffer address, rows, kernel).
-    A map is encoded (a driver call, cuTensorMapEncodeTiled) and uploaded once per key and then
-    kept with its device buffer: a launch may still read it after the call returns.  Past `capacity`
-    maps the device is synchronized and the older half dropped (prompts of ever new lengths)."""
+    """TMA tensor maps by key (what the map describes: buffer address, rows, kernel), as the
+    TensorMapArgs a launch passes by value.  A map is encoded (a driver call, cuTensorMapEncodeTiled)
+    once per key; past `capacity` maps the older half is dropped (prompts of ever new lengths).  The
+    launch copies the map into its parameters, so dropping one never races a queued launch."""
 
-    def __init__(self, encode=None, upload=None, synchronize=None, capacity: int = 4096):
-        self._encode, self._upload, self._sync = encode, upload, synchronize
+    def __init__(self, encode=None, capacity: int = 4096):
+        self._encode = encode
         self.capacity = capacity
-        self.maps: OrderedDict = OrderedDict()      # key -> (device pointer as np.uint64, keep-alive)
+        self.maps: OrderedDict = OrderedDict()      # key -> TensorMapArg
         self.encodes = 0
 
-    def get(self, key, params, address: int, stream) -> np.uint64:
-        """The device pointer of the map `key`; on a miss, `params()` gives the ArgSpec params of the
-        map over the buffer at `address`."""
+    def get(self, key, params, address: int):
+        """The map `key`; on a miss, `params()` gives the ArgSpec params of the map over the buffer
+        at `address`."""
+        from autosched.runtime import TensorMapArg
         hit = self.maps.get(key)
         if hit is not None:
-            return hit[0]
+            return hit
         if len(self.maps) >= self.capacity:
-            self._evict()
+            for _ in range(len(self.maps) // 2 + 1):
+                self.maps.popitem(last=False)
         encode = self._encode
         if encode is None:
             from autosched.runtime import encode_tensormap as encode
-        blob = encode(params(), int(address))
+        arg = self.maps[key] = TensorMapArg(encode(params(), int(address)))
         self.encodes += 1
-        handle, keep = (self._upload or _upload)(blob, stream)
-        self.maps[key] = (np.uint64(handle), keep)
-        return self.maps[key][0]
-
-    def _evict(self) -> None:
-        (self._sync or _synchronize)()               # no queued launch still reads what goes
-        for _ in range(len(self.maps) // 2 + 1):
-            _, (_, keep) = self.maps.popitem(last=False)
-            close = getattr(keep[0] if isinstance(keep, tuple) else keep, "close", None)
-            if close is not None:
-                close()
+        return arg
 
     def __len__(self) -> int:
         return len(self.maps)
@@ -208,23 +200,6 @@ def _ws_zero(address: int, nbytes: int, stream) -> None:
 
 def _ws_free(handle, stream) -> None:
     handle.close(stream)
-
-
-def _upload(blob: bytes, stream):
-    """128 bytes to a new device buffer, ordered on `stream` before the launch that reads them."""
-    from cuda.bindings import driver
-    from cuda.core import Device
-
-    from autosched.runtime import check
-    host = np.frombuffer(blob, dtype=np.uint8).copy()
-    buf = Device().allocate(host.nbytes, stream=stream)
-    check(driver.cuMemcpyHtoDAsync(int(buf.handle), host.ctypes.data, host.nbytes, int(stream.handle)))
-    return int(buf.handle), (buf, host)
-
-
-def _synchronize() -> None:
-    from cuda.core import Device
-    Device().sync()
 
 
 def artifact_folder(db_path) -> Path:
@@ -426,9 +401,9 @@ class HgemmDispatch:
             xa, wa, ya = int(ptr(x)), int(ptr(w)), int(ptr(y))
             tm = self.tensormaps
             # keys: what each map encodes beyond the kernel i (its boxes): the address and the rows
-            a = tm.get((0, xa, M, i), lambda: self._map_params(i, 0, M), xa, stream)
-            b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa, stream)
-            cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya, stream)
+            a = tm.get((0, xa, M, i), lambda: self._map_params(i, 0, M), xa)
+            b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa)
+            cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya)
             args = (a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
             if fam == WGS:
                 off, need = self.workspace(i, M)

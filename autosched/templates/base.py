@@ -21,8 +21,8 @@ class ArgSpec:
 
     role "input": the workload input `name`, transformed by `layout` (see autosched.layouts) and
     uploaded; role "output": the workload output, poisoned with NaN before the launch; role
-    "scalar": the integer `value`, passed as `dtype` (i32, i64, u32); role "tensormap": a pointer to
-    a device copy of the TMA map `layout_params` describe (autosched.runtime.encode_tensormap);
+    "scalar": the integer `value`, passed as `dtype` (i32, i64, u32); role "tensormap": the TMA map
+    `layout_params` describe, passed by value (autosched.runtime.encode_tensormap, TensorMapArg);
     role "workspace": a pointer to `value` bytes of device scratch, allocated **zeroed once** per
     launchable and reused by every launch of it (the kernel leaves it zeroed again for the next
     launch, e.g. split-K's tile counters), never zeroed between launches.

@@ -237,7 +237,7 @@ class HgemmWgmmaTemplate(Template):
         (BK, rows / 2), an MN-major one in boxes of (BK, BK / 2) (half the k rows of each chunk)."""
         M, N, K, dt = workload.M, workload.N, workload.K, workload.dtype
         sw, bk = cfg["swizzle"], bk_of(cfg["swizzle"])
-        ctype = "const autosched_wgmma::TensorMap*"
+        ctype = "const __grid_constant__ autosched_wgmma::TensorMap"
         shared = {"m": "B", "n": "A"}[cfg.get("cluster_dim", "m")] if cfg.get("cluster", 1) == 2 else None
         half = lambda which: 2 if shared == which else 1  # noqa: E731
         if workload.a_col:        # A stored (K, M)

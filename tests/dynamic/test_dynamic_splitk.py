@@ -198,7 +198,7 @@ def _measured(res):
 
 
 def _loaded(g, monkeypatch):
-    load_fakes(g, monkeypatch, lambda p, a: bytes(128), lambda blob, s: (0x5000, None))
+    load_fakes(g, monkeypatch, lambda p, a: bytes(128))
     cache, log = _fake_cache()
     g.workspaces = cache
     return log

@@ -157,7 +157,7 @@ def test_the_dispatcher_serves_stream_kernels_their_grid_and_workspace(h100, dw,
     res = _with_stream(h100, dw)
     g = HgemmDispatch(4096, 4096, h100, result=res, backend="wgmma")
     assert [g.family(M) for M in (1, 32, 33, 128, 129)] == [STR, STR, STR, STR, "hgemm_wgmma"]
-    load_fakes(g, monkeypatch, lambda p, a: bytes(128), lambda blob, s: (0x5000, None))
+    load_fakes(g, monkeypatch, lambda p, a: bytes(128))
     allocs = []
     g.workspaces = WorkspaceCache(lambda n, s: (allocs.append(n) or 0x10000000, "buf"), lambda a, n, s: None,
                                   lambda h, s: None)

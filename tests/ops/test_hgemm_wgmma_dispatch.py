@@ -10,6 +10,7 @@ from autosched.build import BuildCache, Builder
 from autosched.ops import hgemm as H
 from autosched.ops.hgemm import (WGMMA_CANDIDATES, HgemmDispatch, TensorMapCache, resolve_backend, wgmma_estimate,
                                  wgmma_ladder)
+from autosched.runtime import TensorMapArg
 from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, m_blocks, smem_bytes
 from fake_dispatch import load_fakes
 
@@ -91,31 +92,32 @@ def test_the_ladder_follows_the_tile_math(h100):
 
 
 def test_tensormap_cache_encodes_once_per_buffer():
-    seen, uploads = [], []
+    seen = []
 
     def encode(params, address):
         seen.append((address, params["dims"]))
-        return bytes(128)
-
-    def upload(blob, stream):
-        uploads.append(blob)
-        return 0x1000 + 128 * len(uploads), object()
-    synced = []
-    tm = TensorMapCache(encode, upload, lambda: synced.append(1), capacity=8)
+        return address.to_bytes(8, "little") * 16
+    tm = TensorMapCache(encode, capacity=8)
     p = lambda: {"dims": (4096, 7)}     # noqa: E731
-    a = tm.get(("A", 0x7F00, 7), p, 0x7F00, None)
-    assert tm.get(("A", 0x7F00, 7), p, 0x7F00, None) == a and len(seen) == 1      # same buffer: no encode
-    b = tm.get(("A", 0x8F00, 7), p, 0x8F00, None)                                 # new pointer: a new map
-    assert b != a and seen[-1][0] == 0x8F00 and tm.encodes == 2
+    a = tm.get(("A", 0x7F00, 7), p, 0x7F00)
+    assert isinstance(a, TensorMapArg) and a.blob == (0x7F00).to_bytes(8, "little") * 16
+    assert tm.get(("A", 0x7F00, 7), p, 0x7F00) is a and len(seen) == 1      # same buffer: no encode
+    b = tm.get(("A", 0x8F00, 7), p, 0x8F00)                                 # new pointer: a new map
+    assert b.blob != a.blob and seen[-1][0] == 0x8F00 and tm.encodes == 2
     for i in range(10):
-        tm.get(("A", 0x9000 + 256 * i, 7), p, 0x9000 + 256 * i, None)
-    assert synced and len(tm) <= 8                 # over capacity: synchronized, then the older half dropped
+        tm.get(("A", 0x9000 + 256 * i, 7), p, 0x9000 + 256 * i)
+    assert len(tm) <= 8 and tm.encodes == 12       # over capacity: the older half dropped
+    assert tm.get(("A", 0x7F00, 7), p, 0x7F00) is not a and tm.encodes == 13   # dropped: encoded again
+
+
+def test_tensormap_arg_holds_exactly_one_map():
+    with pytest.raises(ValueError, match="128 bytes, got 64"):
+        TensorMapArg(bytes(64))
 
 
 def _fake_loaded(g, monkeypatch):
     encodes = []
-    load_fakes(g, monkeypatch, lambda p, a: encodes.append((a, p)) or bytes(128),
-               lambda blob, s: (0x5000 + 128 * len(encodes), None))
+    load_fakes(g, monkeypatch, lambda p, a: encodes.append((a, p)) or bytes(128))
     return encodes
 
 
@@ -133,7 +135,8 @@ def test_a_call_binds_cached_maps_and_scalars(h100, monkeypatch):
     grid, args = k.calls[-1]
     assert grid == g.grid(300) and [int(a) for a in args[3:]] == [300, 4096, 4096]
     g(None, x, w, y, 300)                       # the prefill's next prompt of this length: all hits
-    assert len(encodes) == 3 and k.calls[-1][1][:3] == args[:3]
+    assert len(encodes) == 3 and all(a is b for a, b in zip(k.calls[-1][1][:3], args[:3]))
+    assert all(isinstance(a, TensorMapArg) for a in args[:3])     # passed by value, not as pointers
     g(None, x, w, y, 301)                       # a new M: new A and C maps, the weight's is kept
     assert len(encodes) == 5 and {a for a, _ in encodes[3:]} == {x, y}
     g(None, x + 4096, w, y, 301)                # another X buffer: its map only
