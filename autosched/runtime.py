@@ -117,7 +117,7 @@ def pdl_supported() -> bool:
 # for the buffer it describes and passed by value: the kernel takes it as a __grid_constant__
 # parameter.  Not a pointer to a device copy: a map in global memory that a host copy wrote must be
 # fenced (fence.proxy.tensormap::generic.acquire.sys) before the copy engine reads it, which cost a
-# short GEMM 0.6-1 us a launch on an H100 (scripts/experiments/wgmma_prologue.py, 2026-11-26).
+# short GEMM 0.5-2.3 us a launch on an H100 (scripts/experiments/wgmma_prologue.py, 2026-11-26).
 # cuda.core cannot pack 128 raw bytes as a parameter, so `launch` sends such launches through the
 # driver (cuLaunchKernelEx) with the parameter array built here.
 
@@ -151,27 +151,27 @@ def launch(stream, config, kernel, *args) -> None:
         core_launch(stream, config, kernel, *args)
         return
     from cuda.bindings import driver
-    params, keep = pack_params(args)
+    params = pack_params(args)    # valid until this thread's next launch: the driver copies them now
     cfg = _driver_config(config)
     cfg.hStream = _cached(stream, lambda: driver.CUstream(int(stream.handle)))
     check(driver.cuLaunchKernelEx(cfg, _cached(kernel, lambda: _function(kernel)), params, 0))
-    del keep                      # the driver copied the parameters when the launch was enqueued
 
 
-def pack_params(args) -> tuple[int, object]:
-    """The void*[] kernelParams of `args` (numpy scalars and TensorMapArgs) as an address, and what
-    must outlive the launch call.  A map's pointer is its own host copy's; the scalars go into a
-    buffer of the argument types' packing plan (one per thread and argument-type tuple, reused at
-    every launch: the driver copies the parameters before cuLaunchKernelEx returns)."""
+def pack_params(args) -> int:
+    """The void*[] kernelParams of `args` (numpy scalars and TensorMapArgs) as an address, valid while
+    `args` live and until this thread packs another launch of the same argument types.  A map's
+    pointer is its own host copy's; the scalars go into a buffer of the argument types' packing plan
+    (one per thread and argument-type tuple, reused at every launch: the driver copies the
+    parameters before cuLaunchKernelEx returns)."""
     key = tuple(type(a) for a in args)
-    plans = _PLANS.__dict__.setdefault("plans", {})
+    plans = _LOCAL.__dict__.setdefault("plans", {})
     plan = plans.get(key)
     if plan is None:
         plan = plans[key] = _ParamPlan(args)
-    return plan.pack(args), plan
+    return plan.pack(args)
 
 
-_PLANS = threading.local()
+_LOCAL = threading.local()        # per thread: packing plans, and launch configs (their stream is set per launch)
 _SCALAR_CODES = {np.dtype(np.int32): "i4x", np.dtype(np.uint32): "I4x", np.dtype(np.int64): "q",
                  np.dtype(np.uint64): "Q", np.dtype(np.float32): "f4x", np.dtype(np.float64): "d"}
 
@@ -212,7 +212,6 @@ class _ParamPlan:
 # Driver handles derived from cuda.core objects (a stream's CUstream, a kernel's CUfunction), kept
 # per object and only while the object is kept with them: never keyed by a handle value, which a
 # module loaded after another was unloaded may reuse (a tuning worker loads thousands).
-_CONFIGS: dict = {}
 _DERIVED: dict = {}
 _CACHE_SIZE = 256
 
@@ -242,9 +241,10 @@ def _dims(v) -> tuple[int, int, int]:
 
 
 def _driver_config(config):
-    """A CUlaunchConfig (stream unset) equal to the cuda.core LaunchConfig `config`, kept per config
-    object (the object is kept too, so its id stays its own)."""
-    hit = _CONFIGS.get(id(config))
+    """A CUlaunchConfig (stream unset) equal to the cuda.core LaunchConfig `config`, kept per thread
+    and config object (the object is kept too, so its id stays its own)."""
+    configs = _LOCAL.__dict__.setdefault("configs", {})
+    hit = configs.get(id(config))
     if hit is not None and hit[0] is config:
         return hit[1]
     from cuda.bindings import driver
@@ -274,10 +274,12 @@ def _driver_config(config):
     cfg.sharedMemBytes = int(config.shmem_size or 0)
     cfg.attrs = attrs
     cfg.numAttrs = len(attrs)
-    if len(_CONFIGS) >= _CACHE_SIZE:
-        _CONFIGS.clear()
-    _CONFIGS[id(config)] = (config, cfg)
+    if len(configs) >= _CACHE_SIZE:
+        configs.clear()
+    configs[id(config)] = (config, cfg)
     return cfg
+
+
 _TM_DTYPES = {"fp16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2), "bf16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2)}
 _TM_SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
                 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}

@@ -149,7 +149,7 @@ def test_pack_params_copies_each_argument_by_value_at_its_pointer():
     import ctypes
     blob = bytes(range(128))
     args = (TensorMapArg(blob), np.int32(-7), np.uint64(0x7F0000001234), np.float32(1.5), TensorMapArg(blob[::-1]))
-    address, keep = pack_params(args)
+    address = pack_params(args)
     slots = (ctypes.c_void_p * len(args)).from_address(address)
     assert ctypes.string_at(slots[0], 128) == blob and ctypes.string_at(slots[4], 128) == blob[::-1]
     assert ctypes.c_int32.from_address(slots[1]).value == -7
@@ -158,7 +158,7 @@ def test_pack_params_copies_each_argument_by_value_at_its_pointer():
     assert all(p % 8 == 0 for p in slots)              # every parameter's copy 8-byte aligned
     # the next launch of the same argument types reuses the plan's buffers with its own values
     other = TensorMapArg(bytes(128))
-    again, _ = pack_params((other, np.int32(5), np.uint64(9), np.float32(-2.0), TensorMapArg(blob)))
+    again = pack_params((other, np.int32(5), np.uint64(9), np.float32(-2.0), TensorMapArg(blob)))
     slots = (ctypes.c_void_p * len(args)).from_address(again)
     assert ctypes.string_at(slots[0], 128) == bytes(128) and ctypes.c_int32.from_address(slots[1]).value == 5
     assert ctypes.c_uint64.from_address(slots[2]).value == 9 and ctypes.c_float.from_address(slots[3]).value == -2.0
@@ -172,7 +172,7 @@ def test_each_thread_packs_into_its_own_buffers():
     seen, both = {}, threading.Barrier(2)
 
     def pack(v):
-        address, _ = pack_params((np.int32(v), np.int32(v)))
+        address = pack_params((np.int32(v), np.int32(v)))
         seen[v] = ctypes.c_void_p.from_address(address).value
         both.wait()              # both threads (and their buffers) alive at once
     threads = [threading.Thread(target=pack, args=(v,)) for v in (1, 2)]
@@ -210,6 +210,26 @@ def test_launch_without_tensor_maps_is_cuda_cores(monkeypatch):
     monkeypatch.setattr(cuda.core, "launch", lambda *a: calls.append(a))
     runtime.launch("stream", "config", "kernel", np.uint64(1), np.int32(2))
     assert calls == [("stream", "config", "kernel", np.uint64(1), np.int32(2))]
+
+
+def test_launch_with_tensor_maps_goes_through_the_driver_with_every_parameter(monkeypatch):
+    import ctypes
+    calls = []
+
+    def fake_launch(cfg, f, params, extra):
+        slots = (ctypes.c_void_p * 3).from_address(params)
+        calls.append((cfg.gridDimX, cfg.blockDimX, cfg.sharedMemBytes, int(cfg.hStream), int(f), extra,
+                      ctypes.string_at(slots[0], 128), ctypes.c_int32.from_address(slots[1]).value,
+                      ctypes.c_uint64.from_address(slots[2]).value))
+        return (driver.CUresult.CUDA_SUCCESS,)
+    monkeypatch.setattr(driver, "cuLaunchKernelEx", fake_launch)
+    kernel = SimpleNamespace(handle=driver.CUfunction(0x1234))
+    stream = SimpleNamespace(handle=driver.CUstream(0x5678))
+    cfg = SimpleNamespace(grid=(132, 1, 1), cluster=None, block=(384, 1, 1), shmem_size=200000)
+    blob = bytes(range(128))
+    for m in (7, 300):
+        runtime.launch(stream, cfg, kernel, TensorMapArg(blob), np.int32(m), np.uint64(0xABC))
+    assert calls == [(132, 384, 200000, 0x5678, 0x1234, 0, blob, m, 0xABC) for m in (7, 300)]
 
 
 def test_derived_handles_are_kept_per_object_not_per_value():

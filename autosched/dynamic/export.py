@@ -1,11 +1,15 @@
 """A dynamic tuning result as files: the JSON artifact beside the database, and one standalone .cu.
 
-The .cu holds the selected micro-kernels (hgemm_dyn.cuh once, one instantiation each), the decision
-tree as C host code, and a launcher that dispatches on M.  The CUDA parts sit inside
-`#ifdef __CUDACC__`, so the same file, compiled as C++ by a plain host compiler, is just the dispatch
-function: CI checks it against the Python dispatcher that way; nvcc builds the whole file.
+The .cu holds the selected micro-kernels (hgemm_dyn.cuh and, where the result has hgemm_wgmma
+micro-kernels, hgemm_wgmma.cuh, once each; one instantiation a micro-kernel), the decision tree as C
+host code, and a launcher that dispatches on M.  A wgmma micro-kernel's three TMA maps are encoded
+at each call by the driver (cuTensorMapEncodeTiled, from <cuda.h>: link with -lcuda) over the
+caller's A, B and C and passed by value, as autosched.ops.HgemmDispatch passes them.  The CUDA parts
+sit inside `#ifdef __CUDACC__`, so the same file, compiled as C++ by a plain host compiler, is just
+the dispatch function: CI checks it against the Python dispatcher that way; nvcc builds the whole file.
 
-    nvcc -arch=sm_90 -c hgemm_dyn_4096x4096.cu
+    nvcc -arch=sm_90 -c hgemm_dyn_4096x4096.cu               # hgemm_dyn micro-kernels only
+    nvcc -gencode arch=compute_90a,code=sm_90a -c hgemm_4096x4096.cu    # with wgmma ones; link -lcuda
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from autosched.templates.base import kernel_source
 from autosched.templates.gemm_tiles import threads
 from autosched.templates.hgemm_dyn import name_expression, unroll
 from autosched.templates.hgemm_mma import smem_bytes
+
+_SWIZZLE = {32: "CU_TENSOR_MAP_SWIZZLE_32B", 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
 
 
 def artifact_path(db_path, key: str, device_key: str) -> Path:
@@ -52,34 +58,35 @@ def c_name(result) -> str:
 
 
 def export_cu(result, out, device) -> Path:
-    """The standalone .cu of a result whose micro-kernels are all hgemm_dyn.  hgemm_wgmma ones are
-    refused by name: they take TMA tensor maps, encoded per buffer on the host by the driver
-    (cuTensorMapEncodeTiled), which a plain (A, B, C, M) launcher does not have; such a result is
-    served from its JSON artifact by autosched.ops.HgemmDispatch (backend wgmma).  hgemm_wgmma_splitk
-    ones are refused for that reason and one more: they take a workspace whose size follows M and
-    whose tile counters must stay zeroed between launches (HgemmDispatch's WorkspaceCache), which a
-    plain launcher would have to allocate and lay out itself."""
+    """The standalone .cu of a result whose micro-kernels are hgemm_dyn and hgemm_wgmma (the latter
+    for B stored (N, K), a linear layer's weight, as HgemmDispatch serves them).  hgemm_stream and
+    hgemm_wgmma_splitk micro-kernels are refused by name: they take a workspace whose size follows M
+    and whose tile counters must stay zeroed between launches (HgemmDispatch's WorkspaceCache), which
+    a plain (A, B, C, M) launcher would have to allocate and lay out itself; such a result is served
+    from its JSON artifact by autosched.ops.HgemmDispatch."""
     dw = result.workload
-    stream = [i for i, k in enumerate(result.kernels) if getattr(k, "family", "hgemm_dyn") == "hgemm_stream"]
-    if stream:
-        raise ValueError(f"export_cu: micro-kernels {stream} of {dw.key} are hgemm_stream, which take a workspace of "
-                         "FP32 partials and tile counters sized by M and kept zeroed between launches: the standalone "
-                         ".cu exports hgemm_dyn micro-kernels only.  Serve this result from its JSON artifact "
-                         "(autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn',)")
-    wg = [i for i, k in enumerate(result.kernels) if getattr(k, "family", "hgemm_dyn") != "hgemm_dyn"]
-    if wg:
-        split = [i for i in wg if result.kernels[i].family == "hgemm_wgmma_splitk"]
-        extra = (f" (and {split} are hgemm_wgmma_splitk, which also take a workspace of FP32 partials and tile "
-                 "counters sized by M and kept zeroed between launches)") if split else ""
-        raise ValueError(f"export_cu: micro-kernels {wg} of {dw.key} are hgemm_wgmma, whose operands are TMA "
-                         f"tensor maps encoded per buffer on the host (cuTensorMapEncodeTiled){extra}: the standalone "
-                         ".cu exports hgemm_dyn micro-kernels only.  Serve this result from its JSON artifact "
-                         "(autosched.ops.HgemmDispatch, backend wgmma), or tune with templates=('hgemm_dyn',)")
+    fams = [getattr(k, "family", "hgemm_dyn") for k in result.kernels]
+    scratch = [i for i, f in enumerate(fams) if f in ("hgemm_stream", "hgemm_wgmma_splitk")]
+    if scratch:
+        raise ValueError(f"export_cu: micro-kernels {scratch} of {dw.key} are "
+                         f"{' and '.join(sorted({fams[i] for i in scratch}))}, which take a workspace of FP32 "
+                         "partials and tile counters sized by M and kept zeroed between launches: the standalone "
+                         ".cu exports hgemm_dyn and hgemm_wgmma micro-kernels only.  Serve this result from its JSON "
+                         "artifact (autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn', 'hgemm_wgmma')")
+    wg = [i for i, f in enumerate(fams) if f == "hgemm_wgmma"]
+    if wg and dw.layout != "nt":
+        raise ValueError(f"export_cu: micro-kernels {wg} of {dw.key} are hgemm_wgmma, exported for B stored (N, K) "
+                         f"(layout nt) only, and this result is layout {dw.layout}")
+    if wg and dw.dtype != "fp16":
+        raise ValueError(f"export_cu: {dw.key} is {dw.dtype}; the standalone .cu's launcher takes half pointers")
     name = c_name(result)
     b_col = int(dw.layout == "nt")
     cases = []
     for i, k in enumerate(result.kernels):
         c = k.config
+        if fams[i] == "hgemm_wgmma":
+            cases.append(_wgmma_case(i, c, dw, device, name))
+            continue
         values = {"B_COL": b_col, "BM": c["bm"], "BN": c["bn"], "BK": c["bk"], "WM": c["wm"], "WN": c["wn"],
                   "STAGES": c["stages"], "PAD": c["pad"], "LOCAL_PAD": c["local_pad"], "UNROLL": unroll(c)}
         expr = name_expression(values)
@@ -95,6 +102,7 @@ def export_cu(result, out, device) -> Path:
                      f"      {expr}<<<dim3({-(-dw.N // c['bn'])}, (M + {c['bm'] - 1}) / {c['bm']}, 1), "
                      f"dim3({threads(c['bm'], c['bn'], c['wm'], c['wn'])}, 1, 1), {smem}, stream>>>"
                      f"(A, B, C, M, {dw.N}, {dw.K});\n      break;\n    }}")
+    build = "-gencode arch=compute_90a,code=sm_90a" if wg else f"-arch={device.arch}"   # wgmma needs sm_90a
     ver = "\n".join(f"//   M = {v['M']}: kernel {v['kernel']}, predicted {v['predicted_us']:.2f} us, measured "
                     f"{v['measured_us']:.2f} us" for v in result.verification)
     text = f"""// Exported by autosched: {dw.key} ({dw.range_str}), dynamic tuning (DietCode)
@@ -102,11 +110,11 @@ def export_cu(result, out, device) -> Path:
 // {len(result.kernels)} micro-kernels chosen by a decision tree on M; verification at the tuning instances:
 {ver}
 //
-// nvcc -arch={device.arch} -c {Path(out).name}     builds everything;
+// nvcc {build} -c {Path(out).name}     builds everything{"; link with -lcuda" if wg else ""};
 // a plain C++ compiler sees only {name}_dispatch (the CUDA parts are under __CUDACC__).
 #ifdef __CUDACC__
 {kernel_source("hgemm_dyn.cuh").replace("#pragma once", "// (was: #pragma once)")}
-#endif  // __CUDACC__
+{_wgmma_prelude(name) if wg else ""}#endif  // __CUDACC__
 
 #ifdef __cplusplus
 extern "C" {{
@@ -133,3 +141,66 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, cuda
     out = Path(out)
     out.write_text(text)
     return out
+
+
+def _wgmma_prelude(name: str) -> str:
+    """hgemm_wgmma.cuh and the host helper that encodes one of its 2-d FP16 TMA maps."""
+    src = kernel_source("hgemm_wgmma.cuh").replace("#pragma once", "// (was: #pragma once)")
+    return f"""{src}
+#include <cuda.h>
+#include <cstring>
+static_assert(sizeof(CUtensorMap) == sizeof(autosched_wgmma::TensorMap), "a TMA map is 128 bytes");
+
+// a 2-d FP16 tensor: `inner` elements a row, `outer` rows `row_bytes` apart, moved in boxes of
+// box_inner x box_outer; elements outside it read as zeros, stores to them are dropped
+static bool {name}_map(autosched_wgmma::TensorMap* out, const void* base, cuuint64_t inner, cuuint64_t outer,
+                       cuuint64_t row_bytes, cuuint32_t box_inner, cuuint32_t box_outer, CUtensorMapSwizzle swizzle) {{
+  const cuuint64_t dims[2] = {{inner, outer}};
+  const cuuint64_t strides[1] = {{row_bytes}};
+  const cuuint32_t box[2] = {{box_inner, box_outer}};
+  const cuuint32_t steps[2] = {{1, 1}};
+  CUtensorMap map;
+  if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+                             steps, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  std::memcpy(out, &map, sizeof map);
+  return true;
+}}
+"""
+
+
+def _wgmma_case(i: int, c: dict, dw, device, name: str) -> str:
+    """The launcher's case for hgemm_wgmma micro-kernel i: its maps over A (M, K), B (N, K), C (M, N)
+    as HgemmWgmmaTemplate.tensormaps describes them at M (checked here at the range's ends), then a
+    persistent grid of one CTA an SM at most."""
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    t = HgemmWgmmaDynTemplate()
+    spec = t.render(dw.at(dw.hi), c, device)
+    maps = [a.params() for a in t.tensormaps(dw.at(dw.hi), c)]
+    N, K = dw.N, dw.K
+    for m in {dw.lo, dw.hi}:            # the rule below is what the template encodes, whatever M
+        got = [a.params() for a in t.tensormaps(dw.at(m), c)]
+        want = [((K, m), 2 * K), ((K, N), 2 * K), ((N, m), 2 * N)]
+        if [(p["dims"], p["strides"][0]) for p in got] != want or spec.cluster is not None:
+            raise ValueError(f"export_cu: hgemm_wgmma micro-kernel {i} {c} of {dw.key} maps its operands in a way "
+                             "this exporter does not write (please report it)")
+    (a_box, a_sw), (b_box, b_sw), (c_box, c_sw) = [(p["box"], p["swizzle"]) for p in maps]
+    smem, threads_ = spec.smem_bytes, spec.block[0]
+    optin = ""
+    if smem > STATIC_SMEM_LIMIT:
+        optin = (f"      static bool opted = false;   // over the {STATIC_SMEM_LIMIT} B every launch gets\n"
+                 f"      if (!opted) {{\n"
+                 f"        cudaError_t e = cudaFuncSetAttribute({spec.name_expression}, "
+                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n"
+                 f"        if (e != cudaSuccess) return e;\n        opted = true;\n      }}\n")
+    tiles_n = -(-N // c["bn"])
+    return (f"    case {i}: {{   // hgemm_wgmma {json.dumps(c, sort_keys=True)}\n{optin}"
+            f"      autosched_wgmma::TensorMap ma, mb, mc;\n"
+            f"      if (!{name}_map(&ma, A, {K}, M, {2 * K}, {a_box[0]}, {a_box[1]}, {_SWIZZLE[a_sw]}) ||\n"
+            f"          !{name}_map(&mb, B, {K}, {N}, {2 * K}, {b_box[0]}, {b_box[1]}, {_SWIZZLE[b_sw]}) ||\n"
+            f"          !{name}_map(&mc, C, {N}, M, {2 * N}, {c_box[0]}, {c_box[1]}, {_SWIZZLE[c_sw]}))\n"
+            f"        return cudaErrorInvalidValue;\n"
+            f"      const int tiles = (M + {c['bm'] - 1}) / {c['bm']} * {tiles_n};   // a CTA an SM at most\n"
+            f"      {spec.name_expression}<<<dim3(tiles < {device.sm_count} ? tiles : {device.sm_count}, 1, 1), "
+            f"dim3({threads_}, 1, 1), {smem}, stream>>>(ma, mb, mc, M, {N}, {K});\n      break;\n    }}")

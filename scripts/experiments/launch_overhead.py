@@ -47,7 +47,7 @@ def main():
     ptr_args = (np.uint64(a.data_ptr()),) * 3 + args[3:]
     f = rt._function(k.kernel)
     cfg = rt._driver_config(k.config)
-    params, keep = rt.pack_params(args)
+    params = rt.pack_params(args)
     h = driver.CUstream(int(stream.handle))
     rows = {
         "runtime.launch (driver path, whole)": lambda: rt.launch(stream, k.config, k.kernel, *args),
@@ -73,7 +73,7 @@ def main():
     pstats.Stats(prof).sort_stats("tottime").print_stats(10)
     # cuda.core's launch of a kernel with only pointer/int args, for scale (an empty-ish kernel: the
     # same wgmma kernel would read garbage maps, so time core_launch on a trivial one instead)
-    del ptr_args, keep
+    del ptr_args
     src = 'extern "C" __global__ void nop(unsigned long long a, unsigned long long b, unsigned long long c, int m, int n, int k) {}'
     from cuda.core import LaunchConfig, Program, ProgramOptions
     prog = Program(src, "c++", ProgramOptions(arch=f"sm_{info.cc[0]}{info.cc[1]}"))

@@ -105,8 +105,39 @@ def test_a_mixed_run_selects_verifies_and_dispatches_both(h100, dw, mixed, tmp_p
     g_mma = HgemmDispatch(4096, 4096, h100, result=served, backend="mma")
     assert g_mma.result is None and g_mma.source(300) == "default"
     assert "which backend mma does not launch" in g_mma.describe()
-    with pytest.raises(ValueError, match=r"are hgemm_wgmma, whose operands are TMA tensor maps.*JSON artifact"):
-        export_cu(res, tmp_path / "k.cu", h100)
+
+
+def test_a_mixed_run_exports_with_its_maps_encoded_per_call(h100, dw, mixed, tmp_path):
+    """The .cu of a hgemm_dyn + hgemm_wgmma result: hgemm_wgmma.cuh under __CUDACC__, each wgmma
+    micro-kernel's three maps encoded by the driver over the call's A, B, C and passed by value; its
+    host part, compiled by a plain C++ compiler, dispatches as the Python dispatcher does."""
+    import shutil
+    import subprocess
+    res = mixed
+    text = export_cu(res, tmp_path / "k.cu", h100).read_text()
+    wg = [(i, k.config) for i, k in enumerate(res.kernels) if k.family == "hgemm_wgmma"]
+    cuda_part = text[text.index("#ifdef __CUDACC__"):]
+    assert "namespace autosched_wgmma" in cuda_part and "#include <cuda.h>" in cuda_part
+    assert "nvcc -gencode arch=compute_90a,code=sm_90a" in text and "-lcuda" in text
+    for i, c in wg:
+        expr = HgemmWgmmaDynTemplate().render(dw.at(4096), c, h100).name_expression
+        case = text[text.index(f"    case {i}: {{   // hgemm_wgmma"):]
+        case = case[:case.index("break;")]
+        assert f"{expr}<<<" in case and "(ma, mb, mc, M, 4096, 4096)" in case
+        assert f"_map(&ma, A, 4096, M, 8192, 64, {c['bm']}," in case and "_map(&mc, C, 4096, M, 8192, 64, 64," in case
+        assert f"(M + {c['bm'] - 1}) / {c['bm']} * {-(-4096 // c['bn'])}" in case
+    cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    main_cc = tmp_path / "main.cc"
+    main_cc.write_text(f'#include "{tmp_path / "k.cu"}"\n#include <cstdio>\n'
+                       'int main() { for (int m = 1; m <= 4096; m += 7) '
+                       'std::printf("%d\\n", autosched_hgemm_dyn_4096x4096_nt_dispatch(m)); }\n')
+    exe = tmp_path / "dispatch"
+    subprocess.run([cxx, "-x", "c++", "-std=c++17", "-Wall", "-Werror", "-o", str(exe), str(main_cc)], check=True,
+                   capture_output=True, text=True)
+    got = [int(x) for x in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split()]
+    assert got == [res.dispatcher(m) for m in range(1, 4097, 7)]
 
 
 def test_a_dyn_only_run_is_unchanged_and_exports(h100, tmp_path):
