@@ -7,7 +7,8 @@
 #   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
-#   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests, sanitizers, a timing (at most 200 s)
+#   bash scripts/gpu_check.sh hgemm-wgmma   # the wgmma + TMA GEMM: GPU tests (its exported .cu files too: nvcc,
+#                                           # then run), sanitizers, a timing (at most 260 s)
 #   bash scripts/gpu_check.sh splitk     # the template hgemm_wgmma_splitk (switch on for the stage): GPU tests,
 #                                        # memcheck and racecheck of the deepest split, timings of split 1 (hgemm_wgmma)
 #                                        # and split_k 2..8 vs cuBLAS (at most 150 s); passed on an H100 on
@@ -123,8 +124,8 @@ hgemm-wmma)
   ;;
 hgemm-wgmma)
   stage "pytest hgemm-wgmma"
-  timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_gpu.py 2>&1 \
-    | tee "$OUT/pytest-wgmma.log" | tail -20
+  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_gpu.py tests/gpu/test_export_gpu.py \
+    2>&1 | tee "$OUT/pytest-wgmma.log" | tail -20
   TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 sanitize_both wgmma hgemm_wgmma 35 "$SANITIZE_HGEMM" \
     scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16
   stage "timing hgemm_wgmma vs cuBLAS"

@@ -19,6 +19,7 @@ import json
 import re
 from pathlib import Path
 
+from autosched.cuda_export import encode_map_call
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.dynamic.dispatch import c_dispatch_source
 from autosched.templates.base import kernel_source
@@ -26,7 +27,6 @@ from autosched.templates.gemm_tiles import threads
 from autosched.templates.hgemm_dyn import name_expression, unroll
 from autosched.templates.hgemm_mma import smem_bytes
 
-_SWIZZLE = {32: "CU_TENSOR_MAP_SWIZZLE_32B", 64: "CU_TENSOR_MAP_SWIZZLE_64B", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
 
 
 def artifact_path(db_path, key: str, device_key: str) -> Path:
@@ -85,7 +85,7 @@ def export_cu(result, out, device) -> Path:
     for i, k in enumerate(result.kernels):
         c = k.config
         if fams[i] == "hgemm_wgmma":
-            cases.append(_wgmma_case(i, c, dw, device, name))
+            cases.append(_wgmma_case(i, c, dw, device))
             continue
         values = {"B_COL": b_col, "BM": c["bm"], "BN": c["bn"], "BK": c["bk"], "WM": c["wm"], "WN": c["wn"],
                   "STAGES": c["stages"], "PAD": c["pad"], "LOCAL_PAD": c["local_pad"], "UNROLL": unroll(c)}
@@ -114,7 +114,7 @@ def export_cu(result, out, device) -> Path:
 // a plain C++ compiler sees only {name}_dispatch (the CUDA parts are under __CUDACC__).
 #ifdef __CUDACC__
 {kernel_source("hgemm_dyn.cuh").replace("#pragma once", "// (was: #pragma once)")}
-{_wgmma_prelude(name) if wg else ""}#endif  // __CUDACC__
+{_wgmma_prelude() if wg else ""}#endif  // __CUDACC__
 
 #ifdef __cplusplus
 extern "C" {{
@@ -143,34 +143,13 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, cuda
     return out
 
 
-def _wgmma_prelude(name: str) -> str:
-    """hgemm_wgmma.cuh and the host helper that encodes one of its 2-d FP16 TMA maps."""
-    src = kernel_source("hgemm_wgmma.cuh").replace("#pragma once", "// (was: #pragma once)")
-    return f"""{src}
-#include <cuda.h>
-#include <cstring>
-static_assert(sizeof(CUtensorMap) == sizeof(autosched_wgmma::TensorMap), "a TMA map is 128 bytes");
-
-// a 2-d FP16 tensor: `inner` elements a row, `outer` rows `row_bytes` apart, moved in boxes of
-// box_inner x box_outer; elements outside it read as zeros, stores to them are dropped
-static bool {name}_map(autosched_wgmma::TensorMap* out, const void* base, cuuint64_t inner, cuuint64_t outer,
-                       cuuint64_t row_bytes, cuuint32_t box_inner, cuuint32_t box_outer, CUtensorMapSwizzle swizzle) {{
-  const cuuint64_t dims[2] = {{inner, outer}};
-  const cuuint64_t strides[1] = {{row_bytes}};
-  const cuuint32_t box[2] = {{box_inner, box_outer}};
-  const cuuint32_t steps[2] = {{1, 1}};
-  CUtensorMap map;
-  if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
-                             steps, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    return false;
-  std::memcpy(out, &map, sizeof map);
-  return true;
-}}
-"""
+def _wgmma_prelude() -> str:
+    """hgemm_wgmma.cuh and the host helper that encodes its TMA maps (tensormap_host.cuh)."""
+    return "".join(kernel_source(f).replace("#pragma once", "// (was: #pragma once)") + "\n"
+                   for f in ("hgemm_wgmma.cuh", "tensormap_host.cuh"))
 
 
-def _wgmma_case(i: int, c: dict, dw, device, name: str) -> str:
+def _wgmma_case(i: int, c: dict, dw, device) -> str:
     """The launcher's case for hgemm_wgmma micro-kernel i: its maps over A (M, K), B (N, K), C (M, N)
     as HgemmWgmmaTemplate.tensormaps describes them at M (checked here at the range's ends), then a
     persistent grid of one CTA an SM at most."""
@@ -185,7 +164,6 @@ def _wgmma_case(i: int, c: dict, dw, device, name: str) -> str:
         if [(p["dims"], p["strides"][0]) for p in got] != want or spec.cluster is not None:
             raise ValueError(f"export_cu: hgemm_wgmma micro-kernel {i} {c} of {dw.key} maps its operands in a way "
                              "this exporter does not write (please report it)")
-    (a_box, a_sw), (b_box, b_sw), (c_box, c_sw) = [(p["box"], p["swizzle"]) for p in maps]
     smem, threads_ = spec.smem_bytes, spec.block[0]
     optin = ""
     if smem > STATIC_SMEM_LIMIT:
@@ -197,9 +175,9 @@ def _wgmma_case(i: int, c: dict, dw, device, name: str) -> str:
     tiles_n = -(-N // c["bn"])
     return (f"    case {i}: {{   // hgemm_wgmma {json.dumps(c, sort_keys=True)}\n{optin}"
             f"      autosched_wgmma::TensorMap ma, mb, mc;\n"
-            f"      if (!{name}_map(&ma, A, {K}, M, {2 * K}, {a_box[0]}, {a_box[1]}, {_SWIZZLE[a_sw]}) ||\n"
-            f"          !{name}_map(&mb, B, {K}, {N}, {2 * K}, {b_box[0]}, {b_box[1]}, {_SWIZZLE[b_sw]}) ||\n"
-            f"          !{name}_map(&mc, C, {N}, M, {2 * N}, {c_box[0]}, {c_box[1]}, {_SWIZZLE[c_sw]}))\n"
+            f"      if (!{encode_map_call(maps[0], 'ma', 'A', 'M')} ||\n"
+            f"          !{encode_map_call(maps[1], 'mb', 'B')} ||\n"
+            f"          !{encode_map_call(maps[2], 'mc', 'C', 'M')})\n"
             f"        return cudaErrorInvalidValue;\n"
             f"      const int tiles = (M + {c['bm'] - 1}) / {c['bm']} * {tiles_n};   // a CTA an SM at most\n"
             f"      {spec.name_expression}<<<dim3(tiles < {device.sm_count} ? tiles : {device.sm_count}, 1, 1), "

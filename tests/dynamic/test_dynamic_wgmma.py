@@ -117,14 +117,18 @@ def test_a_mixed_run_exports_with_its_maps_encoded_per_call(h100, dw, mixed, tmp
     text = export_cu(res, tmp_path / "k.cu", h100).read_text()
     wg = [(i, k.config) for i, k in enumerate(res.kernels) if k.family == "hgemm_wgmma"]
     cuda_part = text[text.index("#ifdef __CUDACC__"):]
-    assert "namespace autosched_wgmma" in cuda_part and "#include <cuda.h>" in cuda_part
+    assert "namespace autosched_wgmma" in cuda_part and "namespace autosched_tma" in cuda_part
+    assert "#include <cuda.h>" in cuda_part
     assert "nvcc -gencode arch=compute_90a,code=sm_90a" in text and "-lcuda" in text
     for i, c in wg:
         expr = HgemmWgmmaDynTemplate().render(dw.at(4096), c, h100).name_expression
         case = text[text.index(f"    case {i}: {{   // hgemm_wgmma"):]
         case = case[:case.index("break;")]
         assert f"{expr}<<<" in case and "(ma, mb, mc, M, 4096, 4096)" in case
-        assert f"_map(&ma, A, 4096, M, 8192, 64, {c['bm']}," in case and "_map(&mc, C, 4096, M, 8192, 64, 64," in case
+        enc = "autosched_tma::encode_map(&{}, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, {}"
+        assert enc.format("ma", "A") + f", 4096, M, 8192, 64, {c['bm']}," in case
+        assert enc.format("mb", "B") + f", 4096, 4096, 8192, 64, {c['bn']}," in case
+        assert enc.format("mc", "C") + ", 4096, M, 8192, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B)" in case
         assert f"(M + {c['bm'] - 1}) / {c['bm']} * {-(-4096 // c['bn'])}" in case
     cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
     if cxx is None:

@@ -5,11 +5,14 @@ register count setmaxnreg relies on and wgmma in the code."""
 import dataclasses
 import random
 import re
+import shutil
+import subprocess
 
 import pytest
 
 from autosched.registry import family, templates_for
 from autosched.runtime import tensormap_request
+from autosched.space import config_hash
 from autosched.templates import HgemmWgmmaTemplate
 from autosched.templates.hgemm_wgmma import MAX_ACC, m_blocks, smem_bytes
 from autosched.workloads import Hgemm, WorkloadError
@@ -212,11 +215,30 @@ def test_sanitizer_picks_are_corners_of_the_space(t, h100):
     assert picks[1]["swizzle"] == 32 and picks[1]["bm"] * picks[1]["bn"] == 64 * 64
 
 
-def test_export_refuses_tensormap_specs_by_name(t, h100, tmp_path):
-    from autosched.cuda_export import export_cuda
-    w = Hgemm.from_shape("256x256x256_bt")
-    with pytest.raises(ValueError, match="hgemm_wgmma takes TMA tensor maps"):
-        export_cuda(w, t, t.default_config(w, h100), h100, tmp_path / "k.cu")
+@pytest.mark.parametrize("shape", ["256x256x256_bt", "296x264x200_tn_bf16"])
+def test_export_encodes_the_maps_over_the_callers_buffers(t, h100, tmp_path, shape):
+    """The launcher takes A, B and C as buffers, encodes each map the spec describes over them
+    (tensormap_host.cuh; the call cuda_export.encode_map_call writes) and passes the maps by value."""
+    from autosched.cuda_export import encode_map_call, export_cuda
+    w = Hgemm.from_shape(shape)
+    cfg = t.default_config(w, h100)
+    spec = t.render(w, cfg, h100)
+    text = export_cuda(w, t, cfg, h100, tmp_path / "k.cu").read_text()
+    launcher = text[text.index('extern "C" cudaError_t autosched_hgemm_wgmma_'):]
+    assert launcher.startswith(f'extern "C" cudaError_t autosched_hgemm_wgmma_{config_hash(dict(spec.config))}'
+                               "(const void* A, const void* B, void* C, int M, int N, int K, cudaStream_t stream)")
+    for a in spec.args[:3]:
+        encode = encode_map_call(a.params(), f"map_{a.name}", a.name)
+        assert f"  autosched_wgmma::TensorMap map_{a.name};\n  if (!{encode}) return cudaErrorInvalidValue;" in launcher
+    assert f"{spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>" \
+        "(map_A, map_B, map_C, M, N, K);" in launcher
+    assert "namespace autosched_tma" in text and "template __global__ void" not in text
+    assert "// Build: nvcc -gencode arch=compute_90a,code=sm_90a -c k.cu  (link with -lcuda" in text
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed: checked the text only")
+    r = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-c", str(tmp_path / "k.cu"), "-o",
+                        str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def _corners(cfgs):

@@ -1,0 +1,90 @@
+"""On an sm_90 GPU with nvcc: exported .cu files that take TMA maps build on their own (nvcc, linked
+with -lcuda) and their launchers, called through ctypes on torch's stream, compute what they should
+(checked against float32 on the same inputs): the standalone .cu of a dynamic result with hgemm_dyn
+and hgemm_wgmma micro-kernels, for Ms that each micro-kernel serves, ragged ones included; and one
+hgemm_wgmma config exported by `autosched export`, on ragged shapes in two layouts and dtypes."""
+
+import ctypes
+import shutil
+import subprocess
+
+import pytest
+
+from autosched.dynamic.export import c_name, export_cu
+from autosched.dynamic.synthetic import SyntheticRunner
+from autosched.dynamic.tune import tune_dynamic
+from autosched.dynamic.workload import DynamicWorkload
+from autosched.templates.hgemm_dyn import HgemmDynTemplate
+from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+
+pytestmark = pytest.mark.gpu
+
+
+def _build(cu, tmp_path):
+    """`cu` built by nvcc into a shared library (skips without nvcc or an sm_90 GPU)."""
+    from autosched.device import query
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    if query(0).cc < (9, 0):
+        pytest.skip("hgemm_wgmma needs sm_90")
+    lib = tmp_path / (cu.stem + ".so")
+    r = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-shared", "-Xcompiler", "-fPIC",
+                        "-o", str(lib), str(cu), "-lcuda"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return ctypes.CDLL(str(lib))
+
+
+def test_exported_dynamic_cu_builds_and_computes(tmp_path):
+    torch = pytest.importorskip("torch")
+    from autosched.device import query
+    info = query(0)
+    dw = DynamicWorkload.parse("hgemm", "Mx4096x4096_bt", (1, 4096))
+    # this seed's modelled search keeps hgemm_dyn for M <= 16 and hgemm_wgmma above (both run below)
+    res = tune_dynamic(dw, [HgemmDynTemplate(), HgemmWgmmaDynTemplate()], SyntheticRunner(info), None,
+                       rounds=2, per_round=10, seed=1)
+    fams = {k.family for k in res.kernels}
+    assert fams == {"hgemm_dyn", "hgemm_wgmma"}, fams
+    f = getattr(_build(export_cu(res, tmp_path / "k.cu", info), tmp_path), c_name(res))
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    f.restype = ctypes.c_int
+    g = torch.Generator(device="cuda").manual_seed(0)
+    w = (torch.randn((4096, 4096), device="cuda", generator=g) * 0.05).half()
+    seen = set()
+    for M in (1, 9, 77, 300, 1000, 2048, 4096):
+        x = (torch.randn((M, 4096), device="cuda", generator=g) * 0.05).half()
+        y = torch.full((M, 4096), float("nan"), device="cuda").half()
+        err = f(x.data_ptr(), w.data_ptr(), y.data_ptr(), M, torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        assert err == 0, (M, err)
+        ref = x.float() @ w.float().T
+        torch.testing.assert_close(y.float(), ref, atol=2e-2, rtol=2e-2, msg=lambda m: f"M={M}: {m}")
+        seen.add(res.dispatcher.family(M))
+    assert seen == {"hgemm_dyn", "hgemm_wgmma"}, seen        # both kinds of micro-kernel ran
+
+
+@pytest.mark.parametrize("shape", ["300x264x200_bt", "296x264x200_tn_bf16"])
+def test_one_exported_wgmma_config_builds_and_computes(tmp_path, shape):
+    torch = pytest.importorskip("torch")
+    from autosched.cuda_export import export_cuda
+    from autosched.device import query
+    from autosched.space import config_hash
+    from autosched.templates import HgemmWgmmaTemplate
+    from autosched.workloads import Hgemm
+    info = query(0)
+    t, w = HgemmWgmmaTemplate(), Hgemm.from_shape(shape)
+    cfg = t.default_config(w, info)
+    lib = _build(export_cuda(w, t, cfg, info, tmp_path / "one.cu"), tmp_path)
+    f = getattr(lib, f"autosched_hgemm_wgmma_{config_hash(dict(t.render(w, cfg, info).config))}")
+    f.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+    f.restype = ctypes.c_int
+    dt = torch.bfloat16 if w.bf16 else torch.float16
+    g = torch.Generator(device="cuda").manual_seed(1)
+    rand = lambda *s: (torch.randn(s, device="cuda", generator=g) * 0.1).to(dt)   # noqa: E731
+    a = rand(w.K, w.M) if w.a_col else rand(w.M, w.K)          # as stored
+    b = rand(w.N, w.K) if w.b_col else rand(w.K, w.N)
+    c = torch.full((w.M, w.N), float("nan"), device="cuda", dtype=dt)
+    err = f(a.data_ptr(), b.data_ptr(), c.data_ptr(), w.M, w.N, w.K, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    assert err == 0
+    ref = (a.float().T if w.a_col else a.float()) @ (b.float().T if w.b_col else b.float())
+    torch.testing.assert_close(c.float(), ref, atol=2e-2, rtol=2e-2)
