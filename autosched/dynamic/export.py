@@ -28,7 +28,6 @@ from autosched.templates.hgemm_dyn import name_expression, unroll
 from autosched.templates.hgemm_mma import smem_bytes
 
 
-
 def artifact_path(db_path, key: str, device_key: str) -> Path:
     """<database folder>/dynamic/<readable key>-<hash of key and device>.json"""
     db_path = Path(db_path)
@@ -91,14 +90,7 @@ def export_cu(result, out, device) -> Path:
                   "STAGES": c["stages"], "PAD": c["pad"], "LOCAL_PAD": c["local_pad"], "UNROLL": unroll(c)}
         expr = name_expression(values)
         smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], b_col)
-        optin = ""
-        if smem > STATIC_SMEM_LIMIT:
-            optin = (f"      static bool opted = false;   // over the {STATIC_SMEM_LIMIT} B every launch gets\n"
-                     f"      if (!opted) {{\n"
-                     f"        cudaError_t e = cudaFuncSetAttribute({expr}, "
-                     f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n"
-                     f"        if (e != cudaSuccess) return e;\n        opted = true;\n      }}\n")
-        cases.append(f"    case {i}: {{   // {json.dumps(c, sort_keys=True)}\n{optin}"
+        cases.append(f"    case {i}: {{   // {json.dumps(c, sort_keys=True)}\n{_optin(expr, smem)}"
                      f"      {expr}<<<dim3({-(-dw.N // c['bn'])}, (M + {c['bm'] - 1}) / {c['bm']}, 1), "
                      f"dim3({threads(c['bm'], c['bn'], c['wm'], c['wn'])}, 1, 1), {smem}, stream>>>"
                      f"(A, B, C, M, {dw.N}, {dw.K});\n      break;\n    }}")
@@ -143,6 +135,18 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, cuda
     return out
 
 
+def _optin(expr: str, smem: int) -> str:
+    """A launcher case's one-time opt-in to `smem` bytes of dynamic shared memory (none at or under
+    the 48 KB every launch gets)."""
+    if smem <= STATIC_SMEM_LIMIT:
+        return ""
+    return (f"      static bool opted = false;   // over the {STATIC_SMEM_LIMIT} B every launch gets\n"
+            f"      if (!opted) {{\n"
+            f"        cudaError_t e = cudaFuncSetAttribute({expr}, "
+            f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n"
+            f"        if (e != cudaSuccess) return e;\n        opted = true;\n      }}\n")
+
+
 def _wgmma_prelude() -> str:
     """hgemm_wgmma.cuh and the host helper that encodes its TMA maps (tensormap_host.cuh)."""
     return "".join(kernel_source(f).replace("#pragma once", "// (was: #pragma once)") + "\n"
@@ -156,23 +160,17 @@ def _wgmma_case(i: int, c: dict, dw, device) -> str:
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
     t = HgemmWgmmaDynTemplate()
     spec = t.render(dw.at(dw.hi), c, device)
-    maps = [a.params() for a in t.tensormaps(dw.at(dw.hi), c)]
     N, K = dw.N, dw.K
-    for m in {dw.lo, dw.hi}:            # the rule below is what the template encodes, whatever M
-        got = [a.params() for a in t.tensormaps(dw.at(m), c)]
+    at = {m: [a.params() for a in t.tensormaps(dw.at(m), c)] for m in (dw.lo, dw.hi)}
+    maps = at[dw.hi]
+    for m, got in at.items():           # the rule below is what the template encodes, whatever M
         want = [((K, m), 2 * K), ((K, N), 2 * K), ((N, m), 2 * N)]
         if [(p["dims"], p["strides"][0]) for p in got] != want or spec.cluster is not None:
             raise ValueError(f"export_cu: hgemm_wgmma micro-kernel {i} {c} of {dw.key} maps its operands in a way "
                              "this exporter does not write (please report it)")
     smem, threads_ = spec.smem_bytes, spec.block[0]
-    optin = ""
-    if smem > STATIC_SMEM_LIMIT:
-        optin = (f"      static bool opted = false;   // over the {STATIC_SMEM_LIMIT} B every launch gets\n"
-                 f"      if (!opted) {{\n"
-                 f"        cudaError_t e = cudaFuncSetAttribute({spec.name_expression}, "
-                 f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n"
-                 f"        if (e != cudaSuccess) return e;\n        opted = true;\n      }}\n")
     tiles_n = -(-N // c["bn"])
+    optin = _optin(spec.name_expression, smem)
     return (f"    case {i}: {{   // hgemm_wgmma {json.dumps(c, sort_keys=True)}\n{optin}"
             f"      autosched_wgmma::TensorMap ma, mb, mc;\n"
             f"      if (!{encode_map_call(maps[0], 'ma', 'A', 'M')} ||\n"

@@ -13,8 +13,9 @@ Backends (`backend=`):
   * "wgmma": hgemm_wgmma (kernels/hgemm_wgmma.cuh: TMA + mbarrier ring + wgmma, persistent grid),
     fp16 and bf16, sm_90 only, N % 8 == 0 (its TMA store).  The operands reach it as TMA tensor maps,
     which encode the buffers' base addresses: TensorMapCache encodes one per (buffer address, rows,
-    kernel) on first sight and keeps its 128 bytes, passed by value at each launch; the prefill reuses the same
-    scratch buffers and weights, so after the first prompt of a length every call hits the cache.
+    kernel) on first sight and keeps its 128 bytes, passed by value at each launch; the prefill
+    reuses the same scratch buffers and weights, so after the first prompt of a length every call
+    hits the cache.
     Split-K micro-kernels (hgemm_wgmma_splitk, a dynamic tuning result's only, never the ladder's)
     are served while templates/hgemm_wgmma_splitk.py's dynamic switch is on (DYN_SPLIT_K_VERIFIED,
     AUTOSCHED_DYN_SPLIT_K); off, an artifact holding one is not served (the ladder serves every M).
