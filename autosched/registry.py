@@ -120,7 +120,7 @@ def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
 def _hgemm_picks(template, workload, device) -> list[dict]:
     if template.family == "hgemm_wmma":
         return _hgemm_wmma_picks(template, workload, device)
-    if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk"):
+    if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_cluster"):
         return _hgemm_wgmma_picks(template, workload, device)
     if template.family == "hgemm_stream":
         return _hgemm_stream_picks(template, workload, device)
@@ -185,8 +185,8 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
     default, then two random ones; none where the GPU has no wgmma or the shape no split (an empty
     space).  Of hgemm_wgmma_splitk, its deepest split on the smallest tile and on the most shared memory
-    come first (so PER_TEMPLATE=2 keeps them); with the cluster knobs, cluster = 2 along M and along
-    N on the smallest tile and on the most shared memory come before the rest."""
+    come first (so PER_TEMPLATE=2 keeps them); of hgemm_wgmma_cluster, pairs along M and along N on
+    the smallest tile and on the most shared memory come before the rest."""
     from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
     cfgs = template.space(workload, device).enumerate()
     if not cfgs:
@@ -199,8 +199,8 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     split = [c for c in cfgs if deepest > 1 and c["split_k"] == deepest]
     if split:   # hgemm_wgmma_splitk: its deepest split first (partials, counters, the last CTA's sum)
         picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
-    pairs = [c for c in cfgs if c.get("cluster", 1) == 2]
-    if pairs:   # the cluster switch is on: pairs along M and N (multicast B, A) on the smallest tile (the
+    pairs = [c for c in cfgs if "cluster_dim" in c]
+    if pairs:   # hgemm_wgmma_cluster: pairs along M and N (multicast B, A) on the smallest tile (the
         #         most pairs, lone ones at the edges) and on the most shared memory (deepest ring) first
         small = lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])  # noqa: E731
         picks = [pick(p) for pick in (lambda p: min(p, key=small), lambda p: max(p, key=smem))
@@ -219,6 +219,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
     from autosched.templates.hgemm_stream import HgemmStreamTemplate
+    from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate, cluster_enabled
     from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate, nsplit_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
@@ -253,6 +254,7 @@ def _families() -> dict[str, Family]:
         # and hgemm_stream for the linear layer's few rows (M <= 256, nt): a candidate, never the default
         Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
                                 *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
+                                *([HgemmWgmmaClusterTemplate()] if cluster_enabled() else []),
                                 *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "

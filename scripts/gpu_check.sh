@@ -33,10 +33,11 @@
 #                                        # racecheck of its corners, then the hgemm bench on the three prefill
 #                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
 #                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
-#   bash scripts/gpu_check.sh cluster    # hgemm_wgmma clusters of 2 + TMA multicast (switch on for the stage): GPU
-#                                        # tests, memcheck and racecheck of pairs along m and n, timings of 4096^3
-#                                        # nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when it
-#                                        # passes, flip templates/hgemm_wgmma.py CLUSTER_VERIFIED to True
+#   bash scripts/gpu_check.sh cluster    # hgemm_wgmma_cluster, clusters of 2 + TMA multicast (switch on for the
+#                                        # stage): GPU tests, memcheck and racecheck of pairs along m and n, timings
+#                                        # of 4096^3 nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when
+#                                        # it passes, flip templates/hgemm_wgmma_cluster.py CLUSTER_VERIFIED to True
+#                                        # (passed on an H100 on 2026-11-26: on)
 #   bash scripts/gpu_check.sh bench-hgemm   # issue 15's measurements: every hgemm template tuned and timed vs
 #                                          # cuBLAS FP16/BF16 (planned for ~500 s; killed at 560)
 #   bash scripts/gpu_check.sh prefill    # batched prefill: its GPU tests, then the quick 7B time-to-first-token bench
@@ -220,13 +221,13 @@ nsplit)
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1
-  stage "pytest hgemm_wgmma clusters"
+  stage "pytest hgemm_wgmma_cluster"
   timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_cluster_gpu.py 2>&1 \
     | tee "$OUT/pytest-cluster.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
-  # the registry's picks put cluster = 2 along m and n (smallest tile, most shared memory) first while
-  # the switch is on: PER_TEMPLATE=4 keeps just those; 300 x 264 is odd along both (lone pairs)
-  TEMPLATES=hgemm_wgmma PER_TEMPLATE=4 sanitize_both cluster "hgemm_wgmma cluster=2" 30 "$SANITIZE_HGEMM" \
+  # the registry's picks put pairs along m and n (smallest tile, most shared memory) first: PER_TEMPLATE=4
+  # keeps just those; 300 x 264 is odd along both (lone pairs)
+  TEMPLATES=hgemm_wgmma_cluster PER_TEMPLATE=4 sanitize_both cluster "hgemm_wgmma_cluster" 30 "$SANITIZE_HGEMM" \
     scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16
   stage "timing cluster 1 vs 2 (m, n) vs cuBLAS"
   timeout 50 "$PY" scripts/wgmma_cluster_timing.py 4096x4096x4096_bt 4096x4096x4096 8192x8192x8192_bt 2>&1 \

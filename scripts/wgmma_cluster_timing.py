@@ -1,19 +1,15 @@
-"""hgemm_wgmma clusters of 2 (TMA multicast) beside cluster 1 and cuBLAS: for each shape, a few tiles
+"""hgemm_wgmma_cluster's clusters of 2 (TMA multicast) beside hgemm_wgmma (cluster 1) and cuBLAS: for each shape, a few tiles
 at cluster 1, cluster 2 along M (B multicast) and along N (A multicast), each checked against
 float64, timed as scripts/wgmma_timing.py times (CUDA events, median, L2 not flushed: a first look),
 checked again; the best of each printed with its share of cuBLAS.  Also prints the driver's
 maximum of co-resident clusters for each pair kernel: the rendered persistent grid assumes
 sm_count / 2 (66 on the H100); where the driver says fewer, the pair config is timed again on a grid
-of that many clusters (a second wave of clusters would cost nearly a whole extra pass).  Needs the
-cluster switch (it sets AUTOSCHED_WGMMA_CLUSTER=1 for itself).
+of that many clusters (a second wave of clusters would cost nearly a whole extra pass).
 
     python3 scripts/wgmma_cluster_timing.py [SHAPE ...]   # default 4096^3 nt and nn, 8192^3 nt
 """
 import dataclasses
-import os
 import sys
-
-os.environ.setdefault("AUTOSCHED_WGMMA_CLUSTER", "1")
 
 from wgmma_timing import median_us  # noqa: E402  (scripts/ is this script's sys.path[0])
 
@@ -32,13 +28,13 @@ def main(shapes):
     from autosched.build import Builder
     from autosched.device import query
     from autosched.runtime import allow_dynamic_smem, launch_config
-    from autosched.templates import HgemmWgmmaTemplate
+    from autosched.templates import HgemmWgmmaClusterTemplate, HgemmWgmmaTemplate
     from autosched.workloads import Hgemm
     info = query(0)
     Device(0).set_current()
     torch.cuda.init()
     stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
-    t = HgemmWgmmaTemplate()
+    lone, pair = HgemmWgmmaTemplate(), HgemmWgmmaClusterTemplate()
     bad = 0
     with Builder() as builder:
         for shape in shapes:
@@ -50,15 +46,15 @@ def main(shapes):
             bt = b.t() if w.b_col else b
             cublas = median_us(lambda: torch.matmul(a, bt), None)
             print(f"{shape}: cuBLAS {cublas:8.1f} us {flop / cublas / 1e6:6.1f} TFLOP/s", flush=True)
-            space = t.space(w, info)
-            cfgs = [c for cl, dim in CLUSTERS for bm, bn, cons, st, g in TILES
+            spaces = {1: lone.space(w, info), 2: pair.space(w, info)}
+            cfgs = [(cl, c) for cl, dim in CLUSTERS for bm, bn, cons, st, g in TILES
                     for c in [{"bm": bm, "bn": bn, "consumers": cons, "swizzle": 128, "stages": st, "group": g,
-                               "cluster": cl, "cluster_dim": dim}] if space.contains(c)]
-            specs = [t.render(w, c, info) for c in cfgs]
+                               **({"cluster_dim": dim} if cl == 2 else {})}] if spaces[cl].contains(c)]
+            specs = [(pair if cl == 2 else lone).render(w, c, info) for cl, c in cfgs]
             out = torch.empty((w.M, w.N), dtype=torch.float16, device="cuda")
             best = {}
-            for c, spec, binary in zip(cfgs, specs, builder.build_many(specs)):
-                label = "1" if c["cluster"] == 1 else f"2{c['cluster_dim']}"
+            for (cl, c), spec, binary in zip(cfgs, specs, builder.build_many(specs)):
+                label = "1" if cl == 1 else f"2{c['cluster_dim']}"
                 runs = [spec]
                 try:
                     if spec.cluster is not None:

@@ -266,7 +266,9 @@ struct HgemmWgmma {
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma N and the 64-wide output boxes");
   static_assert(BM <= 256 && BN <= 256, "a TMA box is at most 256 rows");
   static_assert(MW * ACC <= 128, "accumulators: MW x BN / 2 <= 128 floats a consumer thread");
-  static_assert(STAGES >= 2 && STAGES <= 8, "a ring of 2 to 8 slots");
+  // up to 16: a 64 x 64 tile's ring fits 13 slots, and short GEMMs kept gaining past 8 (H100,
+  // 2026-11-26, 64x4096x4096: 24.5 us at 8 slots, 22.7 at 13; scripts/experiments/wgmma_stages.py)
+  static_assert(STAGES >= 2 && STAGES <= 16, "a ring of 2 to 16 slots");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
   static_assert(GROUP >= 1, "tile-row group of the raster");
   static_assert(64 % BK == 0, "an MN-major m64 block spans whole E = BK chunks");

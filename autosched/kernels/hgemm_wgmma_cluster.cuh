@@ -28,10 +28,17 @@
 //     this CTA's expect_tx: the phase cannot complete without this producer's arrival.
 //   * empty[s] (count 2 x 4 x CONSUMERS): lane 0 of every consumer warp of BOTH CTAs arrives once
 //     it has read slot s: on its own empty[s] (shared::cta) and on the peer's (mapa +
-//     mbarrier.arrive.release.cluster.shared::cluster), because this CTA's producer writes into
-//     the peer's slot too.  A producer waits on its own empty[s] (acquire.cluster), so it never
-//     overwrites a slot that either CTA is still reading.  No CTA's arrivals can run a phase ahead:
-//     its next use of slot s needs the peer producer's half, which waits for this phase.
+//     mbarrier.arrive.shared::cluster), because this CTA's producer writes into the peer's slot
+//     too.  A producer waits on its own empty[s], so it never overwrites a slot that either CTA is
+//     still reading.  No CTA's arrivals can run a phase ahead: its next use of slot s needs the peer
+//     producer's half, which waits for this phase.
+//     Both the remote arrival and the wait keep PTX's default CTA-scope semantics: the consumers
+//     only read a slot through wgmma, whose reads wait_group has retired before the arrival, so
+//     there is no write of theirs to publish, only a completed read before the peer's TMA
+//     overwrites it.  Release at cluster scope (and acquire at cluster scope in the producer's
+//     wait) ordered nothing more and made the kernel 1.5-3x slower than the lone CTA (H100,
+//     2026-11-26, scripts/experiments/wgmma_cluster_scope.py: 128x4096x4096 64 x 64 pairs along M
+//     72.2 -> 24.3 us, 4096^3 289.6 -> 189.5 us).
 //   * start: mbarrier init, fence.mbarrier_init.release.cluster, then a cluster barrier (all
 //     threads of both CTAs), so no multicast or remote arrival reaches an uninitialized barrier.
 //   * exit: a cluster barrier again, so no CTA exits (freeing its shared memory) while its peer may
@@ -80,18 +87,9 @@ __device__ __forceinline__ unsigned cluster_map(unsigned local, unsigned rank) {
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
   return r;
 }
+// an arrival on the barrier at `cluster_bar` (a shared::cluster address, the peer's) at CTA scope
 __device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
-}
-// as mbar_wait, acquiring at cluster scope: the arrivals come from both CTAs
-__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
-  unsigned done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-  } while (!done);
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
 // tma_load into the same offset `dst` of every CTA in `mask`, completing on `bar` at the same offset
 __device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
@@ -157,7 +155,7 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
       for (int kb = 0; kb < kslots; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-        mbar_wait_cluster(empty, phase ^ 1);       // both CTAs' consumers are done with the slot
+        mbar_wait(empty, phase ^ 1);               // both CTAs' consumers are done with the slot
         mbar_expect_tx(full, bytes);
         const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
         const int k0 = kb * BK;

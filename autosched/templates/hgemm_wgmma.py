@@ -11,22 +11,15 @@ buffer by autosched.runtime.encode_tensormap).  Needs sm_90 (compiled for sm_90a
 Split-K is a template of its own (templates/hgemm_wgmma_splitk.py): a knob here would change this
 template's build id and config keys, staling every recording and database row of it.
 
-Clusters (knobs cluster and cluster_dim, kernels/hgemm_wgmma_cluster.cuh): two CTAs of a thread-block
-cluster compute two tiles adjacent along M (sharing B) or N (sharing A); each loads half of the
-shared slot with TMA multicast into both CTAs' shared memory, so that operand crosses from L2 once
-for two tiles.  Gated: the knobs enter the space only with CLUSTER_VERIFIED (or
-AUTOSCHED_WGMMA_CLUSTER=1), never in the dynamic-M template (its grid follows M at the call and the
-pairing rule reads M).  cluster = 1 renders hgemm_wgmma byte for byte.
+Clusters of two CTAs sharing an operand by TMA multicast are a template of their own too
+(templates/hgemm_wgmma_cluster.py), for the same reason.
 
-Not here: clusters of 4, the blocked layout.
+Not here: the blocked layout.
 """
 
 from __future__ import annotations
 
-import hashlib
-
 from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
 from autosched.templates.gemm_tiles import tile_use
 from autosched.workloads.base import WorkloadError
@@ -35,37 +28,11 @@ MAX_ACC = 128           # accumulator floats a consumer thread holds: MW * BN / 
 C_BOX = 64              # the epilogue stores 64 x 64 boxes (128 bytes of 16-bit values a row)
 SMEM_CAP_SM90 = 232448  # the .cuh's static_assert: the sm_90 opt-in maximum per block
 
+# within the .cuh's static_assert (2 to 16); the shared-memory rule leaves a 64 x 64 tile of 128B
+# swizzle 12 slots at most, a 128 x 64 tile 8
+STAGE_VALUES = (2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
+
 _ARG_ORDER = ("BF16", "A_MN", "B_MN", "BM", "BN", "SWZ", "STAGES", "CONSUMERS", "GROUP")
-
-# THE cluster switch: off until `bash scripts/gpu_check.sh cluster` has passed on an H100 (its tests,
-# memcheck and racecheck); the session that sees it pass flips this constant.  The environment
-# variable overrides it for one process (=1: try it).
-CLUSTER_VERIFIED = False
-CLUSTER_HEADER = "hgemm_wgmma_cluster.cuh"
-CLUSTER_VALUES = (1, 2)                     # the .cuh's static_assert: CLUSTER == 2 (1 is hgemm_wgmma)
-CLUSTER_DIMS = ("m", "n")                   # pairs along M share B (multicast B); along N share A
-
-
-def cluster_enabled() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_CLUSTER", CLUSTER_VERIFIED)
-
-
-def cluster_pairs(M: int, N: int, bm: int, bn: int, dim: str) -> tuple[int, int]:
-    """(pair units, pairs whose both tiles lie inside C) of HgemmWgmmaCluster: tiles paired along
-    `dim`, an odd last tile paired with one outside C."""
-    tm, tn = -(-M // bm), -(-N // bn)
-    along, across = (tm, tn) if dim == "m" else (tn, tm)
-    return -(-along // 2) * across, along // 2 * across
-
-
-def cluster_l2_bytes_saved(M: int, N: int, K: int, bm: int, bn: int, swizzle: int, dim: str) -> int:
-    """Bytes of the shared operand's slots (zero-filled edges included) that a complete pair loads
-    once instead of twice: B's BN x K' per pair along M, A's BM x K' along N (K' = K in whole
-    k-blocks).  A lone pair saves nothing (its outside tile skips its own operand instead)."""
-    _, full = cluster_pairs(M, N, bm, bn, dim)
-    k_padded = -(-K // bk_of(swizzle)) * bk_of(swizzle)
-    return full * (bn if dim == "m" else bm) * k_padded * 2
-
 
 def bk_of(swizzle: int) -> int:
     """K elements a slot holds: one swizzle row of 16-bit values."""
@@ -97,20 +64,6 @@ class HgemmWgmmaTemplate(Template):
     workload_name = "hgemm"
     header = "hgemm_wgmma.cuh"
     dynamic_m = False         # True: no rule reads M (HgemmWgmmaDynTemplate)
-
-    def cluster(self) -> bool:
-        """Whether the space has the cluster knobs: the switch is on and M is known."""
-        return not self.dynamic_m and cluster_enabled()
-
-    def source_hash(self) -> str:
-        """With clusters on, the cluster header's hash (it inlines hgemm_wgmma.cuh), so an edit to
-        either stales the measurements; with them off, the header's (Template.source_hash)."""
-        if not self.cluster():
-            return super().source_hash()
-        cache = self.__dict__.setdefault("_source_hashes", {})
-        if CLUSTER_HEADER not in cache:
-            cache[CLUSTER_HEADER] = hashlib.sha256(kernel_source(CLUSTER_HEADER).encode()).hexdigest()
-        return cache[CLUSTER_HEADER]
 
     def refuses(self, workload) -> str | None:
         """The kernel reads the row layouts through TMA, whose row strides must be multiples of 16
@@ -150,7 +103,7 @@ class HgemmWgmmaTemplate(Template):
             Knob("bn", (64, 128, 192, 256), "columns of C a CTA tile holds: the wgmma N"),
             Knob("consumers", (1, 2), "consumer warpgroups issuing wgmma (one producer beside them)"),
             Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
-            Knob("stages", (2, 3, 4, 5, 6, 7, 8), "slots in the TMA ring (deep rings keep a skinny GEMM's DRAM busy)"),
+            Knob("stages", STAGE_VALUES, "slots in the TMA ring (deep rings keep a skinny GEMM's DRAM busy)"),
             Knob("group", (1, 4, 8, 16), "tile rows walked together by the persistent raster (L2 reuse)"),
         ]
         C = Constraint
@@ -173,27 +126,9 @@ class HgemmWgmmaTemplate(Template):
               "staging + barriers + alignment)", ("bm", "bn", "swizzle", "stages"),
               lambda bm, bn, sw, st: smem_bytes(bm, bn, sw, st) <= min(device.smem_per_block_optin, SMEM_CAP_SM90)),
         ]
-        if self.cluster():
-            knobs += [Knob("cluster", CLUSTER_VALUES, "CTAs of a cluster sharing one operand by TMA multicast"),
-                      Knob("cluster_dim", CLUSTER_DIMS, "a cluster pairs tiles along M (shares B) or N (shares A)")]
-            rules += self._cluster_rules(workload)
         if dev_why is not None:        # an empty space that says why, rather than kernels that cannot run
             rules.insert(0, C(dev_why, ("bm",), lambda bm: False))
         return Space(knobs, rules)
-
-    @staticmethod
-    def _cluster_rules(workload) -> list:
-        M, N = workload.M, workload.N
-        C = Constraint
-        along = lambda bm, bn, d: -(-M // bm) if d == "m" else -(-N // bn)  # noqa: E731
-        return [
-            # a cluster of 1 shares nothing: one config, not two equal ones
-            C("cluster_dim m where cluster is 1 (a lone CTA pairs with nothing)", ("cluster", "cluster_dim"),
-              lambda c, d: c == 2 or d == "m"),
-            # the pair's tiles must both exist somewhere: at least one complete pair, so a grid of >= 2
-            C("cluster 1, or at least 2 tiles along the cluster dim (one whole pair; a grid of 2 or more)",
-              ("bm", "bn", "cluster", "cluster_dim"), lambda bm, bn, c, d: c == 1 or along(bm, bn, d) >= 2),
-        ]
 
     def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
         """Tiles, the persistent waves over the SMs, tile use in M and N, shared memory."""
@@ -202,16 +137,6 @@ class HgemmWgmmaTemplate(Template):
         out = {"tiles": tiles, "waves": tiles / device.sm_count,
                "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
                **tile_use(M, N, c["bm"], c["bn"])}
-        # with the knobs in the space, every config has the cluster features (one measured before
-        # the switch, from a recording or another shape, as cluster 1), so the cost model's rows
-        # keep one length; with the switch off the features stay as they were
-        if "cluster" in c or self.cluster():
-            cl, dim = c.get("cluster", 1), c.get("cluster_dim", "m")
-            out.update({"cluster": cl, "cluster_n": int(cl == 2 and dim == "n"), "l2_bytes_saved": 0})
-            if cl == 2:
-                units, _ = cluster_pairs(M, N, c["bm"], c["bn"], dim)
-                out["waves"] = 2 * units / (device.sm_count - device.sm_count % 2)
-                out["l2_bytes_saved"] = cluster_l2_bytes_saved(M, N, params["K"], c["bm"], c["bn"], c["swizzle"], dim)
         return out
 
     def default_config(self, workload, device) -> dict:
@@ -221,8 +146,6 @@ class HgemmWgmmaTemplate(Template):
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
         cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
-        if self.cluster():
-            cfg.update(cluster=1, cluster_dim="m")
         return self.space(workload, device).nearest(cfg)
 
     def kernel_values(self, workload, cfg: dict) -> dict:
@@ -232,13 +155,13 @@ class HgemmWgmmaTemplate(Template):
 
     def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
         """The three TMA maps, boxes as HgemmWgmma loads and stores them: a K-major operand in one
-        box of (BK, rows), an MN-major one in boxes of (BK, BK); C in 64 x 64 boxes.  In a cluster of
-        2 each CTA loads half of the shared operand (B along M, A along N): a K-major one in a box of
+        box of (BK, rows), an MN-major one in boxes of (BK, BK); C in 64 x 64 boxes.  Where a cluster
+        shares an operand (shared_operand), each CTA loads half of it: a K-major one in a box of
         (BK, rows / 2), an MN-major one in boxes of (BK, BK / 2) (half the k rows of each chunk)."""
         M, N, K, dt = workload.M, workload.N, workload.K, workload.dtype
         sw, bk = cfg["swizzle"], bk_of(cfg["swizzle"])
         ctype = "const __grid_constant__ autosched_wgmma::TensorMap"
-        shared = {"m": "B", "n": "A"}[cfg.get("cluster_dim", "m")] if cfg.get("cluster", 1) == 2 else None
+        shared = self.shared_operand(cfg)
         half = lambda which: 2 if shared == which else 1  # noqa: E731
         if workload.a_col:        # A stored (K, M)
             a = tensormap_params("input", dt, (M, K), 2 * M, (bk, bk // half("A")), sw)
@@ -252,6 +175,10 @@ class HgemmWgmmaTemplate(Template):
         return (ArgSpec("A", "tensormap", layout_params=a, ctype=ctype),
                 ArgSpec("B", "tensormap", layout_params=b, ctype=ctype),
                 ArgSpec("C", "tensormap", layout_params=c, ctype=ctype))
+
+    def shared_operand(self, cfg: dict) -> str | None:
+        """"A" or "B" where the CTAs of a cluster share that operand by multicast; None here."""
+        return None
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         why = self.device_refuses(device)
@@ -278,27 +205,15 @@ class HgemmWgmmaTemplate(Template):
         validated config: what a variant of this kernel (HgemmWgmmaSplitKTemplate) renders differently."""
         tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
         targs = template_args(self.kernel_values(workload, cfg))
-        if cfg.get("cluster", 1) == 2:
-            cdim = CLUSTER_DIMS.index(cfg["cluster_dim"])
-            units, _ = cluster_pairs(workload.M, workload.N, cfg["bm"], cfg["bn"], cfg["cluster_dim"])
-            # a cluster per 2 SMs
-            return (CLUSTER_HEADER, f"hgemm_wgmma_cluster<{targs}, 2, {cdim}>",
-                    2 * min(units, device.sm_count // 2), (2, 1, 1), ())
-        # hgemm_wgmma itself: the source and name every measurement was of; persistent, a CTA per SM at most
+        # persistent, a CTA per SM at most
         return self.header, f"hgemm_wgmma<{targs}>", min(tiles, device.sm_count), None, ()
 
 
 class HgemmWgmmaVariant(HgemmWgmmaTemplate):
-    """A kernel of its own file beside hgemm_wgmma (its split-K, its column-split consumers): a
-    template of the hgemm family whose build id is its own header's (which inlines hgemm_wgmma.cuh),
-    whatever the cluster switch; no cluster knobs (its CTAs are not paired); never the default
-    (hgemm_wgmma's serves untuned shapes; a variant wins only where measured)."""
-
-    def cluster(self) -> bool:
-        return False
-
-    def source_hash(self) -> str:
-        return Template.source_hash(self)
+    """A kernel of its own file beside hgemm_wgmma (its split-K, its column-split consumers, its
+    clusters): a template of the hgemm family whose build id is its own header's (which inlines
+    hgemm_wgmma.cuh); never the default (hgemm_wgmma's serves untuned shapes; a variant wins only
+    where measured)."""
 
     def default_on(self, device) -> bool:
         return False

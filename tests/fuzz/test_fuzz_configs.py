@@ -23,8 +23,9 @@ SHAPES = {"gemv-q4f16": ["64x256", "264x4128", "1x256"], "sgemm": ["64x64x64", "
           "hgemm": ["64x64x64", "300x260x200_bt", "1x8x8", "37x264x520_bt"], "gemv-dense": ["64x256", "264x4128", "1x8"]}
 assert set(SHAPES) == set(FAMILIES), "a family without fuzz shapes: add some above"
 # every template on every shape it serves (hgemm_wgmma and its split-K refuse N % 8, so not 300x260x200_bt;
-# split-K serves 1x8x8 with an empty space: K = 8 is one k-block, no two slices; hgemm_stream serves nt
-# with M <= 256 only: 37x264x520_bt)
+# split-K serves 1x8x8 with an empty space: K = 8 is one k-block, no two slices; the clusters serve
+# 1x8x8 and 64x64x64 with empty spaces: one tile each way, no pair; hgemm_stream serves nt with
+# M <= 256 only: 37x264x520_bt)
 CASES = [(name, shape, i) for name, shapes in SHAPES.items() for shape in shapes
          for i in range(len(FAMILIES[name].templates))
          if FAMILIES[name].templates[i].refuses(FAMILIES[name].parse(shape)) is None]
@@ -78,7 +79,12 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
     # covers every output
     if workload.bytes_moved() < 1 << 20:
         assert set(inputs) == set(workload.inputs(0))
-    if "consumers" in cfg:      # hgemm_wgmma and its split-K: a persistent grid walks the tiles (or work units)
+    if "cluster_dim" in cfg:    # hgemm_wgmma_cluster: a persistent grid of CTA pairs walks the pair units
+        from autosched.templates.hgemm_wgmma_cluster import cluster_pairs
+        units, _ = cluster_pairs(p["M"], p["N"], cfg["bm"], cfg["bn"], cfg["cluster_dim"])
+        assert spec.grid == (2 * min(units, device.sm_count // 2), 1, 1) and spec.cluster == (2, 1, 1)
+        assert set(inputs) == {"A", "B"}
+    elif "consumers" in cfg:    # hgemm_wgmma and its split-K: a persistent grid walks the tiles (or work units)
         tiles = -(-p["M"] // cfg["bm"]) * -(-p["N"] // cfg["bn"])
         assert spec.grid == (min(tiles * cfg.get("split_k", 1), device.sm_count), 1, 1)
         assert set(inputs) == {"A", "B"}
@@ -156,8 +162,9 @@ def test_any_valid_workload_renders_sampled_and_default_configs(name, data, h100
     w = data.draw(VALID_WORKLOADS[name])
     for t in FAMILIES[name].templates_for(w):
         space = t.space(w, h100)
-        if next(iter(space), None) is None:    # split-K where the tiles fill the GPU: nothing to render
-            assert t.family == "hgemm_wgmma_splitk", (t.family, w.key)
+        # split-K where the tiles fill the GPU, clusters where no two tiles lie side by side: nothing to render
+        if next(iter(space), None) is None:
+            assert t.family in ("hgemm_wgmma_splitk", "hgemm_wgmma_cluster"), (t.family, w.key)
             with pytest.raises(ConfigError):
                 t.default_config(w, h100)
             continue
@@ -172,7 +179,7 @@ def test_an_empty_space_is_ordinary(h100):
     """A template may serve a shape and have no config for it: its space enumerates nothing, a
     sample and the default are ConfigErrors, and render refuses any config; no other case is empty."""
     empty = [IDS[i] for i, case in enumerate(CASES) if not space_of(case, h100)[3]]
-    assert empty == ["hgemm_wgmma_splitk-1x8x8"]
+    assert sorted(empty) == ["hgemm_wgmma_cluster-1x8x8", "hgemm_wgmma_cluster-64x64x64", "hgemm_wgmma_splitk-1x8x8"]
     for case in CASES:
         t, w, space, configs = space_of(case, h100)
         if configs:
@@ -214,7 +221,7 @@ def union_of(device):
     knobs, as a workload served by several templates has."""
     if not _UNION:
         picks = {f"m{i}": space_of(c, device)[2]
-                 for i, c in enumerate(c for c in CASES if c[1] in ("64x256", "64x64x64"))}
+                 for i, c in enumerate(c for c in CASES if c[1] in ("64x256", "64x64x64") and space_of(c, device)[3])}
         _UNION.append((SpaceUnion(picks), {m: s.enumerate() for m, s in picks.items()}))
     return _UNION[0]
 

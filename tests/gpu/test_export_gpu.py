@@ -39,11 +39,15 @@ def test_exported_dynamic_cu_builds_and_computes(tmp_path):
     from autosched.device import query
     info = query(0)
     dw = DynamicWorkload.parse("hgemm", "Mx4096x4096_bt", (1, 4096))
-    # this seed's modelled search keeps hgemm_dyn for M <= 16 and hgemm_wgmma above (both run below)
-    res = tune_dynamic(dw, [HgemmDynTemplate(), HgemmWgmmaDynTemplate()], SyntheticRunner(info), None,
-                       rounds=2, per_round=10, seed=1)
-    fams = {k.family for k in res.kernels}
-    assert fams == {"hgemm_dyn", "hgemm_wgmma"}, fams
+    # the first seed whose modelled search keeps both kinds (hgemm_dyn for the smallest Ms, hgemm_wgmma
+    # above), so one .cu holds and runs both; which seed does follows the spaces (seed 6 on 2026-11-26)
+    for seed in range(1, 31):
+        res = tune_dynamic(dw, [HgemmDynTemplate(), HgemmWgmmaDynTemplate()], SyntheticRunner(info), None,
+                           rounds=2, per_round=10, seed=seed)
+        fams = {k.family for k in res.kernels}
+        if fams == {"hgemm_dyn", "hgemm_wgmma"}:
+            break
+    assert fams == {"hgemm_dyn", "hgemm_wgmma"}, f"no seed of 1..30 kept both kinds: {fams}"
     f = getattr(_build(export_cu(res, tmp_path / "k.cu", info), tmp_path), c_name(res))
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
     f.restype = ctypes.c_int

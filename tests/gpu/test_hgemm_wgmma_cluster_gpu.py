@@ -1,4 +1,4 @@
-"""On an sm_90 GPU, with the cluster switch on: hgemm_wgmma's clusters of 2 (pairs along M, B
+"""On an sm_90 GPU: hgemm_wgmma_cluster's clusters of 2 (pairs along M, B
 multicast; along N, A multicast) are correct against float64 in every layout, FP16 and BF16, on
 ragged shapes (tiles clipped at M and N, an odd tile count along the pair so the last pairs hold a
 tile outside C), a long K, and 4096^3 (the persistent loop wraps the ring's phases many times).
@@ -12,7 +12,7 @@ import pytest
 from autosched.build import BuildCache, Builder
 from autosched.measure.gpu import GpuRunner
 from autosched.measure.protocol import Protocol
-from autosched.templates import HgemmWgmmaTemplate
+from autosched.templates import HgemmWgmmaClusterTemplate
 from autosched.templates.hgemm_wgmma import smem_bytes
 from autosched.workloads import Hgemm
 
@@ -25,18 +25,10 @@ SHAPES = {"n": ["300x264x200", "1000x1032x504", "136x264x4104"], "t": ["296x264x
 BIG = "4096x4096x4096"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def cluster_on():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
-    yield
-    mp.undo()
-
-
 def picks(t, w, device, dim, n_random=1):
     """Of the pair configs along `dim`: the smallest tile (the most pairs, lone ones at the edges),
     the most shared memory, two consumers of 128 x 256 (the default's tile), and random ones."""
-    cfgs = [c for c in t.space(w, device) if c["cluster"] == 2 and c["cluster_dim"] == dim]
+    cfgs = [c for c in t.space(w, device) if c["cluster_dim"] == dim]
     if not cfgs:
         return []
     out = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
@@ -48,7 +40,7 @@ def picks(t, w, device, dim, n_random=1):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    t = HgemmWgmmaTemplate()
+    t = HgemmWgmmaClusterTemplate()
     with GpuRunner(protocol=Protocol(flush_bytes=1 << 24, warmup=1, repeat=3), timeout_s=60) as runner, \
             Builder(cache=BuildCache(tmp_path_factory.mktemp("cluster"))) as builder:
         dev = runner.device_info
@@ -105,7 +97,7 @@ def test_launchable_twice(dim):
     from autosched.device import query
     from autosched.runtime import allow_dynamic_smem
     info = query(0)
-    t = HgemmWgmmaTemplate()
+    t = HgemmWgmmaClusterTemplate()
     if t.device_refuses(info):
         pytest.skip(t.device_refuses(info))
     Device(0).set_current()
@@ -113,8 +105,7 @@ def test_launchable_twice(dim):
     w = Hgemm.from_shape("1000x1032x504_bt")
     inputs = w.inputs(4)
     ref, bound = w.reference(inputs), w.error_bound(inputs)
-    c = {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 4, "group": 4, "cluster": 2,
-         "cluster_dim": dim}
+    c = {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 4, "group": 4, "cluster_dim": dim}
     spec = t.render(w, c, info)
     with Builder() as builder:
         k = Launchable(spec, builder.build(spec), inputs, torch.empty((w.M, w.N), dtype=torch.float16, device="cuda"))

@@ -1,9 +1,9 @@
-"""Clusters of 2 with TMA multicast for the wgmma GEMM (kernels/hgemm_wgmma_cluster.cuh): the switch
-leaves everything as it was when off; when on, cluster = 1 configs render as before, the pairing
-rules, split-K (its own template) never in a cluster, the rendered kernel (name, grid in pairs,
-cluster shape, half-slot tensor-map boxes), features, build id, sanitizer picks, the static_asserts
-agreeing with the Python rules, NVRTC builds without spills or serialized wgmma; the exporter
-refuses a cluster spec."""
+"""Clusters of 2 with TMA multicast for the wgmma GEMM (kernels/hgemm_wgmma_cluster.cuh), a template
+of its own (templates/hgemm_wgmma_cluster.py): the switch adds it to the hgemm family and leaves
+hgemm_wgmma as it was; its space is hgemm_wgmma's with cluster_dim and the pairing rule; the
+rendered kernel (name, grid in pairs, cluster shape, half-slot tensor-map boxes), features, build
+id, sanitizer picks, the static_asserts agreeing with the Python rules, NVRTC builds without spills
+or serialized wgmma, the CTA-scope slot releases; the exporter refuses a cluster spec."""
 
 import dataclasses
 import hashlib
@@ -14,11 +14,12 @@ import types
 import pytest
 
 import autosched.templates.hgemm_wgmma as hw
+import autosched.templates.hgemm_wgmma_cluster as hc
 from autosched.build import build_id, compile_spec
 from autosched.registry import family
-from autosched.templates import HgemmWgmmaSplitKTemplate, HgemmWgmmaTemplate
+from autosched.templates import HgemmWgmmaClusterTemplate, HgemmWgmmaSplitKTemplate, HgemmWgmmaTemplate
 from autosched.templates.base import kernel_source
-from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, cluster_l2_bytes_saved, cluster_pairs
+from autosched.templates.hgemm_wgmma_cluster import cluster_l2_bytes_saved, cluster_pairs
 from autosched.workloads import Hgemm
 
 from .wgmma_builds import assert_wgmma_builds_clean
@@ -28,99 +29,84 @@ C128 = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "grou
 
 
 @pytest.fixture
-def off(monkeypatch):
-    monkeypatch.delenv("AUTOSCHED_WGMMA_CLUSTER", raising=False)
-    monkeypatch.setattr(hw, "CLUSTER_VERIFIED", False)
-    return HgemmWgmmaTemplate()
-
-
-@pytest.fixture
-def on(off, monkeypatch):
-    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
-    return HgemmWgmmaTemplate()
+def on():
+    return HgemmWgmmaClusterTemplate()
 
 
 def key(c):
     return tuple(sorted(c.items()))
 
 
+def _families(monkeypatch, value):
+    import autosched.registry as registry
+    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", value)
+    return [t.family for t in registry._families()["hgemm"].templates]
+
+
 def test_switch_reads_the_constant_and_the_environment(monkeypatch):
     monkeypatch.delenv("AUTOSCHED_WGMMA_CLUSTER", raising=False)
-    assert hw.cluster_enabled() is hw.CLUSTER_VERIFIED is False
+    assert hc.cluster_enabled() is hc.CLUSTER_VERIFIED
     for value, want in [("1", True), ("0", False), ("", False), ("yes", True), ("no", False)]:
         monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", value)
-        assert hw.cluster_enabled() is want
+        assert hc.cluster_enabled() is want
 
 
-@pytest.mark.parametrize("shape", [BIG, "4096x4096x4096", "136x264x4104_bt", "296x264x200_tn_bf16"])
-def test_off_changes_nothing(off, h100, shape):
-    w = Hgemm.from_shape(shape)
-    space = off.space(w, h100)
-    assert "cluster" not in space.names and "cluster_dim" not in space.names
-    d = off.default_config(w, h100)
-    spec = off.render(w, d, h100)
+def test_switch_adds_the_template_and_leaves_hgemm_wgmma_alone(monkeypatch, h100):
+    assert "hgemm_wgmma_cluster" not in _families(monkeypatch, "0")
+    assert "hgemm_wgmma_cluster" in _families(monkeypatch, "1")
+    t = HgemmWgmmaTemplate()
+    w = Hgemm.from_shape(BIG)
+    assert "cluster_dim" not in t.space(w, h100).names
+    spec = t.render(w, t.default_config(w, h100), h100)
     assert spec.source == kernel_source("hgemm_wgmma.cuh") and spec.cluster is None
-    assert spec.name_expression.startswith("hgemm_wgmma<") and spec.name_expression.count(",") == 8
-    assert off.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma.cuh").encode()).hexdigest()
-    assert "cluster" not in off.derived_features(d, w.params, h100)
-    with pytest.raises(Exception, match="unknown knobs"):
-        off.render(w, {**d, "cluster": 2, "cluster_dim": "m"}, h100)
+    assert t.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma.cuh").encode()).hexdigest()
+    assert "cluster_n" not in t.derived_features(t.default_config(w, h100), w.params, h100)
 
 
 @pytest.mark.parametrize("shape", [BIG, "1000x1032x504_nn", "296x264x200_tn_bf16"])
-def test_on_keeps_every_cluster_1_config_as_it_was(off, h100, shape, monkeypatch):
-    """The configs without the knobs are exactly the cluster = 1 configs with them (cluster_dim m),
-    and each renders the same source, entry, grid, arguments and no cluster attribute."""
+def test_space_is_hgemm_wgmmas_with_a_pair_direction(on, h100, shape):
+    """Every config of hgemm_wgmma whose tiles pair along M (or N) is a config here with cluster_dim
+    m (n); nothing else is."""
     w = Hgemm.from_shape(shape)
-    before = off.space(w, h100).enumerate()
-    d_before = off.default_config(w, h100)
-    specs = {key(c): off.render(w, c, h100) for c in random.Random(2).sample(before, 8) + [d_before]}
-    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
-    on = HgemmWgmmaTemplate()
-    after = on.space(w, h100).enumerate()
-    ones = [c for c in after if c["cluster"] == 1]
-    assert all(c["cluster_dim"] == "m" for c in ones)
-    assert [{k: v for k, v in c.items() if k not in ("cluster", "cluster_dim")} for c in ones] == before
-    assert on.default_config(w, h100) == {**d_before, "cluster": 1, "cluster_dim": "m"}
-    for old in specs.values():
-        new = on.render(w, {**dict(old.config), "cluster": 1, "cluster_dim": "m"}, h100)
-        assert (new.source, new.name_expression, new.grid, new.block, new.smem_bytes, new.args, new.cluster) == \
-               (old.source, old.name_expression, old.grid, old.block, old.smem_bytes, old.args, None)
+    base = hw.HgemmWgmmaTemplate().space(w, h100).enumerate()
+    mine = on.space(w, h100).enumerate()
+    assert on.space(w, h100).names == [*hw.HgemmWgmmaTemplate().space(w, h100).names, "cluster_dim"]
+    along = lambda c, d: -(-w.M // c["bm"]) if d == "m" else -(-w.N // c["bn"])  # noqa: E731
+    want = [{**c, "cluster_dim": d} for c in base for d in hc.CLUSTER_DIMS if along(c, d) >= 2]
+    assert sorted(map(key, mine)) == sorted(map(key, want))
+    d = on.default_config(w, h100)
+    assert on.space(w, h100).contains(d) and on.default_on(h100) is False
 
 
 def test_rules_name_what_they_refuse(on, h100):
     space = on.space(Hgemm.from_shape(BIG), h100)
-    assert space.contains({**C128, "cluster": 2, "cluster_dim": "m"})
-    assert space.contains({**C128, "cluster": 2, "cluster_dim": "n"})
-    assert any("cluster_dim m where cluster is 1" in v for v in space.violations({**C128, "cluster": 1, "cluster_dim": "n"}))
-    assert any("not one of" in v for v in space.violations({**C128, "cluster": 4, "cluster_dim": "m"}))
-    assert any("not one of" in v for v in space.violations({**C128, "cluster": 2, "cluster_dim": "k"}))
+    assert space.contains({**C128, "cluster_dim": "m"}) and space.contains({**C128, "cluster_dim": "n"})
+    assert any("not one of" in v for v in space.violations({**C128, "cluster_dim": "k"}))
+    assert any("unknown knobs" in v for v in space.violations({**C128, "cluster": 2, "cluster_dim": "m"}))
     # 128 rows in tiles of 128: one tile along M, nothing to pair with; along N there are 16
     thin = on.space(Hgemm.from_shape("128x4096x4096_bt"), h100)
     assert any("at least 2 tiles along the cluster dim" in v
-               for v in thin.violations({**C128, "group": 1, "cluster": 2, "cluster_dim": "m"}))
-    assert thin.contains({**C128, "group": 1, "cluster": 2, "cluster_dim": "n"})
+               for v in thin.violations({**C128, "group": 1, "cluster_dim": "m"}))
+    assert thin.contains({**C128, "group": 1, "cluster_dim": "n"})
     one = on.space(Hgemm.from_shape("128x256x64_bt"), h100)
-    assert [c for c in one if c["bm"] >= 128 and c["bn"] == 256 and c["cluster"] == 2] == []
+    assert [c for c in one if c["bm"] >= 128 and c["bn"] == 256] == []
 
 
-def test_split_k_is_never_in_a_cluster(on, h100):
-    """Split-K is a template of its own whose work units are not paired: with the cluster switch on,
-    hgemm_wgmma gains the cluster knobs and no split_k, the split-K template no cluster knobs, and its
-    build id stays its own header's (no cluster source joined to it)."""
+def test_split_k_is_never_in_a_cluster(h100):
+    """Split-K is a template of its own whose work units are not paired: no cluster knob, no cluster
+    attribute, its build id its own header's."""
     w = Hgemm.from_shape("128x4096x4096_bt")
-    assert on.space(w, h100).names[-3:] == ["group", "cluster", "cluster_dim"]
     sk = HgemmWgmmaSplitKTemplate()
     space = sk.space(w, h100)
     assert space.names[-2:] == ["group", "split_k"] and space.size() > 0
-    assert not any("cluster" in c for c in space) and sk.render(w, sk.default_config(w, h100), h100).cluster is None
+    assert not any("cluster_dim" in c for c in space) and sk.render(w, sk.default_config(w, h100), h100).cluster is None
     assert sk.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_splitk.cuh").encode()).hexdigest()
 
 
 @pytest.mark.parametrize("shape", [BIG, "300x264x200", "136x264x4104_bt", "296x1032x200_tt_bf16"])
 def test_every_accepted_pair_config_launches_whole_clusters(on, h100, shape):
     w = Hgemm.from_shape(shape)
-    cfgs = [c for c in on.space(w, h100) if c["cluster"] == 2]
+    cfgs = on.space(w, h100).enumerate()
     assert {c["cluster_dim"] for c in cfgs} == {"m", "n"}
     for c in random.Random(3).sample(cfgs, min(40, len(cfgs))):
         tiles_along = -(-w.M // c["bm"]) if c["cluster_dim"] == "m" else -(-w.N // c["bn"])
@@ -133,7 +119,8 @@ def test_every_accepted_pair_config_launches_whole_clusters(on, h100, shape):
 
 def test_render_of_a_pair_along_m_multicasts_b(on, h100):
     w = Hgemm.from_shape(BIG)                               # nt: A (M, K) and B (N, K), both K-major
-    spec = on.render(w, {**C128, "cluster": 2, "cluster_dim": "m"}, h100)
+    spec = on.render(w, {**C128, "cluster_dim": "m"}, h100)
+    assert spec.family == "hgemm_wgmma_cluster"
     assert spec.name_expression == "hgemm_wgmma_cluster<0, 0, 0, 128, 256, 128, 3, 2, 8, 2, 0>"
     assert spec.source == kernel_source("hgemm_wgmma_cluster.cuh")
     assert spec.source.count(kernel_source("hgemm_wgmma.cuh")) == 1       # the base inlined, once
@@ -145,49 +132,50 @@ def test_render_of_a_pair_along_m_multicasts_b(on, h100):
 
 def test_render_of_a_pair_along_n_multicasts_a(on, h100):
     w = Hgemm.from_shape("4096x4096x4096_tn")               # A (K, M) and B (K, N): both MN-major
-    spec = on.render(w, {**C128, "cluster": 2, "cluster_dim": "n"}, h100)
+    spec = on.render(w, {**C128, "cluster_dim": "n"}, h100)
     assert spec.name_expression == "hgemm_wgmma_cluster<0, 1, 1, 128, 256, 128, 3, 2, 8, 2, 1>"
     boxes = [a.params()["box"] for a in spec.args[:3]]
     assert boxes == [(64, 32), (64, 64), (64, 64)]          # A's chunks: half the k rows each
     small = on.render(Hgemm.from_shape("300x264x200"), {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 32,
-                                                         "stages": 2, "group": 1, "cluster": 2, "cluster_dim": "n"}, h100)
+                                                         "stages": 2, "group": 1, "cluster_dim": "n"}, h100)
     assert small.grid == (2 * 3 * 5, 1, 1)                  # 5 tiles along N: 3 pairs (one lone) x 5 rows
     assert [a.params()["box"] for a in small.args[:2]] == [(16, 32), (16, 16)]   # nn: A halved, B MN-major whole
 
 
-def test_features_carry_the_cluster_and_its_l2_saving(on, off, h100):
-    p = Hgemm.from_shape(BIG).params
-    plain = off.derived_features(C128, p, h100)
-    one = on.derived_features({**C128, "cluster": 1, "cluster_dim": "m"}, p, h100)
-    assert one == {**plain, "cluster": 1, "cluster_n": 0, "l2_bytes_saved": 0}
-    # a config measured without the knobs (a recording, another shape) reads as cluster 1 while they
-    # are in the space: the cost model's rows of a search mixing both keep one length (the GPU bench
-    # with the switch on failed in the cost model's np.asarray before, H100, 2026-11-26)
-    assert on.derived_features(C128, p, h100) == one
-    from autosched.search.cost_model import Featurizer
+def test_features_carry_the_pair_and_its_l2_saving(on, h100):
     w = Hgemm.from_shape(BIG)
-    f = Featurizer(on.space(w, h100), w.params, lambda c, q: on.derived_features(c, q, h100))
-    assert f.matrix([C128, {**C128, "cluster": 2, "cluster_dim": "n"}]).shape[0] == 2
-    f = on.derived_features({**C128, "cluster": 2, "cluster_dim": "m"}, p, h100)
+    p = w.params
+    plain = HgemmWgmmaTemplate().derived_features(C128, p, h100)
+    f = on.derived_features({**C128, "cluster_dim": "m"}, p, h100)
+    assert {k: v for k, v in f.items() if k not in ("waves", "cluster_n", "l2_bytes_saved")} == \
+        {k: v for k, v in plain.items() if k != "waves"}
     # 32 x 16 tiles: 16 pairs along M per tile column; each saves a 256 x 4096 B slot of 2 bytes
     assert f["l2_bytes_saved"] == 16 * 16 * 256 * 4096 * 2 == cluster_l2_bytes_saved(4096, 4096, 4096, 128, 256, 128, "m")
-    assert f["cluster"] == 2 and f["cluster_n"] == 0 and f["waves"] == 512 / 132
-    g = on.derived_features({**C128, "cluster": 2, "cluster_dim": "n"}, p, h100)
+    assert f["cluster_n"] == 0 and f["waves"] == 512 / 132
+    g = on.derived_features({**C128, "cluster_dim": "n"}, p, h100)
     assert g["cluster_n"] == 1 and g["l2_bytes_saved"] == 32 * 8 * 128 * 4096 * 2
+    from autosched.search.cost_model import Featurizer
+    fz = Featurizer(on.space(w, h100), w.params, lambda c, q: on.derived_features(c, q, h100))
+    assert fz.matrix([{**C128, "cluster_dim": "m"}, {**C128, "cluster_dim": "n"}]).shape[0] == 2
     # odd tiles along the pair: the lone pair saves nothing, and counts as two CTAs of work
     assert cluster_pairs(300, 264, 64, 64, "m") == (3 * 5, 2 * 5)
     assert cluster_l2_bytes_saved(300, 264, 200, 64, 64, 32, "m") == 10 * 64 * 208 * 2
 
 
-def test_build_id_follows_the_cluster_source_only_when_on(off, h100, monkeypatch):
-    base = off.source_hash()
-    monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", "1")
-    on = HgemmWgmmaTemplate()
+def test_build_id_is_the_cluster_sources(on, h100):
+    base = HgemmWgmmaTemplate().source_hash()
     assert on.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_cluster.cuh").encode()).hexdigest() != base
     assert build_id(on).split("/")[0] == on.source_hash()[:12]
-    dyn = HgemmWgmmaDynTemplate()                           # its grid follows M at the call: no pairs
-    assert dyn.source_hash() == base
-    assert "cluster" not in dyn.space(Hgemm.from_shape(BIG), h100).names
+    assert "cluster_dim" not in hw.HgemmWgmmaDynTemplate().space(Hgemm.from_shape(BIG), h100).names
+
+
+def test_slot_releases_are_cta_scope():
+    """The consumers read a slot only through wgmma, retired by wait_group before they release it:
+    cluster-scope release and acquire ordered nothing more and cost 1.5-3x (H100, 2026-11-26)."""
+    src = kernel_source("hgemm_wgmma_cluster.cuh")
+    code = "\n".join(line.split("//")[0] for line in src.splitlines())
+    assert "mbarrier.arrive.shared::cluster.b64" in code
+    assert "release.cluster.shared::cluster" not in code and "acquire.cluster" not in code
 
 
 def test_sanitizer_picks_put_pairs_along_m_and_n_first(on, h100):
@@ -195,7 +183,7 @@ def test_sanitizer_picks_put_pairs_along_m_and_n_first(on, h100):
     picks = family("hgemm").sanitize_picks(on, w, h100)
     space = on.space(w, h100)
     assert all(space.contains(c) for c in picks)
-    assert [(c["cluster"], c["cluster_dim"]) for c in picks[:4]] == [(2, "m"), (2, "n"), (2, "m"), (2, "n")]
+    assert [c["cluster_dim"] for c in picks[:4]] == ["m", "n", "m", "n"]
     assert len({key(c) for c in picks}) == len(picks)
     assert hw.smem_bytes(**{k: picks[2][k] for k in ("bm", "bn", "swizzle", "stages")}) > \
         hw.smem_bytes(**{k: picks[0][k] for k in ("bm", "bn", "swizzle", "stages")})
@@ -221,16 +209,16 @@ def _static_assert_fails(spec, expr):
 
 
 def test_static_assert_agrees_with_the_knobs(on, h100):
-    """CLUSTER 2 with CDIM 0 (m) or 1 (n) compiles; the cluster sizes the space refuses (or renders
-    as hgemm_wgmma: 1) and any other CDIM do not."""
+    """CLUSTER 2 with CDIM 0 (m) or 1 (n) compiles; other cluster sizes (1 is hgemm_wgmma) and any
+    other CDIM do not."""
     w = Hgemm.from_shape("1000x1032x504_nn")
-    c = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 32, "stages": 2, "group": 1, "cluster": 2, "cluster_dim": "m"}
+    c = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 32, "stages": 2, "group": 1, "cluster_dim": "m"}
     spec = on.render(w, c, h100)
     stem = spec.name_expression.rsplit(",", 2)[0]
     space = on.space(w, h100)
     for size, dim in [(1, 0), (2, 0), (2, 1), (3, 0), (4, 1), (2, 2), (2, -1)]:
-        renders_cluster_kernel = (size in hw.CLUSTER_VALUES and size > 1 and 0 <= dim < len(hw.CLUSTER_DIMS)
-                                  and space.contains({**c, "cluster": size, "cluster_dim": hw.CLUSTER_DIMS[dim]}))
+        renders_cluster_kernel = (size == hc.CLUSTER and 0 <= dim < len(hc.CLUSTER_DIMS)
+                                  and space.contains({**c, "cluster_dim": hc.CLUSTER_DIMS[dim]}))
         fails = _static_assert_fails(spec, f"{stem}, {size}, {dim}>")
         assert renders_cluster_kernel != fails, (size, dim, renders_cluster_kernel, fails)
 
@@ -241,7 +229,7 @@ def test_pair_configs_compile_for_sm90a_without_spills(on, h100, tmp_path):
     for shape in [BIG, "4096x4096x4096", "296x264x200_tn_bf16", "296x264x200_tt", "136x264x4104_bt"]:
         w = Hgemm.from_shape(shape)
         for dim in ("m", "n"):
-            cfgs = [c for c in on.space(w, h100) if c["cluster"] == 2 and c["cluster_dim"] == dim]
+            cfgs = [c for c in on.space(w, h100) if c["cluster_dim"] == dim]
             smem = lambda c: hw.smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
             picks = [max(cfgs, key=smem), max(cfgs, key=lambda c: (hw.m_blocks(c["bm"], c["consumers"]) * c["bn"],
                                                                    c["consumers"] == 1))]

@@ -1,0 +1,76 @@
+"""What the GEMM experiment scripts share: the CUDA context on torch's stream under the seed's
+timing protocol, one shape's operands on the GPU with its float64 reference, and a rendered spec
+built, checked against that reference and timed.  Not an experiment itself."""
+import numpy as np
+
+
+class Session:
+    """Device 0 current, torch's stream as a cuda.core Stream, a protocol Timer, a Builder."""
+
+    def __init__(self):
+        import torch
+        from cuda.core import Device, Stream
+
+        from autosched.build import Builder
+        from autosched.device import query
+        from autosched.measure.protocol import Timer
+        self.info = query(0)
+        self.dev = Device(0)
+        self.dev.set_current()
+        torch.cuda.init()
+        self.stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+        self.timer = Timer(self.dev, self.stream)
+        self.builder = Builder()
+
+    def __enter__(self):
+        self.builder.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.builder.__exit__(*exc)
+
+    def operands(self, shape: str) -> "Operands":
+        return Operands(shape)
+
+    def cublas_us(self, ops: "Operands", flush: bool = True) -> float:
+        """Median microseconds of torch.matmul on the same operands (cuBLAS)."""
+        import torch
+        return float(np.median(self.timer.time(lambda: torch.matmul(ops.a, ops.bt), flush=flush)))
+
+    def launchable(self, spec, ops: "Operands", label: str):
+        """`spec` built and checked against float64 (raises if wrong), or the build's error text."""
+        from autosched.benchmarks.common import Launchable, checked_launch
+        from autosched.runtime import allow_dynamic_smem
+        binary = self.builder.build(spec)
+        if not binary.ok:
+            return binary.error[-600:]
+        k = Launchable(spec, binary, ops.inputs, ops.out, on_device={"A": ops.a, "B": ops.b})
+        allow_dynamic_smem(k.kernel, spec.smem_bytes, self.dev.device_id)
+        checked_launch(lambda s_: k.launch(s_), ops.w, ops.out, ops.ref, self.stream, label, ops.bound)
+        return k
+
+    def time(self, spec, ops: "Operands", label: str, flush: bool = True) -> dict:
+        """{"us", "p10", "p90"} of `spec` under the protocol after its check, or {"error"}."""
+        k = self.launchable(spec, ops, label)
+        if isinstance(k, str):
+            return {"error": k}
+        times = self.timer.time(lambda: k.launch(self.stream), flush=flush)
+        return {"us": float(np.median(times)), "p10": float(np.percentile(times, 10)),
+                "p90": float(np.percentile(times, 90))}
+
+
+class Operands:
+    """An hgemm shape's A and B on the GPU (B as stored and as torch.matmul wants it), an output
+    buffer, and the float64 reference with its error bound."""
+
+    def __init__(self, shape: str):
+        import torch
+
+        from autosched.workloads import Hgemm
+        self.w = Hgemm.from_shape(shape)
+        self.inputs = self.w.inputs(1)
+        self.ref, self.bound = self.w.reference(self.inputs), self.w.error_bound(self.inputs)
+        self.a = torch.from_numpy(np.ascontiguousarray(self.inputs["A"])).cuda()
+        self.b = torch.from_numpy(np.ascontiguousarray(self.inputs["B"])).cuda()
+        self.bt = self.b.t() if self.w.b_col else self.b
+        self.out = torch.empty((self.w.M, self.w.N), dtype=torch.float16, device="cuda")
