@@ -29,17 +29,19 @@ DEFAULT_LADDER = (
 )
 # The wgmma configs the ladder picks from.  128B swizzle everywhere (K slices of 64: the longest
 # wgmma run per slot, one TMA box per operand); the ring as deep as the 227 KB leave room for (a
-# small tile streams its weights with more slots in flight); raster groups of 8 tile rows.
-#   64 x  64, 1 consumer, 6 slots (107 KB): M <= 64 on N <= ~8K: N / 64 CTAs share the weight stream
-#   64 x 128, 1 consumer, 5 slots (140 KB): the same for wider N
+# small tile streams its weights with more slots in flight: on the H100, 2026-11-26, 64x4096x4096 on
+# 64 x 64 tiles took 27.8 us with 6 slots, 24.5 with 8, 22.8 with 12; checks/wgmma-stages-*.json);
+# raster groups of 8 tile rows.
+#   64 x  64, 1 consumer, 12 slots (206 KB): M <= 64 on N <= ~8K: N / 64 CTAs share the weight stream
+#   64 x 128, 1 consumer, 8 slots (214 KB): the same for wider N
 #   64 x 256, 1 consumer, 4 slots (198 KB): very wide N (22016): 86 CTAs of m64n256 instructions
-#  128 x 128, 2 consumers, 5 slots (198 KB): mid M (a few hundred): twice the tiles of 128 x 256
+#  128 x 128, 2 consumers, 6 slots (230 KB): mid M (a few hundred): twice the tiles of 128 x 256
 #  128 x 256, 2 consumers, 3 slots (214 KB): the template's default, large M
 WGMMA_CANDIDATES = (
-    {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 6, "group": 8},
-    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 5, "group": 8},
+    {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 8},
+    {"bm": 64, "bn": 128, "consumers": 1, "swizzle": 128, "stages": 8, "group": 8},
     {"bm": 64, "bn": 256, "consumers": 1, "swizzle": 128, "stages": 4, "group": 8},
-    {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 5, "group": 8},
+    {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 6, "group": 8},
     {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8},
 )
 # arithmetic intensity BM*BN/(BM+BN) (flops per operand byte of a tile, /2) of the 128 x 256 tile, which
