@@ -27,6 +27,26 @@ def encode_map_call(params: dict, out: str, base: str, outer: str | None = None)
             f"{box_inner}, {box_outer}, {r['swizzle']})")
 
 
+def launch_text(spec, names: str) -> str:
+    """The launcher's last lines: <<<grid, block, smem, stream>>>, or, for a kernel launched in
+    thread-block clusters (which <<<>>> cannot ask for), cudaLaunchKernelEx with the cluster
+    dimension attribute."""
+    if spec.cluster is None:
+        return (f"  {spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>({names});\n"
+                "  return cudaGetLastError();\n")
+    x, y, z = spec.cluster
+    return (f"  // launched in thread-block clusters of {spec.cluster}: the kernel traps without them\n"
+            "  cudaLaunchConfig_t config = {};\n"
+            f"  config.gridDim = dim3{spec.grid};\n  config.blockDim = dim3{spec.block};\n"
+            f"  config.dynamicSmemBytes = {spec.smem_bytes};\n  config.stream = stream;\n"
+            "  cudaLaunchAttribute cluster[1];\n"
+            "  cluster[0].id = cudaLaunchAttributeClusterDimension;\n"
+            f"  cluster[0].val.clusterDim.x = {x};\n  cluster[0].val.clusterDim.y = {y};\n"
+            f"  cluster[0].val.clusterDim.z = {z};\n"
+            "  config.attrs = cluster;\n  config.numAttrs = 1;\n"
+            f"  return cudaLaunchKernelEx(&config, {spec.name_expression}, {names});\n")
+
+
 def export_cuda(workload, template, config: dict, device, out: Path, source: str = "") -> Path:
     """The config's kernel as a standalone .cu with an extern "C" launcher taking the workload's
     buffers.  A kernel that takes TMA maps (the wgmma family) gets them encoded over those buffers at
@@ -37,10 +57,6 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
     if scratch:
         # the caller would have to allocate it zeroed once and keep it for every later launch
         raise ValueError(f"this {template.family} config takes a device workspace ({', '.join(scratch)}): "
-                         "exporting it as a standalone .cu is not supported yet")
-    if spec.cluster is not None:
-        # <<<grid, block>>> cannot carry the cluster attribute: cudaLaunchKernelEx would
-        raise ValueError(f"this {template.family} config launches in thread-block clusters of {spec.cluster}: "
                          "exporting it as a standalone .cu is not supported yet")
     tag = config_hash(dict(spec.config))
     layouts = "\n".join(f"//   {a.name}: {a.role}, layout {a.layout} {json.dumps(a.params())}"
@@ -80,10 +96,11 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
     else:
         build = f"-arch={device.arch}"
         host = f"\ntemplate __global__ void {spec.name_expression}({kernel_params});\n"
+    cluster_note = "" if spec.cluster is None else f", thread-block clusters of {spec.cluster}"
     text = f"""// Exported by autosched: {workload.key}, template {template.family}
 // config ({source}): {json.dumps(dict(spec.config), sort_keys=True)}
 // target: {device.name} ({device.arch})
-// launch: grid {spec.grid}, block {spec.block}, dynamic shared memory {spec.smem_bytes} B
+// launch: grid {spec.grid}, block {spec.block}, dynamic shared memory {spec.smem_bytes} B{cluster_note}
 // arguments, in order (inputs must be laid out as named; see autosched/layouts.py):
 {layouts}
 //
@@ -91,9 +108,7 @@ def export_cuda(workload, template, config: dict, device, out: Path, source: str
 {spec.source.replace("#pragma once", "// (was: #pragma once)")}
 {host}
 extern "C" cudaError_t autosched_{template.family}_{tag}({params}, cudaStream_t stream) {{
-{optin}{zero}{encode}  {spec.name_expression}<<<dim3{spec.grid}, dim3{spec.block}, {spec.smem_bytes}, stream>>>({names});
-  return cudaGetLastError();
-}}
+{optin}{zero}{encode}{launch_text(spec, names)}}}
 """
     out = Path(out)
     out.write_text(text)

@@ -66,19 +66,27 @@ def test_exported_dynamic_cu_builds_and_computes(tmp_path):
     assert seen == {"hgemm_dyn", "hgemm_wgmma"}, seen        # both kinds of micro-kernel ran
 
 
-@pytest.mark.parametrize("shape", ["300x264x200_bt", "296x264x200_tn_bf16"])
-def test_one_exported_wgmma_config_builds_and_computes(tmp_path, shape):
+@pytest.mark.parametrize("shape, dim", [("300x264x200_bt", None), ("296x264x200_tn_bf16", None),
+                                        ("300x264x200_bt", "n"), ("296x264x200_tn_bf16", "m")])
+def test_one_exported_wgmma_config_builds_and_computes(tmp_path, shape, dim):
+    """hgemm_wgmma's default config, and pairs of hgemm_wgmma_cluster (launched by cudaLaunchKernelEx
+    with the cluster attribute), along N and along M (odd tile counts: a lone pair at the edge)."""
     torch = pytest.importorskip("torch")
     from autosched.cuda_export import export_cuda
     from autosched.device import query
     from autosched.space import config_hash
-    from autosched.templates import HgemmWgmmaTemplate
+    from autosched.templates import HgemmWgmmaClusterTemplate, HgemmWgmmaTemplate
     from autosched.workloads import Hgemm
     info = query(0)
-    t, w = HgemmWgmmaTemplate(), Hgemm.from_shape(shape)
-    cfg = t.default_config(w, info)
+    w = Hgemm.from_shape(shape)
+    if dim is None:
+        t = HgemmWgmmaTemplate()
+        cfg = t.default_config(w, info)
+    else:
+        t = HgemmWgmmaClusterTemplate()
+        cfg = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 4, "group": 1, "cluster_dim": dim}
     lib = _build(export_cuda(w, t, cfg, info, tmp_path / "one.cu"), tmp_path)
-    f = getattr(lib, f"autosched_hgemm_wgmma_{config_hash(dict(t.render(w, cfg, info).config))}")
+    f = getattr(lib, f"autosched_{t.family}_{config_hash(dict(t.render(w, cfg, info).config))}")
     f.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
     f.restype = ctypes.c_int
     dt = torch.bfloat16 if w.bf16 else torch.float16

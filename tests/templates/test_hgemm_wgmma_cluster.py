@@ -3,13 +3,11 @@ of its own (templates/hgemm_wgmma_cluster.py): the switch adds it to the hgemm f
 hgemm_wgmma as it was; its space is hgemm_wgmma's with cluster_dim and the pairing rule; the
 rendered kernel (name, grid in pairs, cluster shape, half-slot tensor-map boxes), features, build
 id, sanitizer picks, the static_asserts agreeing with the Python rules, NVRTC builds without spills
-or serialized wgmma, the CTA-scope slot releases; the exporter refuses a cluster spec."""
+or serialized wgmma, the CTA-scope slot releases; the exported launcher asks for the clusters."""
 
 import dataclasses
 import hashlib
 import random
-import re
-import types
 
 import pytest
 
@@ -189,16 +187,23 @@ def test_sanitizer_picks_put_pairs_along_m_and_n_first(on, h100):
         hw.smem_bytes(**{k: picks[0][k] for k in ("bm", "bn", "swizzle", "stages")})
 
 
-def test_export_refuses_a_cluster(h100, tmp_path):
+def test_export_launches_pairs_with_the_cluster_attribute(on, h100, tmp_path):
+    """<<<>>> cannot ask for clusters: the exported launcher uses cudaLaunchKernelEx with the cluster
+    dimension (built and run on the GPU by tests/gpu/test_export_gpu.py)."""
     from autosched.cuda_export import export_cuda
-    from autosched.templates import HgemmMmaTemplate
-    t = HgemmMmaTemplate()
-    w = Hgemm.from_shape("256x256x256")
-    spec = t.render(w, t.default_config(w, h100), h100)
-    even = (spec.grid[0] * 2, spec.grid[1], spec.grid[2])
-    fake = types.SimpleNamespace(family="fake", render=lambda *a: dataclasses.replace(spec, grid=even, cluster=(2, 1, 1)))
-    with pytest.raises(ValueError, match=re.escape("thread-block clusters of (2, 1, 1)")):
-        export_cuda(w, fake, {}, h100, tmp_path / "k.cu")
+    w = Hgemm.from_shape("300x264x200_bt")
+    c = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 4, "group": 1, "cluster_dim": "n"}
+    spec = on.render(w, c, h100)
+    text = export_cuda(w, on, c, h100, tmp_path / "k.cu").read_text()
+    assert "<<<" not in text.split('extern "C"')[1]
+    launch = f"cudaLaunchKernelEx(&config, {spec.name_expression}, map_A, map_B, map_C, M, N, K);"
+    assert launch in text and "cluster[0].id = cudaLaunchAttributeClusterDimension;" in text
+    assert "cluster[0].val.clusterDim.x = 2;" in text and f"config.gridDim = dim3{spec.grid};" in text
+    assert f"config.dynamicSmemBytes = {spec.smem_bytes};" in text and "thread-block clusters of (2, 1, 1)" in text
+    # a kernel without clusters keeps <<<>>>
+    lone = HgemmWgmmaTemplate()
+    plain = export_cuda(w, lone, lone.default_config(w, h100), h100, tmp_path / "p.cu").read_text()
+    assert "cudaLaunchKernelEx" not in plain and "<<<dim3" in plain
 
 
 # -- NVRTC -----------------------------------------------------------------------------------
