@@ -353,7 +353,7 @@ def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int,
     """(family, config, [(first M, last M), ...]) of the rule-based configs that ops.hgemm serves by
     default over dw's range (templates/hgemm_ladder.py: hgemm_dyn's DEFAULT_LADDER, hgemm_wgmma's
     wave-model ladder over WGMMA_CANDIDATES; hgemm_stream, which ops serve only once tuned, its
-    STREAM_SEEDS over the Ms they were best at), for each of `templates` that has a ladder, each
+    STREAM_SEEDS over the Ms they were best at; hgemm_wgmma_splitk its SPLIT_K_SEEDS), for each of `templates` that has a ladder, each
     config once with the Ms of the range it serves, and only those the template's space holds
     for dw.largest.  Measured first, they make the search start from the known-good kernels and give
     selection its floor: no instance served worse than its ladder's kernel."""
@@ -370,6 +370,10 @@ def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int,
                 if max(prev + 1, dw.lo) <= min(top, dw.hi):
                     served.append((max(prev + 1, dw.lo), min(top, dw.hi), cfg))
                 prev = top
+        if t.family == WGS:         # no default ladder either: hgemm_wgmma_splitk.SPLIT_K_SEEDS, each over its Ms
+            from autosched.templates.hgemm_wgmma_splitk import SPLIT_K_SEEDS
+            served = [(max(first, dw.lo), min(last, dw.hi), cfg) for first, last, cfg in SPLIT_K_SEEDS
+                      if max(first, dw.lo) <= min(last, dw.hi)]
         for first, last, cfg in served:
             if not space.contains(cfg):
                 continue
