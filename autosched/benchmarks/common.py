@@ -16,17 +16,24 @@ from autosched.runtime import launch, launch_config, load_kernel, ptr, scalar
 
 
 def git_commit() -> str:
-    """The commit measured: $AUTOSCHED_COMMIT (set where the tree is a copy without .git), else git."""
+    """The commit measured: $AUTOSCHED_COMMIT (set where the tree is a copy without .git), else git's
+    HEAD, with "+dirty" after it where tracked files differ from it (a copy of a working tree whose
+    .git is older than the tree: the device's, 2026-11-26, reported its session's first commit for
+    every later tree), so a results file never names a commit that is not what ran."""
     import os
     import re
     sha = os.environ.get("AUTOSCHED_COMMIT", "")
-    if not sha:
-        try:
-            sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 timeout=10).stdout.strip()
-        except OSError:
-            sha = ""
-    return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
+    if sha:
+        return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        return "unknown"
+    return sha + "+dirty" if dirty else sha
 
 
 class _PoolArray:

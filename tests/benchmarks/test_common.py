@@ -1,5 +1,7 @@
 """The benchmarks' tuning phase, on the replay runner: each shape tuned, its default measured too."""
 
+import pytest
+
 from autosched.benchmarks.common import tune_all
 from autosched.database import Database
 from autosched.measure.recording import Recording, ReplayRunner
@@ -79,3 +81,31 @@ def test_gemm_benchmark_hands_cublas_the_logical_operands():
     for op, shapes in SHAPES.items():        # every default shape parses
         from autosched.workloads import WORKLOADS
         assert all(WORKLOADS[op].from_shape(s) for s in shapes)
+
+
+def test_the_commit_names_a_tree_that_differs_from_it(tmp_path, monkeypatch):
+    """git's HEAD, "+dirty" once a tracked file differs from it (a copied tree whose .git is older),
+    untracked files aside; $AUTOSCHED_COMMIT wins where it is a full sha, else "unknown"."""
+    import shutil
+    import subprocess
+
+    from autosched.benchmarks.common import git_commit
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    monkeypatch.delenv("AUTOSCHED_COMMIT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert git_commit() == "unknown"                        # not a repository
+    git = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (tmp_path / "k.cuh").write_text("one\n")
+    git("add", "k.cuh")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "notes.txt").write_text("untracked\n")
+    assert git_commit() == head
+    (tmp_path / "k.cuh").write_text("two\n")
+    assert git_commit() == head + "+dirty"
+    monkeypatch.setenv("AUTOSCHED_COMMIT", "a" * 40)
+    assert git_commit() == "a" * 40
+    monkeypatch.setenv("AUTOSCHED_COMMIT", "abc+ladder")
+    assert git_commit() == "unknown"
