@@ -201,7 +201,10 @@ def cmd_tune_dynamic(args) -> int:
         table.add_column(col, justify="right")
     for v in res.verification:
         flag = "[red]" if v["flagged"] else ""
-        table.add_row(str(v["M"]), f"{v['weight']:.3f}", str(v["kernel"]), f"{v['predicted_us']:.2f}",
+        # a kernel that measured slower than another's corrected prediction was replaced by it
+        first = v.get("replaced")
+        kernel = str(v["kernel"]) + (f" (not {first['kernel']}: {first['measured_us']:.2f} us)" if first else "")
+        table.add_row(str(v["M"]), f"{v['weight']:.3f}", kernel, f"{v['predicted_us']:.2f}",
                       f"{v['measured_us']:.2f}", f"{flag}{100 * v['error']:+.1f}%")
     console.print(table)
     for i, k in enumerate(res.kernels):

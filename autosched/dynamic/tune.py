@@ -143,6 +143,52 @@ def ladder_floor(seeded, good, P: np.ndarray, insts) -> np.ndarray | None:
     return floor
 
 
+def reselect(verification, assign, kernels, model, insts, dw, by_family, device, runner, builder, db, vers, builds,
+             obs, tolerance) -> int:
+    """A flagged instance whose kernel measured slower than another selected kernel is now predicted to
+    run (the model corrected by the verification's measurements) is measured with that kernel too, and
+    served by whichever measured faster: its verification row then names the kernel served, with the
+    first one's figures under "replaced".  So a kernel the model got wrong at an instance (on the H100,
+    2026-11-26: the 64 x 64 kernel at M = 65 of 4096 x 11008, a second tile row of one valid row,
+    predicted 48 us, measured 65, while a split-K kernel served M = 64 in 47) does not stay the label
+    of that instance, which the tree weighs heavily, unless nothing measured beats it.  Updates
+    `verification`, `assign` and `obs` in place and refits `model` if anything was measured; returns
+    the runner calls made."""
+    pred = model.predict_us(kernels, insts)
+    tries = {}
+    for j, v in enumerate(verification):
+        if not v["flagged"] or len(kernels) < 2:
+            continue
+        now = v["measured_us"] if v["status"] == "ok" else float("inf")
+        alt = min((k for k in range(len(kernels)) if k != assign[j]), key=lambda k: pred[k, j])
+        if pred[alt, j] < now:
+            tries[j] = alt
+    if not tries:
+        return 0
+    specs = {j: by_family[kernels[k].family].render(dw.at(insts[j]), kernels[k].config, device)
+             for j, k in tries.items()}
+    items = [(j, sp, builder.submit(sp) if builder is not None else None) for j, sp in specs.items()]
+    meas = dict(runner.measure_stream(items))
+    for j, k in tries.items():
+        m, v = meas[j], verification[j]
+        if db is not None:
+            fam = kernels[k].family
+            db.add(dw.at(insts[j]).key, device.key, fam, kernels[k].config, m, vers, build=builds[fam])
+        if not m.ok:
+            continue
+        obs.append((kernels[k], insts[j], m.median_us))
+        now = v["measured_us"] if v["status"] == "ok" else float("inf")
+        if m.median_us < now:
+            err = m.median_us / pred[k, j] - 1.0
+            first = {key: v[key] for key in ("kernel", "predicted_us", "measured_us", "error", "status")}
+            verification[j] = {**v, "kernel": k, "predicted_us": float(pred[k, j]),
+                               "measured_us": float(m.median_us), "error": float(err), "status": m.status.value,
+                               "flagged": bool(abs(err) > tolerance), "replaced": first}
+            assign[j] = k
+    model.fit(obs)
+    return len(items)
+
+
 def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: int = 12, population: int = 64,
                  generations: int = 3, max_kernels: int = 6, seed: int = 0, builder=None, local_pad=(1, 0),
                  tolerance: float = TOLERANCE, on_progress=None, seeds: bool = True,
@@ -305,10 +351,13 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
                              "flagged": bool((not m.ok) or abs(err) > tolerance)})
         if m.ok:
             obs.append((kernels[k], M, us))
-    lap("verify")
-    # the correction learns from those measurements; the tree learns from the corrected model over
-    # the whole range and, at the instances, from the verified assignment
+    # the correction learns from those measurements
     model.fit(obs)
+    calls += reselect(verification, assign, kernels, model, insts, dw, by_family, device, runner, builder, db, vers,
+                      builds, obs, tolerance)
+    lap("verify")
+    # the tree learns from the corrected model over the whole range and, at the instances, from the
+    # verified assignment
     ms = dw.ms()
     if len(ms) > MAX_TREE_POINTS:
         ms = sorted(set(np.linspace(dw.lo, dw.hi, MAX_TREE_POINTS).astype(int) // dw.step * dw.step) | set(insts))

@@ -272,6 +272,36 @@ def test_flagged_predictions_are_reported(h100):
     assert len(res.flagged) == 3
 
 
+def test_an_instance_its_kernel_fails_is_measured_with_the_next_and_served_by_the_faster(h100, tmp_path):
+    """The first kernel measured at M = 100 (the verification's pick) runs 1.6x its model there: the
+    instance is measured again with the kernel the corrected model ranks next, served by it (the tree
+    follows), and its verification row keeps the first kernel's figures under "replaced"."""
+    from autosched.database import Database
+    insts, target = (3, 100, 2000), 100
+
+    class SlowOnce(SyntheticRunner):
+        seen = 0
+
+        def measure(self, spec, binary=None):
+            m = super().measure(spec, binary)
+            if dict((a.name, a.value) for a in spec.args)["M"] == target:
+                SlowOnce.seen += 1
+                if SlowOnce.seen == 1:
+                    m.median_us *= 1.6
+            return m
+    small = DynamicWorkload.parse("hgemm", "Mx4096x4096_bt", (1, 4096), instances=insts)
+    with Database(tmp_path / "db") as db:
+        res = tune_dynamic(small, HgemmDynTemplate(), SlowOnce(h100), db, rounds=1, per_round=6)
+        rows = db.measured(small.at(target).key, h100.key, "hgemm_dyn")
+    assert len(res.kernels) >= 2
+    v = next(v for v in res.verification if v["M"] == target)
+    assert SlowOnce.seen == 2 and "replaced" in v, v
+    assert v["kernel"] != v["replaced"]["kernel"] and v["measured_us"] < v["replaced"]["measured_us"]
+    assert res.dispatcher(target) == v["kernel"]
+    assert len(rows) == 2                   # both measurements of the instance are kept
+    assert all("replaced" not in w for w in res.verification if w["M"] != target)
+
+
 # -- dispatch ----------------------------------------------------------------------------------------
 
 def test_dispatcher_table_agrees_with_the_tree():
