@@ -349,13 +349,27 @@ def describe_any(family: str, config: dict) -> str:
 
 # -- seeds: the rule-based configs --------------------------------------------------------------------
 
+def _measured_seeds(family: str) -> list[tuple[int, int, dict]] | None:
+    """(first M, last M, config) seeds of a template without a default ladder: hgemm_stream's
+    STREAM_SEEDS (each config up to its largest M, from the one before), hgemm_wgmma_splitk's
+    SPLIT_K_SEEDS; None for the others."""
+    if family == STR:
+        from autosched.templates.hgemm_stream import STREAM_SEEDS
+        firsts = [1] + [top + 1 for top, _ in STREAM_SEEDS[:-1]]
+        return [(first, top, cfg) for first, (top, cfg) in zip(firsts, STREAM_SEEDS)]
+    if family == WGS:
+        from autosched.templates.hgemm_wgmma_splitk import SPLIT_K_SEEDS
+        return list(SPLIT_K_SEEDS)
+    return None
+
+
 def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int, int]]]]:
     """(family, config, [(first M, last M), ...]) of the rule-based configs that ops.hgemm serves by
     default over dw's range (templates/hgemm_ladder.py: hgemm_dyn's DEFAULT_LADDER, hgemm_wgmma's
     wave-model ladder over WGMMA_CANDIDATES; hgemm_stream, which ops serve only once tuned, its
-    STREAM_SEEDS over the Ms they were best at; hgemm_wgmma_splitk its SPLIT_K_SEEDS), for each of `templates` that has a ladder, each
-    config once with the Ms of the range it serves, and only those the template's space holds
-    for dw.largest.  Measured first, they make the search start from the known-good kernels and give
+    STREAM_SEEDS over the Ms they were best at; hgemm_wgmma_splitk its SPLIT_K_SEEDS), for each of
+    `templates` that has a ladder, each config once with the Ms of the range it serves, and only
+    those the template's space holds for dw.largest.  Measured first, they make the search start from the known-good kernels and give
     selection its floor: no instance served worse than its ladder's kernel."""
     from autosched.space import config_hash
     from autosched.templates.hgemm_ladder import served_configs
@@ -363,16 +377,9 @@ def seed_kernels(dw, templates, device) -> list[tuple[str, dict, list[tuple[int,
     for t in templates:
         space = t.space(dw.largest, device)
         served = served_configs(t.family, space, dw.N, dw.lo, dw.hi, device.sm_count)
-        if t.family == STR:         # no default ladder: its measured best configs (hgemm_stream.STREAM_SEEDS)
-            from autosched.templates.hgemm_stream import STREAM_SEEDS
-            prev, served = 0, []
-            for top, cfg in STREAM_SEEDS:
-                if max(prev + 1, dw.lo) <= min(top, dw.hi):
-                    served.append((max(prev + 1, dw.lo), min(top, dw.hi), cfg))
-                prev = top
-        if t.family == WGS:         # no default ladder either: hgemm_wgmma_splitk.SPLIT_K_SEEDS, each over its Ms
-            from autosched.templates.hgemm_wgmma_splitk import SPLIT_K_SEEDS
-            served = [(max(first, dw.lo), min(last, dw.hi), cfg) for first, last, cfg in SPLIT_K_SEEDS
+        seeds = _measured_seeds(t.family)      # no default ladder: the configs measured best, over their Ms
+        if seeds is not None:
+            served = [(max(first, dw.lo), min(last, dw.hi), cfg) for first, last, cfg in seeds
                       if max(first, dw.lo) <= min(last, dw.hi)]
         for first, last, cfg in served:
             if not space.contains(cfg):

@@ -143,50 +143,50 @@ def ladder_floor(seeded, good, P: np.ndarray, insts) -> np.ndarray | None:
     return floor
 
 
-def reselect(verification, assign, kernels, model, insts, dw, by_family, device, runner, builder, db, vers, builds,
-             obs, tolerance) -> int:
+def verified_row(M: int, weight: float, kernel: int, predicted_us: float, m, tolerance: float) -> dict:
+    """The verification row of instance M measured (`m`) with `kernel`, flagged where the measurement
+    failed or is more than `tolerance` off the prediction."""
+    us = m.median_us if m.ok else float("nan")
+    err = us / predicted_us - 1.0 if m.ok else float("nan")
+    return {"M": M, "weight": float(weight), "kernel": kernel, "predicted_us": float(predicted_us),
+            "measured_us": float(us), "error": float(err), "status": m.status.value,
+            "flagged": bool((not m.ok) or abs(err) > tolerance)}
+
+
+def _measured_us(row: dict) -> float:
+    return row["measured_us"] if row["status"] == "ok" else float("inf")
+
+
+def reselect(verification, assign, pred, measure, kernels, insts, obs, tolerance) -> int:
     """A flagged instance whose kernel measured slower than another selected kernel is now predicted to
-    run (the model corrected by the verification's measurements) is measured with that kernel too, and
-    served by whichever measured faster: its verification row then names the kernel served, with the
-    first one's figures under "replaced".  So a kernel the model got wrong at an instance (on the H100,
-    2026-11-26: the 64 x 64 kernel at M = 65 of 4096 x 11008, a second tile row of one valid row,
-    predicted 48 us, measured 65, while a split-K kernel served M = 64 in 47) does not stay the label
-    of that instance, which the tree weighs heavily, unless nothing measured beats it.  Updates
-    `verification`, `assign` and `obs` in place and refits `model` if anything was measured; returns
-    the runner calls made."""
-    pred = model.predict_us(kernels, insts)
+    run (`pred`: the model corrected by the verification's measurements) is measured with that kernel
+    too (`measure`: {instance index: Measurement} of (index, kernel) pairs), and served by whichever
+    measured faster: its verification row then names the kernel served, with the first one's figures
+    under "replaced".  So a kernel the model got wrong at an instance (on the H100, 2026-11-26: the
+    64 x 64 kernel at M = 65 of 4096 x 11008, a second tile row of one valid row, predicted 48 us,
+    measured 65, while a split-K kernel served M = 64 in 47) does not stay the label of that instance,
+    which the tree weighs heavily, unless nothing measured beats it.  Updates `verification`, `assign`
+    and `obs` in place; returns the measurements made."""
     tries = {}
     for j, v in enumerate(verification):
         if not v["flagged"] or len(kernels) < 2:
             continue
-        now = v["measured_us"] if v["status"] == "ok" else float("inf")
         alt = min((k for k in range(len(kernels)) if k != assign[j]), key=lambda k: pred[k, j])
-        if pred[alt, j] < now:
+        if pred[alt, j] < _measured_us(v):
             tries[j] = alt
     if not tries:
         return 0
-    specs = {j: by_family[kernels[k].family].render(dw.at(insts[j]), kernels[k].config, device)
-             for j, k in tries.items()}
-    items = [(j, sp, builder.submit(sp) if builder is not None else None) for j, sp in specs.items()]
-    meas = dict(runner.measure_stream(items))
+    meas = measure(tries.items())
     for j, k in tries.items():
         m, v = meas[j], verification[j]
-        if db is not None:
-            fam = kernels[k].family
-            db.add(dw.at(insts[j]).key, device.key, fam, kernels[k].config, m, vers, build=builds[fam])
         if not m.ok:
             continue
         obs.append((kernels[k], insts[j], m.median_us))
-        now = v["measured_us"] if v["status"] == "ok" else float("inf")
-        if m.median_us < now:
-            err = m.median_us / pred[k, j] - 1.0
+        if m.median_us < _measured_us(v):
             first = {key: v[key] for key in ("kernel", "predicted_us", "measured_us", "error", "status")}
-            verification[j] = {**v, "kernel": k, "predicted_us": float(pred[k, j]),
-                               "measured_us": float(m.median_us), "error": float(err), "status": m.status.value,
-                               "flagged": bool(abs(err) > tolerance), "replaced": first}
+            verification[j] = {**verified_row(insts[j], v["weight"], k, pred[k, j], m, tolerance), "replaced": first}
             assign[j] = k
-    model.fit(obs)
-    return len(items)
+    return len(tries)
 
 
 def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: int = 12, population: int = 64,
@@ -333,28 +333,31 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
 
     lap("search")
     # performance verification: every instance with its kernel, before anything is output
-    specs = [by_family[kernels[k].family].render(dw.at(M), kernels[k].config, device) for M, k in zip(insts, assign)]
-    items = [(j, s, builder.submit(s) if builder is not None else None) for j, s in enumerate(specs)]
-    meas = dict(runner.measure_stream(items))
-    calls += len(items)
-    verification, obs = [], []
     builds = {f: runner.build_id(t) for f, t in by_family.items()}
-    for j, (M, k) in enumerate(zip(insts, assign)):
-        m = meas[j]
+
+    def measure(pairs) -> dict:
+        """{instance index: Measurement} of each (instance index, kernel) pair, each in the database."""
+        pairs = list(pairs)
+        specs = [by_family[kernels[k].family].render(dw.at(insts[j]), kernels[k].config, device) for j, k in pairs]
+        items = [(j, sp, builder.submit(sp) if builder is not None else None) for (j, _), sp in zip(pairs, specs)]
+        meas = dict(runner.measure_stream(items))
         if db is not None:
-            fam = kernels[k].family
-            db.add(dw.at(M).key, device.key, fam, kernels[k].config, m, vers, build=builds[fam])
-        us = m.median_us if m.ok else float("nan")
-        err = us / pred_us[k, j] - 1.0 if m.ok else float("nan")
-        verification.append({"M": M, "weight": float(weights[j]), "kernel": k, "predicted_us": float(pred_us[k, j]),
-                             "measured_us": float(us), "error": float(err), "status": m.status.value,
-                             "flagged": bool((not m.ok) or abs(err) > tolerance)})
-        if m.ok:
-            obs.append((kernels[k], M, us))
+            for j, k in pairs:
+                fam = kernels[k].family
+                db.add(dw.at(insts[j]).key, device.key, fam, kernels[k].config, meas[j], vers, build=builds[fam])
+        return meas
+
+    meas = measure(enumerate(assign))
+    calls += len(insts)
+    verification = [verified_row(M, weights[j], k, pred_us[k, j], meas[j], tolerance)
+                    for j, (M, k) in enumerate(zip(insts, assign))]
+    obs = [(kernels[k], M, meas[j].median_us) for j, (M, k) in enumerate(zip(insts, assign)) if meas[j].ok]
     # the correction learns from those measurements
     model.fit(obs)
-    calls += reselect(verification, assign, kernels, model, insts, dw, by_family, device, runner, builder, db, vers,
-                      builds, obs, tolerance)
+    again = reselect(verification, assign, model.predict_us(kernels, insts), measure, kernels, insts, obs, tolerance)
+    if again:
+        calls += again
+        model.fit(obs)
     lap("verify")
     # the tree learns from the corrected model over the whole range and, at the instances, from the
     # verified assignment

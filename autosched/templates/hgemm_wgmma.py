@@ -34,6 +34,7 @@ STAGE_VALUES = (2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
 
 _ARG_ORDER = ("BF16", "A_MN", "B_MN", "BM", "BN", "SWZ", "STAGES", "CONSUMERS", "GROUP")
 
+
 def bk_of(swizzle: int) -> int:
     """K elements a slot holds: one swizzle row of 16-bit values."""
     return swizzle // 2

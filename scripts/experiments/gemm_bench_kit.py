@@ -1,6 +1,10 @@
 """What the GEMM experiment scripts share: the CUDA context on torch's stream under the seed's
-timing protocol, one shape's operands on the GPU with its float64 reference, and a rendered spec
-built, checked against that reference and timed.  Not an experiment itself."""
+timing protocol, one shape's operands on the GPU with its float64 reference, a rendered spec built,
+checked against that reference and timed, and the rows printed as they come and written to $OUT.
+Not an experiment itself."""
+import json
+import os
+
 import numpy as np
 
 
@@ -21,6 +25,7 @@ class Session:
         self.stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
         self.timer = Timer(self.dev, self.stream)
         self.builder = Builder()
+        self.rows = []
 
     def __enter__(self):
         self.builder.__enter__()
@@ -28,6 +33,16 @@ class Session:
 
     def __exit__(self, *exc):
         return self.builder.__exit__(*exc)
+
+    def keep(self, row: dict) -> None:
+        """One result row: printed now (a run cut short still shows it), written by write()."""
+        print(json.dumps(row), flush=True)
+        self.rows.append(row)
+
+    def write(self, name: str) -> None:
+        """The rows kept, with the device's name, as $OUT/`name` (the current folder without $OUT)."""
+        with open(os.path.join(os.environ.get("OUT", "."), name), "w") as f:
+            json.dump({"device": self.info.name, "rows": self.rows}, f, indent=1)
 
     def operands(self, shape: str) -> "Operands":
         return Operands(shape)

@@ -9,7 +9,6 @@ Writes $OUT/wgmma-cluster-release.json.
     python3 scripts/experiments/wgmma_cluster_release.py
 """
 import dataclasses
-import json
 import os
 import sys
 
@@ -58,7 +57,6 @@ def main() -> int:
     from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate
     from gemm_bench_kit import Session
     t = HgemmWgmmaClusterTemplate()
-    rows = []
     with Session() as ses:
         for shape, cfg in CASES:
             ops = ses.operands(shape)
@@ -68,10 +66,8 @@ def main() -> int:
                 row.setdefault("cublas_us", []).append(ses.cublas_us(ops))
                 for name, sp in (("shipped", spec), ("one", dataclasses.replace(spec, source=one_release(spec.source)))):
                     row.setdefault(name, []).append(ses.time(sp, ops, f"{shape} {name}"))
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-    with open(os.path.join(os.environ.get("OUT", "."), "wgmma-cluster-release.json"), "w") as f:
-        json.dump({"device": ses.info.name, "rows": rows}, f, indent=1)
+            ses.keep(row)
+    ses.write("wgmma-cluster-release.json")
     return 0
 
 

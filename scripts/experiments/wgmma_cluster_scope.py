@@ -13,7 +13,6 @@ script's "cluster".)  Writes $OUT/wgmma-cluster-scope.json.
     CLUSTER_SCOPE_SWEEP=stages python3 scripts/experiments/wgmma_cluster_scope.py
 """
 import dataclasses
-import json
 import os
 import sys
 
@@ -60,7 +59,6 @@ def main() -> int:
     from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate
     from gemm_bench_kit import Session
     lone, pair = HgemmWgmmaTemplate(), HgemmWgmmaClusterTemplate()
-    rows = []
     with Session() as ses:
         for shape, cfg in CASES:
             ops = ses.operands(shape)
@@ -80,11 +78,9 @@ def main() -> int:
                 for name, sp in variants.items():
                     key = f"cluster{cluster}{dim or ''}_{name}"
                     row[key] = ses.time(sp, ops, f"{shape} {key}")
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+            ses.keep(row)
     name = "wgmma-cluster-scope-stages.json" if CASES is SWEEP else "wgmma-cluster-scope.json"
-    with open(os.path.join(os.environ.get("OUT", "."), name), "w") as f:
-        json.dump({"device": ses.info.name, "rows": rows}, f, indent=1)
+    ses.write(name)
     return 0
 
 

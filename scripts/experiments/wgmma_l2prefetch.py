@@ -11,7 +11,6 @@ Writes $OUT/wgmma-l2prefetch.json.
     python3 scripts/experiments/wgmma_l2prefetch.py
 """
 import dataclasses
-import json
 import os
 import sys
 
@@ -61,7 +60,6 @@ def main() -> int:
     from autosched.templates import HgemmWgmmaSplitKTemplate, HgemmWgmmaTemplate
     from gemm_bench_kit import Session
     templates = {"hgemm_wgmma": HgemmWgmmaTemplate(), "hgemm_wgmma_splitk": HgemmWgmmaSplitKTemplate()}
-    rows = []
     with Session() as ses:
         for shape, family, cfg in CASES:
             ops = ses.operands(shape)
@@ -70,10 +68,8 @@ def main() -> int:
             spec = deepened(spec, cfg["stages"]) if cfg["stages"] > 8 else spec
             for name, variant in VARIANTS.items():
                 row[name] = ses.time(patched(spec, variant), ops, f"{shape} {name}")
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-    with open(os.path.join(os.environ.get("OUT", "."), "wgmma-l2prefetch.json"), "w") as f:
-        json.dump({"device": ses.info.name, "rows": rows}, f, indent=1)
+            ses.keep(row)
+    ses.write("wgmma-l2prefetch.json")
     return 0
 
 

@@ -9,7 +9,6 @@ runs the column-split consumers and the clusters instead (their switches on in t
     STAGES_CASES=later AUTOSCHED_WGMMA_NSPLIT=1 AUTOSCHED_WGMMA_CLUSTER=1 python3 scripts/experiments/wgmma_stages.py
 """
 import dataclasses
-import json
 import os
 import sys
 
@@ -62,7 +61,6 @@ def main() -> int:
     from gemm_bench_kit import Session
     templates = {"hgemm_wgmma": HgemmWgmmaTemplate(), "hgemm_wgmma_splitk": HgemmWgmmaSplitKTemplate(),
                  "hgemm_wgmma_nsplit": HgemmWgmmaNSplitTemplate()}
-    rows = []
     with Session() as ses:
         for shape, family, base in CASES:
             ops = ses.operands(shape)
@@ -71,11 +69,9 @@ def main() -> int:
             for st in STAGES:
                 sp = deepened(spec8, st)
                 row[str(st)] = {**ses.time(sp, ops, f"{shape} {st}"), "smem": sp.smem_bytes}
-            print(json.dumps(row), flush=True)
-            rows.append(row)
+            ses.keep(row)
     name = "wgmma-stages-later.json" if CASES is LATER else "wgmma-stages.json"
-    with open(os.path.join(os.environ.get("OUT", "."), name), "w") as f:
-        json.dump({"device": ses.info.name, "rows": rows}, f, indent=1)
+    ses.write(name)
     return 0
 
 
