@@ -179,20 +179,8 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
     }
   }
 
-  // the reduction of run(): the workspace's partials and per-tile counters
-  struct GlobalSum {
-    unsigned char* ws;
-    int tiles;
-    __device__ __forceinline__ bool operator()(float (&acc)[MW][ACC], int tile, int slice, int ct) {
-      return reduce(acc, ws, tiles, tile, slice, ct);
-    }
-  };
-
-  // Sum: true where this CTA holds the tile's whole sum in `acc` and stores it (GlobalSum; the
-  // cluster variant's sums through distributed shared memory, hgemm_wgmma_splitk_cluster.cuh)
-  template <class Sum>
   static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars, int M, int N,
-                                  int tiles_m, int tiles_n, int kslots, Sum& sum) {
+                                  int tiles_m, int tiles_n, int kslots, unsigned char* ws) {
     const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, lane = t % 32, ct = threadIdx.x - 128;
     if (t == 0) tensormap_prefetch(tmC);
     const int tiles = tiles_m * tiles_n, units = tiles * SPLIT_K;
@@ -229,7 +217,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
       // every wgmma of the kernel (C7518, seen on all 479 kernels before)
       wgmma_wait<0>();
       if (nk > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-      if (sum(acc, tile, slice, ct)) epilogue(acc, tmC, my_c, wg, t, M, N, m0, n0);
+      if (reduce(acc, ws, tiles, tile, slice, ct)) epilogue(acc, tmC, my_c, wg, t, M, N, m0, n0);
     }
     // the staging must outlive the stores' reads of it; the grid's completion orders their writes
     // (waiting for the writes too cost short split-K GEMMs 0.5-0.7 us, H100, 2026-11-26,
@@ -256,8 +244,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
       if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, tiles_m, tiles_n, kslots);
     } else {
       if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-      GlobalSum sum{ws, tiles_m * tiles_n};
-      consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots, sum);
+      consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots, ws);
     }
   }
 };

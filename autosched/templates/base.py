@@ -107,20 +107,17 @@ def launch_problem(grid, block, smem_bytes, cluster=None) -> str | None:
 _LOCAL_INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')
 
 
-def kernel_source(filename: str, _seen: set | None = None) -> str:
+def kernel_source(filename: str, _seen: frozenset = frozenset()) -> str:
     """Text of a .cuh file shipped in autosched/kernels, with its `#include "x.cuh"` lines replaced
-    by those files, each inlined once in the whole text (where it is first included: what #pragma
-    once would do), so the source hash that keys the build cache covers them."""
-    seen = {filename} if _seen is None else _seen
+    by those files (once each), so the source hash that keys the build cache covers them."""
     text = resources.files("autosched.kernels").joinpath(filename).read_text()
     out = []
     for line in text.splitlines(keepends=True):
         m = _LOCAL_INCLUDE.match(line)
         if m is None:
             out.append(line)
-        elif m.group(1) not in seen:
-            seen.add(m.group(1))
-            out.append(kernel_source(m.group(1), seen))
+        elif m.group(1) not in _seen:
+            out.append(kernel_source(m.group(1), _seen | {filename, m.group(1)}))
     return "".join(out)
 
 

@@ -136,7 +136,7 @@ class HgemmWgmmaTemplate(Template):
         c, M, N = config, params["M"], params["N"]
         tiles = -(-M // c["bm"]) * -(-N // c["bn"])
         out = {"tiles": tiles, "waves": tiles / device.sm_count,
-               "smem_bytes": self.smem(c),
+               "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
                **tile_use(M, N, c["bm"], c["bn"])}
         return out
 
@@ -177,10 +177,6 @@ class HgemmWgmmaTemplate(Template):
                 ArgSpec("B", "tensormap", layout_params=b, ctype=ctype),
                 ArgSpec("C", "tensormap", layout_params=c, ctype=ctype))
 
-    def smem(self, cfg: dict) -> int:
-        """Dynamic shared memory of a validated config's kernel (a variant may add its own)."""
-        return smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"])
-
     def shared_operand(self, cfg: dict) -> str | None:
         """"A" or "B" where the CTAs of a cluster share that operand by multicast; None here."""
         return None
@@ -198,7 +194,7 @@ class HgemmWgmmaTemplate(Template):
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(header), name_expression=expr,
             grid=(grid, 1, 1), block=(self.threads(cfg), 1, 1),
-            smem_bytes=self.smem(cfg),
+            smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
             args=args, arch="sm_90a", cluster=cluster_shape)
 
     def threads(self, cfg: dict) -> int:
