@@ -11,10 +11,11 @@ from autosched.space import config_hash
 from autosched.templates.base import kernel_source
 
 
-def encode_map_call(params: dict, out: str, base: str, outer: str | None = None) -> str:
+def encode_map_call(params: dict, out: str, base: str, outer: str | None = None, box_outer: str | None = None) -> str:
     """C++ (a bool expression) that encodes the TMA map a "tensormap" ArgSpec's `params` describe into
     the variable `out` over the buffer `base` (kernels/tensormap_host.cuh), as runtime.encode_tensormap
-    does; `outer`: an expression for the outer dimension where it is a run-time M."""
+    does; `outer`: an expression for the outer dimension where it is a run-time M, `box_outer` one
+    for the box's outer extent where that follows M."""
     from autosched.runtime import tensormap_request
     r = tensormap_request(params, 0)        # validated, with the driver's enum names
     fixed = (2, "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
@@ -22,9 +23,10 @@ def encode_map_call(params: dict, out: str, base: str, outer: str | None = None)
     if (r["rank"], r["interleave"], r["l2_promotion"], r["oob_fill"]) != fixed:
         raise ValueError(f"tensormap {params}: tensormap_host.cuh encodes 2-d maps with no interleave, 256B L2 "
                          "promotion and zero fill only")
+    box_outer_expr = box_outer
     (inner, rows), (row_bytes,), (box_inner, box_outer) = r["dims"], r["strides"], r["box"]
     return (f"autosched_tma::encode_map(&{out}, {r['dtype']}, {base}, {inner}, {outer or rows}, {row_bytes}, "
-            f"{box_inner}, {box_outer}, {r['swizzle']})")
+            f"{box_inner}, {box_outer_expr or box_outer}, {r['swizzle']})")
 
 
 def launch_text(spec, names: str) -> str:

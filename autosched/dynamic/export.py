@@ -157,15 +157,18 @@ def _wgmma_case(i: int, c: dict, dw, device) -> str:
     """The launcher's case for hgemm_wgmma micro-kernel i: its maps over A (M, K), B (N, K), C (M, N)
     as HgemmWgmmaTemplate.tensormaps describes them at M (checked here at the range's ends), then a
     persistent grid of one CTA an SM at most."""
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, a_box_rows
     t = HgemmWgmmaDynTemplate()
     spec = t.render(dw.at(dw.hi), c, device)
     N, K = dw.N, dw.K
     at = {m: [a.params() for a in t.tensormaps(dw.at(m), c)] for m in (dw.lo, dw.hi)}
     maps = at[dw.hi]
+    bm = c["bm"]
+    a_rows = f"(M < {bm} ? (M + 15) / 16 * 16 : {bm})"     # a_box_rows(M, bm): A's box follows M
     for m, got in at.items():           # the rule below is what the template encodes, whatever M
         want = [((K, m), 2 * K), ((K, N), 2 * K), ((N, m), 2 * N)]
-        if [(p["dims"], p["strides"][0]) for p in got] != want or spec.cluster is not None:
+        if ([(p["dims"], p["strides"][0]) for p in got] != want or spec.cluster is not None
+                or got[0]["box"][1] != a_box_rows(m, bm)):
             raise ValueError(f"export_cu: hgemm_wgmma micro-kernel {i} {c} of {dw.key} maps its operands in a way "
                              "this exporter does not write (please report it)")
     smem, threads_ = spec.smem_bytes, spec.block[0]
@@ -173,7 +176,7 @@ def _wgmma_case(i: int, c: dict, dw, device) -> str:
     optin = _optin(spec.name_expression, smem)
     return (f"    case {i}: {{   // hgemm_wgmma {json.dumps(c, sort_keys=True)}\n{optin}"
             f"      autosched_wgmma::TensorMap ma, mb, mc;\n"
-            f"      if (!{encode_map_call(maps[0], 'ma', 'A', 'M')} ||\n"
+            f"      if (!{encode_map_call(maps[0], 'ma', 'A', 'M', a_rows)} ||\n"
             f"          !{encode_map_call(maps[1], 'mb', 'B')} ||\n"
             f"          !{encode_map_call(maps[2], 'mc', 'C', 'M')})\n"
             f"        return cudaErrorInvalidValue;\n"

@@ -273,31 +273,42 @@ struct HgemmWgmma {
   static_assert(GROUP >= 1, "tile-row group of the raster");
   static_assert(64 % BK == 0, "an MN-major m64 block spans whole E = BK chunks");
 
+  // Rows of A past M.  TMA zero-fills the rows of a box that lie outside the tensor, and on an H100
+  // a box mostly outside is slow to arrive (64 x 64 tiles, 4096 x 4096: 24.6 us at M = 1 and 25.8
+  // at M = 65 against 22.4 at M = 64 and 128; scripts/experiments/wgmma_oob_rows.py, 2026-11-26).
+  // So a K-major A never reaches past M by more than 15 rows: where M >= BM the last tile row is
+  // moved up to end at M (its rows above m0 repeat the tile row before it, stored twice with the
+  // same values), and where M < BM the host's map boxes a_rows(M) rows, a multiple of 16 (the
+  // slot's other rows keep stale data, whose products land only in output rows past M, which the
+  // TMA store clips).  An MN-major A (M is its inner dimension) keeps whole boxes.
+  static __device__ __forceinline__ int a_rows(int M) { return A_MN ? BM : min(BM, (M + 15) / 16 * 16); }
+
   // the tile `tile` of the grouped raster: GROUP tile rows are walked column by column, so
   // consecutive CTAs share B columns and A rows in L2
-  static __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
+  static __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int M, int& m0, int& n0) {
     const int per_group = GROUP * tiles_n;
     const int first_m = (tile / per_group) * GROUP;
     const int rows = min(tiles_m - first_m, GROUP);
     const int r = tile % per_group;
     m0 = (first_m + r % rows) * BM;
     n0 = (r / rows) * BN;
+    if (!A_MN && m0 + BM > M) m0 = max(0, M - BM);
   }
 
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
-                                  int tiles_m, int tiles_n, int kslots) {
+                                  int M, int tiles_m, int tiles_n, int kslots) {
     tensormap_prefetch(tmA);
     tensormap_prefetch(tmB);
     const int tiles = tiles_m * tiles_n;
     unsigned it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int m0, n0;
-      tile_coords(tile, tiles_m, tiles_n, m0, n0);
+      tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
       for (int kb = 0; kb < kslots; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
         mbar_wait(empty, phase ^ 1);               // the consumers are done with the slot's last use
-        mbar_expect_tx(full, STAGE_BYTES);         // whole boxes, clipped or not
+        mbar_expect_tx(full, B_SLOT + a_rows(M) * SWZ);   // whole boxes, clipped or not
         const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
         const int k0 = kb * BK;
         if constexpr (A_MN) {                      // A stored (K, M): boxes of BK m's x BK k's
@@ -336,7 +347,7 @@ struct HgemmWgmma {
     unsigned it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int m0, n0;
-      tile_coords(tile, tiles_m, tiles_n, m0, n0);
+      tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
 #pragma unroll
       for (int w = 0; w < MW; ++w)
 #pragma unroll
@@ -417,7 +428,7 @@ struct HgemmWgmma {
     __syncthreads();
     if (threadIdx.x < 128) {
       if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, tiles_m, tiles_n, kslots);
+      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots);
     } else {
       if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
       consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots);

@@ -65,7 +65,7 @@ struct HgemmWgmmaNSplit {
     unsigned it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int m0, n0;
-      Base::tile_coords(tile, tiles_m, tiles_n, m0, n0);
+      Base::tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
 #pragma unroll
       for (int w = 0; w < MW; ++w)
 #pragma unroll
@@ -145,7 +145,7 @@ struct HgemmWgmmaNSplit {
     __syncthreads();
     if (threadIdx.x < 128) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-      if (threadIdx.x == 0) Base::producer(tmA, tmB, ring, bars, tiles_m, tiles_n, kslots);
+      if (threadIdx.x == 0) Base::producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots);
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
       consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots);

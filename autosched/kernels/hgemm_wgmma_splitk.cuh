@@ -66,20 +66,20 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
   }
 
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
-                                  int tiles_m, int tiles_n, int kslots) {
+                                  int M, int tiles_m, int tiles_n, int kslots) {
     tensormap_prefetch(tmA);
     tensormap_prefetch(tmB);
     const int units = tiles_m * tiles_n * SPLIT_K;
     unsigned it = 0;
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       int m0, n0, kb0, nk;
-      Base::tile_coords(u / SPLIT_K, tiles_m, tiles_n, m0, n0);
+      Base::tile_coords(u / SPLIT_K, tiles_m, tiles_n, M, m0, n0);
       slice_range(u % SPLIT_K, kslots, kb0, nk);
       for (int kb = kb0; kb < kb0 + nk; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
         mbar_wait(empty, phase ^ 1);
-        mbar_expect_tx(full, STAGE_BYTES);
+        mbar_expect_tx(full, Base::B_SLOT + Base::a_rows(M) * SWZ);   // hgemm_wgmma's A rows
         const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
         const int k0 = kb * BK;
         if constexpr (A_MN) {
@@ -190,7 +190,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
       const int tile = u / SPLIT_K, slice = u % SPLIT_K;
       int m0, n0, kb0, nk;
-      Base::tile_coords(tile, tiles_m, tiles_n, m0, n0);
+      Base::tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
       slice_range(slice, kslots, kb0, nk);
 #pragma unroll
       for (int w = 0; w < MW; ++w)
@@ -241,7 +241,7 @@ struct HgemmWgmmaSplitK : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONS
     __syncthreads();
     if (threadIdx.x < 128) {
       if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, tiles_m, tiles_n, kslots);
+      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots);
     } else {
       if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
       consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots, ws);

@@ -46,6 +46,11 @@ def smem_bytes(bm, bn, swizzle, stages) -> int:
     return stages * (bm + bn) * swizzle + bm * bn * 2 + 2 * stages * 8 + 1024
 
 
+def a_box_rows(M: int, bm: int) -> int:
+    """HgemmWgmma::a_rows of a K-major A: min(BM, M rounded up to 16)."""
+    return min(bm, -(-M // 16) * 16)
+
+
 def m_blocks(bm, consumers) -> int:
     """m64 blocks a consumer warpgroup owns (0 where BM is no multiple of 64 x consumers)."""
     return bm // (64 * consumers) if bm % (64 * consumers) == 0 else 0
@@ -167,7 +172,7 @@ class HgemmWgmmaTemplate(Template):
         if workload.a_col:        # A stored (K, M)
             a = tensormap_params("input", dt, (M, K), 2 * M, (bk, bk // half("A")), sw)
         else:
-            a = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bm"] // half("A")), sw)
+            a = tensormap_params("input", dt, (K, M), 2 * K, (bk, self.a_box_rows(M, cfg) // half("A")), sw)
         if workload.b_col:        # B stored (N, K)
             b = tensormap_params("input", dt, (K, N), 2 * K, (bk, cfg["bn"] // half("B")), sw)
         else:
@@ -176,6 +181,11 @@ class HgemmWgmmaTemplate(Template):
         return (ArgSpec("A", "tensormap", layout_params=a, ctype=ctype),
                 ArgSpec("B", "tensormap", layout_params=b, ctype=ctype),
                 ArgSpec("C", "tensormap", layout_params=c, ctype=ctype))
+
+    def a_box_rows(self, M: int, cfg: dict) -> int:
+        """Rows of a K-major A's TMA box: HgemmWgmma::a_rows, BM or, where M is shorter, M rounded up
+        to 16 (a box mostly past M is slow to arrive; the .cuh says more)."""
+        return a_box_rows(M, cfg["bm"])
 
     def shared_operand(self, cfg: dict) -> str | None:
         """"A" or "B" where the CTAs of a cluster share that operand by multicast; None here."""

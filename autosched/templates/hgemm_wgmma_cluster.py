@@ -70,6 +70,11 @@ class HgemmWgmmaClusterTemplate(HgemmWgmmaVariant):
         """hgemm_wgmma's default, paired along M (the shape's nearest config where that is refused)."""
         return self.space(workload, device).nearest({**super().default_config(workload, device), "cluster_dim": "m"})
 
+    def a_box_rows(self, M: int, cfg: dict) -> int:
+        """Whole BM-row boxes: the pair kernel loads its A slots itself (hgemm_wgmma_cluster.cuh) and
+        expects every slot's whole bytes."""
+        return cfg["bm"]
+
     def shared_operand(self, cfg: dict) -> str:
         return SHARED[cfg["cluster_dim"]]
 

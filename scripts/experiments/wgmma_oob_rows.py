@@ -1,12 +1,15 @@
-"""What the rows of A outside M cost the wgmma GEMM: the dynamic run's verification measured its 64 x 64
+"""What the rows of A outside M cost the wgmma GEMM.  The dynamic run's verification measured its 64 x 64
 12-slot kernel on 4096 x 4096 at 24.9-26.7 us for M = 1..9 and 26.4 at M = 65, against 22.6-23.0 at
 M = 32, 64 and 128 (2026-11-26): the fewer rows of a tile lie inside A, the slower, although the
-tile grid is the same.  TMA zero-fills the box rows past M and counts them toward the slot's bytes.
-Here the served configs are timed as shipped and with A loaded in sub-boxes of SUB rows, those
-wholly past M skipped and the slot's expected bytes cut to match (the rendered source and A's
-tensor map only; the skipped rows keep stale shared memory, whose products land only in output
-rows past M, which the TMA store clips).  Each variant checked against float64, then timed beside
-cuBLAS under the seed protocol, three rounds alternating.  Writes $OUT/wgmma-oob-rows.json.
+tile grid is the same.  TMA zero-fills the box rows past M.
+
+The first version of this script (commit 425660f, `checks/wgmma-oob-subboxes-*.json`) loaded A in
+sub-boxes of 16 or 8 rows and skipped those past M: fast at M = 1..16, but four or eight TMA loads a
+slot made every full tile slower.  This one times what hgemm_wgmma.cuh does since: one box a slot,
+the last tile row moved up to end at M where M >= BM, and a box of M rounded up to 16 rows where
+M < BM, against the kernel before it (hgemm_wgmma.cuh and hgemm_wgmma_splitk.cuh at commit OLD, read
+with git show, with BM-row boxes).  Each variant checked against float64, then timed
+beside cuBLAS under the seed protocol, three rounds alternating.  Writes $OUT/wgmma-oob-rows.json.
 
     python3 scripts/experiments/wgmma_oob_rows.py
 """
@@ -15,42 +18,42 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+OLD = "425660f"            # the last commit before the change
 
-LOAD = "          tma_load(a, tmA, full, k0, m0);\n"
-EXPECT = "        mbar_expect_tx(full, STAGE_BYTES);         // whole boxes, clipped or not\n"
-SIGNATURE = "                                  int tiles_m, int tiles_n, int kslots) {\n"
-CALL = "producer(tmA, tmB, ring, bars, tiles_m, tiles_n, kslots);"
 G = {"consumers": 1, "swizzle": 128}
-CASES = [  # shape, template, config
-    *((f"{m}x4096x4096_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, **G, "stages": 12, "group": 8})
-      for m in (1, 8, 16, 64, 65, 70, 128)),
-    ("10x4096x11008_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, **G, "stages": 12, "group": 8}),
+W64 = {"bm": 64, "bn": 64, **G, "stages": 12, "group": 8}
+CASES = [  # shape, template, config: the dynamic run's served kernels and per-instance winners
+    *((f"{m}x4096x4096_bt", "hgemm_wgmma", W64) for m in (1, 10, 29, 64, 65, 70, 128)),
+    ("10x4096x11008_bt", "hgemm_wgmma", W64),
+    ("200x4096x4096_bt", "hgemm_wgmma", {"bm": 64, "bn": 128, **G, "stages": 8, "group": 8}),
+    ("600x4096x4096_bt", "hgemm_wgmma", {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 6,
+                                         "group": 8}),
+    ("112x768x768_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, **G, "stages": 8, "group": 1}),
     ("160x768x768_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, **G, "stages": 10, "group": 4}),
     ("112x3072x768_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, **G, "stages": 8, "group": 1}),
+    ("192x768x3072_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, **G, "stages": 8, "group": 4}),
     ("70x4096x4096_bt", "hgemm_wgmma_splitk", {"bm": 64, "bn": 128, **G, "stages": 6, "group": 1, "split_k": 2}),
+    ("12x4096x11008_bt", "hgemm_wgmma_splitk", {"bm": 64, "bn": 128, **G, "stages": 5, "group": 1, "split_k": 4}),
     ("80x768x3072_bt", "hgemm_wgmma_splitk", {"bm": 64, "bn": 64, **G, "stages": 5, "group": 1, "split_k": 4}),
 ]
 
 
-def sub_boxes(spec, sub: int):
-    """A (stored (M, K)) in boxes of `sub` rows, the ones wholly past M skipped, expect_tx to match."""
-    src = spec.source
-    assert src.count(LOAD) >= 1 and src.count(EXPECT) == 1 and src.count(SIGNATURE) >= 1, "the producers changed"
-    # the producers take M too (their run() has it)
-    src = src.replace(SIGNATURE, SIGNATURE.replace("kslots)", "kslots, int M)")).replace(CALL, CALL.replace(
-        "kslots)", "kslots, M)"))
-    load = (f"          for (int j = 0; j < BM / {sub}; ++j)\n"
-            f"            if (m0 + {sub} * j < M) tma_load(a + j * {sub} * SWZ, tmA, full, k0, m0 + {sub} * j);\n")
-    expect = (f"        mbar_expect_tx(full, BN * SWZ + min(BM, (M - m0 + {sub - 1}) / {sub} * {sub}) * SWZ);\n")
-    # the producers of hgemm_wgmma and of split-K (inlined) share the two lines; split-K's expect_tx
-    # line has no comment, so patch it by its own text
-    src = src.replace(LOAD, load).replace(EXPECT, expect)
-    src = src.replace("        mbar_expect_tx(full, STAGE_BYTES);\n", expect)
+def old_source(header: str) -> str:
+    """The kernel before the change: the saved header with its include of hgemm_wgmma.cuh inlined."""
+    import subprocess
+    text = subprocess.run(["git", "show", f"{OLD}:autosched/kernels/{header}"], check=True, capture_output=True,
+                          text=True, cwd=os.path.dirname(__file__)).stdout
+    if header != "hgemm_wgmma.cuh":
+        text = text.replace('#include "hgemm_wgmma.cuh"\n', old_source("hgemm_wgmma.cuh"))
+    return text
+
+
+def old_spec(spec, cfg, header: str):
     args = list(spec.args)
     a = dict(args[0].layout_params)
-    a["box"] = (a["box"][0], sub)
+    a["box"] = (a["box"][0], cfg["bm"])
     args[0] = dataclasses.replace(args[0], layout_params=tuple(sorted(a.items())))
-    return dataclasses.replace(spec, source=src, args=tuple(args))
+    return dataclasses.replace(spec, source=old_source(header), args=tuple(args))
 
 
 def main() -> int:
@@ -63,7 +66,7 @@ def main() -> int:
         for shape, family, cfg in CASES:
             ops = ses.operands(shape)
             spec = templates[family].render(ops.w, cfg, ses.info)
-            variants = (("shipped", spec), ("sub16", sub_boxes(spec, 16)), ("sub8", sub_boxes(spec, 8)))
+            variants = (("old", old_spec(spec, cfg, templates[family].header)), ("new", spec))
             row = {"shape": shape, "template": family, "config": cfg}
             for _ in range(3):
                 row.setdefault("cublas_us", []).append(ses.cublas_us(ops))

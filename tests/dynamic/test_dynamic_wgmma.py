@@ -126,7 +126,9 @@ def test_a_mixed_run_exports_with_its_maps_encoded_per_call(h100, dw, mixed, tmp
         case = case[:case.index("break;")]
         assert f"{expr}<<<" in case and "(ma, mb, mc, M, 4096, 4096)" in case
         enc = "autosched_tma::encode_map(&{}, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, {}"
-        assert enc.format("ma", "A") + f", 4096, M, 8192, 64, {c['bm']}," in case
+        # A's box follows M (HgemmWgmma::a_rows: M rounded up to 16 below BM)
+        a_rows = f"(M < {c['bm']} ? (M + 15) / 16 * 16 : {c['bm']})"
+        assert enc.format("ma", "A") + f", 4096, M, 8192, 64, {a_rows}," in case
         assert enc.format("mb", "B") + f", 4096, 4096, 8192, 64, {c['bn']}," in case
         assert enc.format("mc", "C") + ", 4096, M, 8192, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B)" in case
         assert f"(M + {c['bm'] - 1}) / {c['bm']} * {-(-4096 // c['bn'])}" in case

@@ -117,6 +117,29 @@ def test_expect_tx_bytes_equal_the_boxes_loaded(t, h100):
             assert total == (c["bm"] + c["bn"]) * c["swizzle"], (layout, c)
 
 
+@pytest.mark.parametrize("M, rows", [(1, 16), (16, 16), (17, 32), (29, 32), (63, 64), (64, 64), (65, 64), (300, 64)])
+def test_a_k_major_box_stops_short_of_m(M, rows, h100):
+    """A K-major A's box is HgemmWgmma::a_rows(M): BM, or where M is shorter M rounded up to 16, so
+    no slot's A box lies mostly past M (slow to arrive on an H100); the kernel's expect_tx counts
+    those rows (B_SLOT + a_rows(M) x SWZ), and its source says so.  An MN-major A, and the pair
+    kernel's A, keep whole boxes."""
+    from autosched.templates import HgemmWgmmaClusterTemplate
+    from autosched.templates.base import kernel_source
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, a_box_rows
+    c = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 4, "group": 1}
+    assert a_box_rows(M, 64) == rows and a_box_rows(M, 128) == min(128, -(-M // 16) * 16)
+    box = lambda t, w, cfg: t.render(w, cfg, h100).args[0].params()["box"]  # noqa: E731
+    assert box(HgemmWgmmaDynTemplate(), Hgemm.from_shape(f"{M}x256x512_bt"), c) == (64, rows)
+    assert box(HgemmWgmmaDynTemplate(), Hgemm.from_shape(f"{-(-M // 8) * 8}x256x512", layout="tn"), c) == (64, 64)
+    if M >= 65:
+        pair = {**c, "cluster_dim": "m"}
+        assert box(HgemmWgmmaClusterTemplate(), Hgemm.from_shape(f"{M}x256x512_bt"), pair) == (64, 64)
+    src = kernel_source("hgemm_wgmma.cuh")
+    assert "mbar_expect_tx(full, B_SLOT + a_rows(M) * SWZ)" in src
+    assert "return A_MN ? BM : min(BM, (M + 15) / 16 * 16);" in src
+    assert "if (!A_MN && m0 + BM > M) m0 = max(0, M - BM);" in src
+
+
 @pytest.mark.parametrize("params, words", [
     ({"dims": (200, 300), "strides": (404,), "box": (64, 128), "swizzle": 128}, "multiple of 16"),
     ({"dims": (200, 300), "strides": (400,), "box": (64, 512), "swizzle": 128}, "1 .. 256"),
