@@ -64,6 +64,15 @@ class Session:
         checked_launch(lambda s_: k.launch(s_), ops.w, ops.out, ops.ref, self.stream, label, ops.bound)
         return k
 
+    def alternate(self, row: dict, ops: "Operands", variants, rounds: int, label: str) -> None:
+        """`rounds` rounds of cuBLAS then each (name, spec) of `variants`, timed in turn (so a drift of
+        the clocks lands on all of them), appended to row["cublas_us"] and row[name]; then kept."""
+        for _ in range(rounds):
+            row.setdefault("cublas_us", []).append(self.cublas_us(ops))
+            for name, spec in variants:
+                row.setdefault(name, []).append(self.time(spec, ops, f"{label} {name}"))
+        self.keep(row)
+
     def time(self, spec, ops: "Operands", label: str, flush: bool = True) -> dict:
         """{"us", "p10", "p90"} of `spec` under the protocol after its check, or {"error"}."""
         k = self.launchable(spec, ops, label)

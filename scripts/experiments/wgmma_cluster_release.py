@@ -61,12 +61,8 @@ def main() -> int:
         for shape, cfg in CASES:
             ops = ses.operands(shape)
             spec = t.render(ops.w, cfg, ses.info)
-            row = {"shape": shape, "config": cfg}
-            for rnd in range(2):     # alternate, so a drift of the clocks lands on both
-                row.setdefault("cublas_us", []).append(ses.cublas_us(ops))
-                for name, sp in (("shipped", spec), ("one", dataclasses.replace(spec, source=one_release(spec.source)))):
-                    row.setdefault(name, []).append(ses.time(sp, ops, f"{shape} {name}"))
-            ses.keep(row)
+            variants = (("shipped", spec), ("one", dataclasses.replace(spec, source=one_release(spec.source))))
+            ses.alternate({"shape": shape, "config": cfg}, ops, variants, 2, shape)
     ses.write("wgmma-cluster-release.json")
     return 0
 

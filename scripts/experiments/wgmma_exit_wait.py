@@ -41,12 +41,7 @@ def main() -> int:
             spec = template_named(family).render(ops.w, cfg, ses.info)
             assert spec.source.count(EXIT) >= 1, family
             variants = (("shipped", spec), ("read", dataclasses.replace(spec, source=spec.source.replace(EXIT, READ))))
-            row = {"shape": shape, "template": family, "config": cfg}
-            for _ in range(3):     # alternate, so a drift of the clocks lands on every variant
-                row.setdefault("cublas_us", []).append(ses.cublas_us(ops))
-                for name, sp in variants:
-                    row.setdefault(name, []).append(ses.time(sp, ops, f"{shape} {family} {name}"))
-            ses.keep(row)
+            ses.alternate({"shape": shape, "template": family, "config": cfg}, ops, variants, 3, f"{shape} {family}")
     ses.write("wgmma-exit-wait.json")
     return 0
 

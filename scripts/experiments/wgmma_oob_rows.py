@@ -67,12 +67,7 @@ def main() -> int:
             ops = ses.operands(shape)
             spec = templates[family].render(ops.w, cfg, ses.info)
             variants = (("old", old_spec(spec, cfg, templates[family].header)), ("new", spec))
-            row = {"shape": shape, "template": family, "config": cfg}
-            for _ in range(3):
-                row.setdefault("cublas_us", []).append(ses.cublas_us(ops))
-                for name, sp in variants:
-                    row.setdefault(name, []).append(ses.time(sp, ops, f"{shape} {family} {name}"))
-            ses.keep(row)
+            ses.alternate({"shape": shape, "template": family, "config": cfg}, ops, variants, 3, f"{shape} {family}")
     ses.write("wgmma-oob-rows.json")
     return 0
 
