@@ -258,6 +258,16 @@ def test_workspace_layout_matches_the_kernel():
     assert workspace_bytes(128, 4096, 128, 64, 2) == 256 + 2 * 64 * 128 * 64 * 4
 
 
+def test_the_split_k_kernel_exits_once_its_stores_have_read_the_staging():
+    """Its consumers' last wait is on the TMA stores' reads of shared memory (wait_group.read), not
+    their global writes, which the grid's completion orders (0.5-0.7 us a short split-K GEMM on the
+    H100); the producer's slot bytes follow hgemm_wgmma's A rows (a_rows(M))."""
+    from importlib import resources
+    own = resources.files("autosched.kernels").joinpath("hgemm_wgmma_splitk.cuh").read_text()   # not inlined
+    assert "if (t == 0) bulk_wait_read_all();\n  }" in own and "bulk_wait_all();" not in own
+    assert "mbar_expect_tx(full, Base::B_SLOT + Base::a_rows(M) * SWZ)" in own
+
+
 def test_features_carry_split_k_and_its_waves(t, h100):
     p = Hgemm.from_shape(SMALL).params
     c = {"bm": 128, "bn": 64, "consumers": 2, "swizzle": 128, "stages": 6, "group": 1}
