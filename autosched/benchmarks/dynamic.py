@@ -109,10 +109,14 @@ def geomean(xs) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
-def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tuple[list, dict]:
-    """on_row(rows) after each workload: a run cut short keeps what it finished."""
-    rows = []
+def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None, done=()) -> tuple[list, dict]:
+    """on_row(rows) after each workload: a run cut short keeps what it finished.  `done`: rows of
+    workloads an earlier call of the same run finished (--resume), kept as they are and not run again."""
+    rows = list(done)
+    finished = {r["workload"] for r in rows}
     for dw in dws:
+        if dw.key in finished:
+            continue
         before = h.spent() if h.spent else None
         t0 = time.perf_counter()
         res = h.tune_dynamic(dw)
@@ -152,7 +156,12 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
             on_row(rows)
         log(f"{dw.shape_str} ({dw.range_str}): dynamic {dyn_s:.1f} s vs {len(per)} per-instance {per_total:.1f} s; "
             f"untuned geomean vs per-instance {geomean(p['vs_per_instance'] for p in per) or float('nan'):.3f}")
-    summary = {
+    return rows, summarize(rows)
+
+
+def summarize(rows: list) -> dict:
+    """The issue's summary keys over every workload's row."""
+    return {
         "tuning_time_speedup": min((r["tuning_time_speedup"] for r in rows if r["tuning_time_speedup"]), default=None),
         "untuned_geomean_vs_per_instance": geomean(p["vs_per_instance"] for r in rows for p in r["untuned"]),
         "geomean_vs_cublas_m_le_256": geomean(p["vs_cublas"] for r in rows for p in r["untuned"] if p["M"] <= 256),
@@ -160,7 +169,6 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None) -> tupl
         "prefill_2048_speedup_vs_stepwise": None,
         "bars": {"tuning_time_speedup": 5.0, "untuned_geomean_vs_per_instance": 0.9, "geomean_vs_cublas_m_le_256": 1.0},
     }
-    return rows, summary
 
 
 def micro_kernel_templates(device, wgmma: bool = True) -> list:
@@ -283,26 +291,57 @@ class _Scratch:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+PARTIAL = "dynamic-partial.json"
+
+
+def resumable_rows(partial_path, device_key: str, settings: dict) -> list:
+    """The finished workloads' rows of a run cut short (its `dynamic-partial.json`), which --resume
+    carries into this call: refused unless they were measured on a GPU of this model with the same
+    settings (and so the same protocol of comparison)."""
+    d = json.loads(Path(partial_path).read_text())
+    if not isinstance(d, dict) or "rows" not in d:
+        raise ValueError(f"{partial_path}: not a DietCode partial file (no rows)")
+    if d.get("device_key") != device_key:
+        raise ValueError(f"{partial_path}: measured on {d.get('device_key')!r}, this GPU is {device_key!r}")
+    if d.get("settings") != settings:
+        raise ValueError(f"{partial_path}: settings {d.get('settings')} differ from this call's {settings}")
+    return d["rows"]
+
+
 def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,
                   rounds: int = 4, per_round: int = 12, sampled: int = SAMPLED, wgmma: bool = True,
-                  row_probe: bool = True):
-    from autosched.benchmarks.common import write_results
+                  row_probe: bool = True, resume=None):
+    from autosched.benchmarks.common import git_commit, write_results
     log = console.print if console else print
     h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round, wgmma=wgmma, row_probe=row_probe)
+    settings = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
+                "micro_kernel_templates": sorted(h.templates), "row_probe": row_probe}
     try:
-        partial = Path(out_dir) / "dynamic-partial.json"
+        done = resumable_rows(resume, h.device.key, settings) if resume else []
+        if done:
+            log(f"resuming: {len(done)} workloads finished in {resume} are kept as measured")
+        partial = Path(out_dir) / PARTIAL
         partial.parent.mkdir(parents=True, exist_ok=True)
-        rows, summary = run(h, workloads(quick), log, sampled=sampled,
-                            on_row=lambda rs: partial.write_text(json.dumps(rs, indent=1, default=str)))
-        summary["settings"] = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
-                               "micro_kernel_templates": sorted(h.templates), "row_probe": row_probe}
+        # each finished workload's row, with what a resumed call must match
+        head = {"device_key": h.device.key, "settings": settings}
+        rows, summary = run(h, workloads(quick), log, sampled=sampled, done=done, on_row=lambda rs: partial.write_text(
+            json.dumps({**head, "commits": sorted({git_commit()} | set(_commits(resume))), "rows": rs},
+                       indent=1, default=str)))
+        summary["settings"] = {**settings, **({"resumed_rows": len(done)} if done else {})}
     finally:
         for c in reversed(closers):
             c.close()
-    path = write_results("dynamic", h.device, rows, summary, out_dir)
+    extra = {"resumed_from_commits": _commits(resume)} if done else None
+    path = write_results("dynamic", h.device, rows, summary, out_dir, extra=extra)
     partial.unlink(missing_ok=True)
     log(f"wrote {path}: {summary}")
     return path
+
+
+def _commits(partial_path) -> list:
+    if not partial_path:
+        return []
+    return json.loads(Path(partial_path).read_text()).get("commits", [])
 
 
 def main(argv=None) -> None:
@@ -321,12 +360,18 @@ def main(argv=None) -> None:
                         "on by default)")
     p.add_argument("--sampled", type=int, default=SAMPLED,
                    help=f"untuned Ms per workload, each also tuned on its own (default {SAMPLED})")
+    p.add_argument("--resume", default=None, metavar="PARTIAL",
+                   help=f"the {PARTIAL} a run cut short left in its --out: its finished workloads are kept as "
+                        "measured and only the others run (same GPU model and settings, else refused); the "
+                        "results say how many rows were carried over and from which commits")
     a = p.parse_args(argv)
     for name in ("rounds", "per_round", "sampled"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
+    if a.resume is not None and not Path(a.resume).is_file():
+        p.error(f"--resume {a.resume}: no such file")
     run_benchmark(a.quick, a.out, a.db, rounds=a.rounds, per_round=a.per_round, sampled=a.sampled,
-                  wgmma=not a.no_wgmma, row_probe=not a.no_row_probe)
+                  wgmma=not a.no_wgmma, row_probe=not a.no_row_probe, resume=a.resume)
 
 
 if __name__ == "__main__":

@@ -115,3 +115,49 @@ def test_gpu_harness_starts_every_tuning_cold(h100, monkeypatch, tmp_path):
                                                               str(tmp_path / "dynamic-Mx3072x768_bt.db")]
     from pathlib import Path
     assert not any(Path(root).exists() for k, _, root, _ in seen)   # the scratch folder is gone
+
+
+def test_a_resumed_run_keeps_the_finished_rows_and_runs_the_rest(h100, tmp_path):
+    """run(done=rows): the workloads those rows hold are not run again, the others are, and the
+    summary covers them all; resumable_rows refuses a partial file of another GPU model or other
+    settings, naming what differs."""
+    import json
+
+    import pytest
+    runner, t = SyntheticRunner(h100), HgemmDynTemplate()
+    ran = []
+
+    def dyn(dw):
+        ran.append(dw.key)
+        return tune_dynamic(dw, t, runner, None, rounds=1, per_round=4)
+
+    h = bench.Harness(h100, dyn, lambda w, b: (t.family, {}, 10.0, b),
+                      lambda dw, res, M: runner.measure(res.dispatcher.spec(dw.at(M), t, h100)).median_us,
+                      lambda w: 20.0)
+    dws = [DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 256), step=16),
+           DynamicWorkload.parse("hgemm", "Mx3072x768_bt", (16, 256), step=16)]
+    first, _ = bench.run(h, dws[:1], log=lambda *a: None, sampled=2)
+    rows, summary = bench.run(h, dws, log=lambda *a: None, sampled=2, done=first)
+    assert ran == [dws[0].key, dws[1].key]                  # the first workload ran once, in the first call
+    assert [r["workload"] for r in rows] == [dw.key for dw in dws] and rows[0] is first[0]
+    assert summary == bench.summarize(rows)
+
+    settings = {"quick": False, "rounds": 4}
+    p = tmp_path / bench.PARTIAL
+    p.write_text(json.dumps({"device_key": h100.key, "settings": settings, "commits": ["abc"], "rows": first}))
+    assert bench.resumable_rows(p, h100.key, settings) == json.loads(json.dumps(first))
+    with pytest.raises(ValueError, match="measured on"):
+        bench.resumable_rows(p, "another-gpu", settings)
+    with pytest.raises(ValueError, match="settings"):
+        bench.resumable_rows(p, h100.key, {**settings, "rounds": 2})
+    p.write_text(json.dumps(first))                        # the list an older bench wrote
+    with pytest.raises(ValueError, match="not a DietCode partial file"):
+        bench.resumable_rows(p, h100.key, settings)
+
+
+def test_resume_names_a_missing_file(tmp_path, capsys):
+    import pytest
+    with pytest.raises(SystemExit):
+        bench.main(["--resume", str(tmp_path / "nope.json")])
+    err = capsys.readouterr().err
+    assert "--resume" in err and "nope.json: no such file" in err
