@@ -23,10 +23,9 @@ def encode_map_call(params: dict, out: str, base: str, outer: str | None = None,
     if (r["rank"], r["interleave"], r["l2_promotion"], r["oob_fill"]) != fixed:
         raise ValueError(f"tensormap {params}: tensormap_host.cuh encodes 2-d maps with no interleave, 256B L2 "
                          "promotion and zero fill only")
-    box_outer_expr = box_outer
-    (inner, rows), (row_bytes,), (box_inner, box_outer) = r["dims"], r["strides"], r["box"]
+    (inner, rows), (row_bytes,), (box_inner, box_rows) = r["dims"], r["strides"], r["box"]
     return (f"autosched_tma::encode_map(&{out}, {r['dtype']}, {base}, {inner}, {outer or rows}, {row_bytes}, "
-            f"{box_inner}, {box_outer_expr or box_outer}, {r['swizzle']})")
+            f"{box_inner}, {box_outer or box_rows}, {r['swizzle']})")
 
 
 def launch_text(spec, names: str) -> str:

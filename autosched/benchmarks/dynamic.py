@@ -294,10 +294,11 @@ class _Scratch:
 PARTIAL = "dynamic-partial.json"
 
 
-def resumable_rows(partial_path, device_key: str, settings: dict) -> list:
-    """The finished workloads' rows of a run cut short (its `dynamic-partial.json`), which --resume
-    carries into this call: refused unless they were measured on a GPU of this model with the same
-    settings (and so the same protocol of comparison)."""
+def resumable(partial_path, device_key: str, settings: dict) -> tuple[list, list]:
+    """(rows, commits) of a run cut short (its `dynamic-partial.json`): the finished workloads' rows,
+    which --resume carries into this call, and the commits they were measured at.  Refused unless they
+    were measured on a GPU of this model with the same settings (and so the same protocol of
+    comparison)."""
     d = json.loads(Path(partial_path).read_text())
     if not isinstance(d, dict) or "rows" not in d:
         raise ValueError(f"{partial_path}: not a DietCode partial file (no rows)")
@@ -305,7 +306,7 @@ def resumable_rows(partial_path, device_key: str, settings: dict) -> list:
         raise ValueError(f"{partial_path}: measured on {d.get('device_key')!r}, this GPU is {device_key!r}")
     if d.get("settings") != settings:
         raise ValueError(f"{partial_path}: settings {d.get('settings')} differ from this call's {settings}")
-    return d["rows"]
+    return d["rows"], d.get("commits", [])
 
 
 def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,
@@ -317,31 +318,24 @@ def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, co
     settings = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
                 "micro_kernel_templates": sorted(h.templates), "row_probe": row_probe}
     try:
-        done = resumable_rows(resume, h.device.key, settings) if resume else []
+        done, earlier = resumable(resume, h.device.key, settings) if resume else ([], [])
         if done:
             log(f"resuming: {len(done)} workloads finished in {resume} are kept as measured")
         partial = Path(out_dir) / PARTIAL
         partial.parent.mkdir(parents=True, exist_ok=True)
         # each finished workload's row, with what a resumed call must match
-        head = {"device_key": h.device.key, "settings": settings}
+        head = {"device_key": h.device.key, "settings": settings, "commits": sorted({git_commit(), *earlier})}
         rows, summary = run(h, workloads(quick), log, sampled=sampled, done=done, on_row=lambda rs: partial.write_text(
-            json.dumps({**head, "commits": sorted({git_commit()} | set(_commits(resume))), "rows": rs},
-                       indent=1, default=str)))
+            json.dumps({**head, "rows": rs}, indent=1, default=str)))
         summary["settings"] = {**settings, **({"resumed_rows": len(done)} if done else {})}
     finally:
         for c in reversed(closers):
             c.close()
-    extra = {"resumed_from_commits": _commits(resume)} if done else None
+    extra = {"resumed_from_commits": earlier} if done else None
     path = write_results("dynamic", h.device, rows, summary, out_dir, extra=extra)
     partial.unlink(missing_ok=True)
     log(f"wrote {path}: {summary}")
     return path
-
-
-def _commits(partial_path) -> list:
-    if not partial_path:
-        return []
-    return json.loads(Path(partial_path).read_text()).get("commits", [])
 
 
 def main(argv=None) -> None:

@@ -119,7 +119,7 @@ def test_gpu_harness_starts_every_tuning_cold(h100, monkeypatch, tmp_path):
 
 def test_a_resumed_run_keeps_the_finished_rows_and_runs_the_rest(h100, tmp_path):
     """run(done=rows): the workloads those rows hold are not run again, the others are, and the
-    summary covers them all; resumable_rows refuses a partial file of another GPU model or other
+    summary covers them all; resumable gives the rows and their commits, and refuses a partial file of another GPU model or other
     settings, naming what differs."""
     import json
 
@@ -145,14 +145,14 @@ def test_a_resumed_run_keeps_the_finished_rows_and_runs_the_rest(h100, tmp_path)
     settings = {"quick": False, "rounds": 4}
     p = tmp_path / bench.PARTIAL
     p.write_text(json.dumps({"device_key": h100.key, "settings": settings, "commits": ["abc"], "rows": first}))
-    assert bench.resumable_rows(p, h100.key, settings) == json.loads(json.dumps(first))
+    assert bench.resumable(p, h100.key, settings) == (json.loads(json.dumps(first)), ["abc"])
     with pytest.raises(ValueError, match="measured on"):
-        bench.resumable_rows(p, "another-gpu", settings)
+        bench.resumable(p, "another-gpu", settings)
     with pytest.raises(ValueError, match="settings"):
-        bench.resumable_rows(p, h100.key, {**settings, "rounds": 2})
+        bench.resumable(p, h100.key, {**settings, "rounds": 2})
     p.write_text(json.dumps(first))                        # the list an older bench wrote
     with pytest.raises(ValueError, match="not a DietCode partial file"):
-        bench.resumable_rows(p, h100.key, settings)
+        bench.resumable(p, h100.key, settings)
 
 
 def test_resume_names_a_missing_file(tmp_path, capsys):
