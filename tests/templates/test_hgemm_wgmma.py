@@ -69,6 +69,18 @@ def test_rules_prune_what_the_kernel_rejects(t, h100):
         assert any(words in x for x in v), (bad, v)
 
 
+@pytest.mark.parametrize("M, bm, groups", [(64, 64, {1}), (128, 64, {1, 4}), (192, 64, {1, 4}),
+                                            (256, 64, {1, 4}), (320, 64, {1, 4, 8}), (128, 128, {1}),
+                                            (256, 128, {1, 4})])
+def test_raster_groups_past_the_tile_rows_are_one_order_but_pairing_is_kept(t, h100, M, bm, groups):
+    # groups at or past M's tile rows walk one order, so one of them is searched; at two tile rows
+    # that one is 4 (there is no 2), which pairs the CTAs that read one B tile (H100: 64x64 s12 on
+    # 128x4096x4096_bt, group 1 25.3 us, group 4 22.1)
+    space = t.space(Hgemm.from_shape(f"{M}x4096x4096_bt"), h100)
+    got = {c["group"] for c in space.enumerate() if c["bm"] == bm}
+    assert got == groups
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_tensormaps_describe_the_stored_operands(t, h100, layout, dtype):
