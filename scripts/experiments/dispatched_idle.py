@@ -27,49 +27,9 @@ def main():
     import numpy as np
 
     from autosched.benchmarks.dynamic import micro_kernel_templates
-    from autosched.build import Builder
-    from autosched.dynamic.workload import DynamicWorkload
-    from autosched.measure.gpu import GpuRunner
-    runner = GpuRunner()
-    temps = {t.family: t for t in micro_kernel_templates(runner.device_info)}
-    builder = Builder()
-    import torch
-
-    from autosched.measure.protocol import Protocol, Timer
-    from cuda.core import Device, Stream
-    dev = Device(0)
-    dev.set_current()
-    timer = Timer(dev, Stream.from_handle(torch.cuda.current_stream().cuda_stream), Protocol())
-    rows = []
-    for shape, M, fam, cfg in CASES:
-        w = DynamicWorkload.parse("hgemm", shape, (1, 4096)).at(M)
-        spec = temps[fam].render(w, cfg, runner.device_info)
-        binary = builder.build(spec)
-        x = torch.randn(w.M, w.K, device="cuda", dtype=torch.float16)
-        wt = torch.randn(w.N, w.K, device="cuda", dtype=torch.float16)
-        out = torch.empty(w.M, w.N, device="cuda", dtype=torch.float16)
-
-        def cub():
-            return timer.summary(lambda: torch.matmul(x, wt.t(), out=out))["median_us"]
-
-        row = {"shape": shape, "M": M, "family": fam, "config": cfg}
-        runner.measure(spec, binary)                      # inputs prepared, off the record
-        time.sleep(2.0)
-        row["after_idle"] = [runner.measure(spec, binary).median_us for _ in range(2)]
-        row["stream_back_to_back"] = [m.median_us for _, m in runner.measure_stream((i, spec, binary) for i in range(4))]
-        time.sleep(2.0)
-        row["cublas_after_idle"] = [cub() for _ in range(2)]
-        alt, cb = [], []
-        for _ in range(4):
-            alt.append(runner.measure(spec, binary).median_us)
-            cb.append(cub())
-        row["alternating"], row["cublas_alternating"] = alt, cb
-        row["summary"] = {k: float(np.min(row[k])) for k in
-                          ("after_idle", "stream_back_to_back", "cublas_after_idle", "alternating", "cublas_alternating")}
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    # the same-bytes floor of each Llama / BERT weight (what one pass over W costs in this protocol)
     from autosched.benchmarks.gemv_q4f16 import _floor
+    from autosched.dynamic.workload import DynamicWorkload
+    from gemm_bench_kit import RunnerKit
 
     class _Bytes:
         def __init__(self, n):
@@ -77,15 +37,38 @@ def main():
 
         def bytes_moved(self):
             return self.n
-    floors = {}
-    for nk in ("4096x4096", "12288x4096", "22016x4096", "4096x11008", "768x768", "3072x768", "768x3072"):
-        n, k = map(int, nk.split("x"))
-        floors[nk] = _floor(_Bytes(2 * n * k), timer, timer.stream, builder, runner.device_info.arch)
-        print(nk, json.dumps(floors[nk]), flush=True)
-    with open(os.path.join(os.environ.get("OUT", "."), "dispatched-idle.json"), "w") as f:
-        json.dump({"device": runner.device_info.name, "rows": rows, "w_floors": floors}, f, indent=1)
-    runner.close()
-    builder.close()
+    rows = []
+    with RunnerKit() as kit:
+        runner = kit.runner
+        temps = {t.family: t for t in micro_kernel_templates(kit.info)}
+        for shape, M, fam, cfg in CASES:
+            w = DynamicWorkload.parse("hgemm", shape, (1, 4096)).at(M)
+            spec = temps[fam].render(w, cfg, kit.info)
+            binary = kit.builder.build(spec)
+            ops = kit.operands(w.M, w.N, w.K)
+            row = {"shape": shape, "M": M, "family": fam, "config": cfg}
+            kit.measure_us(spec, binary)                 # inputs prepared, off the record
+            time.sleep(2.0)
+            row["after_idle"] = [kit.measure_us(spec, binary) for _ in range(2)]
+            row["stream_back_to_back"] = [m.median_us for _, m in runner.measure_stream((i, spec, binary) for i in range(4))]
+            time.sleep(2.0)
+            row["cublas_after_idle"] = [kit.cublas_us(*ops) for _ in range(2)]
+            alt, cb = [], []
+            for _ in range(4):
+                alt.append(kit.measure_us(spec, binary))
+                cb.append(kit.cublas_us(*ops))
+            row["alternating"], row["cublas_alternating"] = alt, cb
+            row["summary"] = {k: float(np.min(row[k])) for k in
+                              ("after_idle", "stream_back_to_back", "cublas_after_idle", "alternating", "cublas_alternating")}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        # the same-bytes floor of each Llama / BERT weight (what one pass over W costs in this protocol)
+        floors = {}
+        for nk in ("4096x4096", "12288x4096", "22016x4096", "4096x11008", "768x768", "3072x768", "768x3072"):
+            n, k = map(int, nk.split("x"))
+            floors[nk] = _floor(_Bytes(2 * n * k), kit.timer, kit.timer.stream, kit.builder, kit.info.arch)
+            print(nk, json.dumps(floors[nk]), flush=True)
+        kit.write("dispatched-idle.json", {"rows": rows, "w_floors": floors})
 
 
 if __name__ == "__main__":

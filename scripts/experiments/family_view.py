@@ -11,6 +11,9 @@ fresh tensor and on a view into a large one.  Rows to $OUT/family-view.json.
     python3 scripts/experiments/family_view.py"""
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 S = {"consumers": 1, "swizzle": 128}
 CASES = [("Mx768x768_bt", 112, {**S, "bm": 64, "bn": 64, "stages": 5, "group": 1}),
@@ -22,51 +25,31 @@ ROUNDS = 3
 
 
 def main():
-    import torch
-
-    from autosched.build import Builder
     from autosched.dynamic.workload import DynamicWorkload
-    from autosched.measure.gpu import GpuRunner
-    from autosched.measure.protocol import Protocol, Timer
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
-    from cuda.core import Device, Stream
-    runner = GpuRunner()
-    builder = Builder()
+    from gemm_bench_kit import RunnerKit
     t = HgemmWgmmaDynTemplate()
-    dev = Device(0)
-    dev.set_current()
-    timer = Timer(dev, Stream.from_handle(torch.cuda.current_stream().cuda_stream), Protocol())
     rows = []
-    for shape, M, cfg in CASES:
-        dw = DynamicWorkload.parse("hgemm", shape, (1, 4096))
-        spec, big = t.render(dw.at(M), cfg, runner.device_info), t.render(dw.at(BIG_M), cfg, runner.device_info)
-        binary = builder.build(spec)
-
-        def us(s=spec):
-            m = runner.measure(s, binary)
-            return m.median_us if m.ok else None
-        row = {"shape": shape, "M": M, "config": cfg, "small_family": [], "view_of_large": [], "small_again": []}
-        for _ in range(ROUNDS):
-            runner.forget_inputs()
-            row["small_family"] += [us(), us()]
-            us(big)                               # grows the family to BIG_M rows
-            row["view_of_large"] += [us(), us()]
-            runner.forget_inputs()
-            row["small_again"] += [us(), us()]
-        w = dw.at(M)
-        x = torch.randn(w.M, w.K, device="cuda", dtype=torch.float16)
-        wt = torch.randn(w.N, w.K, device="cuda", dtype=torch.float16)
-        xb = torch.randn(BIG_M, w.K, device="cuda", dtype=torch.float16)[: w.M]
-        wb = torch.randn(4 * w.N, w.K, device="cuda", dtype=torch.float16)[: w.N]
-        y = torch.empty(w.M, w.N, device="cuda", dtype=torch.float16)
-        row["cublas_fresh"] = [timer.summary(lambda: torch.matmul(x, wt.t(), out=y))["median_us"] for _ in range(3)]
-        row["cublas_view"] = [timer.summary(lambda: torch.matmul(xb, wb.t(), out=y))["median_us"] for _ in range(3)]
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    with open(os.path.join(os.environ.get("OUT", "."), "family-view.json"), "w") as f:
-        json.dump({"device": runner.device_info.name, "rows": rows}, f, indent=1)
-    runner.close()
-    builder.close()
+    with RunnerKit() as kit:
+        for shape, M, cfg in CASES:
+            dw = DynamicWorkload.parse("hgemm", shape, (1, 4096))
+            spec, big = t.render(dw.at(M), cfg, kit.info), t.render(dw.at(BIG_M), cfg, kit.info)
+            binary = kit.builder.build(spec)        # one kernel: M is an argument
+            row = {"shape": shape, "M": M, "config": cfg, "small_family": [], "view_of_large": [], "small_again": []}
+            for _ in range(ROUNDS):
+                kit.runner.forget_inputs()
+                row["small_family"] += [kit.measure_us(spec, binary) for _ in range(2)]
+                kit.measure_us(big, binary)         # grows the family to BIG_M rows
+                row["view_of_large"] += [kit.measure_us(spec, binary) for _ in range(2)]
+                kit.runner.forget_inputs()
+                row["small_again"] += [kit.measure_us(spec, binary) for _ in range(2)]
+            w = dw.at(M)
+            fresh, view = kit.operands(w.M, w.N, w.K), kit.operands(w.M, w.N, w.K, rows_of=(BIG_M, 4 * w.N))
+            row["cublas_fresh"] = [kit.cublas_us(*fresh) for _ in range(3)]
+            row["cublas_view"] = [kit.cublas_us(*view) for _ in range(3)]
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        kit.write("family-view.json", {"rows": rows})
 
 
 if __name__ == "__main__":

@@ -98,3 +98,61 @@ class Operands:
         self.b = torch.from_numpy(np.ascontiguousarray(self.inputs["B"])).cuda()
         self.bt = self.b.t() if self.w.b_col else self.b
         self.out = torch.empty((self.w.M, self.w.N), dtype=torch.float16, device="cuda")
+
+
+class RunnerKit:
+    """What the experiments that time through the tuner's GpuRunner share (its worker processes, the
+    inputs drawn as a tuning draws them): the runner, a Builder, cuBLAS timed in this process on
+    torch's stream under the protocol, and the payload written to $OUT at the end.
+
+        with RunnerKit() as kit:
+            kit.measure_us(spec)         # the kernel's median through the runner (None if not ok)
+            kit.cublas_us(M, N, K)       # torch.matmul on fresh (M, K) and (N, K) fp16 operands
+            kit.write("name.json", {...})
+    """
+
+    def __init__(self):
+        import torch
+        from cuda.core import Device, Stream
+
+        from autosched.build import Builder
+        from autosched.measure.gpu import GpuRunner
+        from autosched.measure.protocol import Protocol, Timer
+        self.runner = GpuRunner()
+        self.info = self.runner.device_info
+        self.builder = Builder()
+        dev = Device(0)
+        dev.set_current()
+        self.timer = Timer(dev, Stream.from_handle(torch.cuda.current_stream().cuda_stream), Protocol())
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.close()
+        self.runner.close()
+        self.builder.close()
+        return False
+
+    def measure_us(self, spec, binary=None):
+        """The runner's median of `spec` (built here unless `binary` is given), None if it failed."""
+        m = self.runner.measure(spec, binary if binary is not None else self.builder.build(spec))
+        return m.median_us if m.ok else None
+
+    def operands(self, M: int, N: int, K: int, rows_of=None):
+        """(x, w, y) for torch.matmul(x, w.t(), out=y); `rows_of` (M', N'): x and w as the first rows
+        of larger tensors."""
+        import torch
+        big_m, big_n = rows_of or (M, N)
+        x = torch.randn(big_m, K, device="cuda", dtype=torch.float16)[:M]
+        w = torch.randn(big_n, K, device="cuda", dtype=torch.float16)[:N]
+        return x, w, torch.empty(M, N, device="cuda", dtype=torch.float16)
+
+    def cublas_us(self, x, w, y) -> float:
+        import torch
+        return self.timer.summary(lambda: torch.matmul(x, w.t(), out=y))["median_us"]
+
+    def write(self, name: str, payload: dict) -> None:
+        """`payload` with the device's name as $OUT/`name` (the current folder without $OUT)."""
+        with open(os.path.join(os.environ.get("OUT", "."), name), "w") as f:
+            json.dump({"device": self.info.name, **payload}, f, indent=1)

@@ -8,11 +8,10 @@ the pairs) is measured exhaustively through the tuner's runner, hgemm_stream on 
 template to $OUT/<name>.json.
 
     python scripts/experiments/space_sweep.py NAME SHAPE... [--templates fam,fam]"""
+import argparse
 import json
 import os
 import time
-
-import argparse
 
 BUDGET_S = {"hgemm_wgmma_splitk": 90, "hgemm_wgmma": 30, "hgemm_stream": 30, "hgemm_wgmma_cluster": 60}
 
@@ -27,49 +26,34 @@ def main():
              BUDGET_S[f]) for f in a.templates.split(",")]
     import tempfile
 
-    import torch
-
-    from autosched.build import Builder
     from autosched.database import Database
-    from autosched.measure.gpu import GpuRunner
-    from autosched.measure.protocol import Protocol, Timer
     from autosched.registry import family
     from autosched.tuner import tune
     from autosched.workloads import Hgemm
-    from cuda.core import Device, Stream
-    runner = GpuRunner()
+    from gemm_bench_kit import RunnerKit
     temps = {t.family: t for t in family("hgemm").templates}
-    builder = Builder()
     db = Database(os.path.join(tempfile.mkdtemp(), "sweep.db"))
-    dev = Device(0)
-    dev.set_current()
-    timer = Timer(dev, Stream.from_handle(torch.cuda.current_stream().cuda_stream), Protocol())
-    out = {"device": runner.device_info.name, "shapes": {}}
-    for shape in a.shapes:
-        w = Hgemm.from_shape(shape)
-        x = torch.randn(w.M, w.K, device="cuda", dtype=torch.float16)
-        wt = torch.randn(w.N, w.K, device="cuda", dtype=torch.float16)
-        y = torch.empty(w.M, w.N, device="cuda", dtype=torch.float16)
-        cub = [timer.summary(lambda: torch.matmul(x, wt.t(), out=y))["median_us"] for _ in range(3)]
-        res = {"cublas_us": cub}
-        for fam, strategy, trials, budget in plan:
-            t0 = time.perf_counter()
-            seen = []
-            r = tune(w, temps[fam], runner, db, strategy=strategy, trials=trials, time_budget_s=budget,
-                     builder=builder, seed=3, on_result=lambda c, m, _r: seen.append((c, m)))
-            ok = sorted(((c, m) for c, m in seen if m.ok), key=lambda cm: cm[1].median_us)
-            best = [{"config": c, "us": m.median_us} for c, m in ok[:5]]
-            res[fam] = {"trials": r.trials, "space": r.space_size, "s": time.perf_counter() - t0, "best": best}
-            print(shape, fam, json.dumps(res[fam]), "cublas", min(cub), flush=True)
-        out["shapes"][shape] = res
-        with open(os.path.join(os.environ.get("OUT", "."), a.name + ".json"), "w") as f:
-            json.dump(out, f, indent=1)
+    out = {"shapes": {}}
+    with RunnerKit() as kit:
+        for shape in a.shapes:
+            w = Hgemm.from_shape(shape)
+            ops = kit.operands(w.M, w.N, w.K)
+            cub = [kit.cublas_us(*ops) for _ in range(3)]
+            res = {"cublas_us": cub}
+            for fam, strategy, trials, budget in plan:
+                t0 = time.perf_counter()
+                seen = []
+                r = tune(w, temps[fam], kit.runner, db, strategy=strategy, trials=trials, time_budget_s=budget,
+                         builder=kit.builder, seed=3, on_result=lambda c, m, _r: seen.append((c, m)))
+                ok = sorted(((c, m) for c, m in seen if m.ok), key=lambda cm: cm[1].median_us)
+                best = [{"config": c, "us": m.median_us} for c, m in ok[:5]]
+                res[fam] = {"trials": r.trials, "space": r.space_size, "s": time.perf_counter() - t0, "best": best}
+                print(shape, fam, json.dumps(res[fam]), "cublas", min(cub), flush=True)
+            out["shapes"][shape] = res
+            kit.write(a.name + ".json", out)       # after each shape: a run cut short keeps what it did
+    db.close()
     print(json.dumps({s: {"cublas": min(v["cublas_us"]), **{f: (v[f]["best"][0]["us"] if v[f]["best"] else None)
                                                         for f, *_ in plan}} for s, v in out["shapes"].items()}))
-    runner.close()
-    builder.close()
-    db.close()
-
 
 if __name__ == "__main__":
     main()
