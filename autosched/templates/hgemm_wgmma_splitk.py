@@ -123,7 +123,7 @@ class HgemmWgmmaSplitKTemplate(HgemmWgmmaVariant):
         why = self.device_refuses(device)
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
-        cfg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8, "split_k": 2}
+        cfg = {**HgemmWgmmaTemplate().default_config(workload, device), "split_k": 2}
         return self.space(workload, device).nearest(cfg)
 
     def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:

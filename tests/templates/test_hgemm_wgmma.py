@@ -81,6 +81,19 @@ def test_raster_groups_past_the_tile_rows_are_one_order_but_pairing_is_kept(t, h
     assert got == groups
 
 
+def test_default_is_the_ladder_that_ops_serves(t, h100):
+    # few tile rows: the ladder's 64-row tile with a deep ring, keeping a pairing raster group (the
+    # space's nearest point alone would take group 1); where the tiles fill the GPU, 128 x 256
+    from autosched.templates.hgemm_ladder import WG, ladder_rungs
+    for shape, want in [("128x4096x4096_bt", {"bm": 64, "bn": 64, "stages": 12, "group": 4}),
+                        ("512x11008x4096_bt", {"bm": 128, "bn": 128, "stages": 6, "group": 4}),
+                        ("4096x4096x4096", {"bm": 128, "bn": 256, "stages": 3, "group": 8})]:
+        w = Hgemm.from_shape(shape)
+        d = t.default_config(w, h100)
+        assert {k: d[k] for k in want} == want, shape
+        assert d == ladder_rungs(WG, t.space(w, h100), w.N, w.M, h100.sm_count)[-1][1]
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_tensormaps_describe_the_stored_operands(t, h100, layout, dtype):
