@@ -106,8 +106,8 @@ class RunnerKit:
     torch's stream under the protocol, and the payload written to $OUT at the end.
 
         with RunnerKit() as kit:
-            kit.measure_us(spec)         # the kernel's median through the runner (None if not ok)
-            kit.cublas_us(M, N, K)       # torch.matmul on fresh (M, K) and (N, K) fp16 operands
+            kit.measure_us(spec)                     # the kernel's median through the runner (None if not ok)
+            kit.cublas_us(*kit.operands(M, N, K))    # torch.matmul on fresh (M, K) and (N, K) fp16 operands
             kit.write("name.json", {...})
     """
 
