@@ -124,7 +124,7 @@ def _hgemm_picks(template, workload, device) -> list[dict]:
         return _hgemm_wgmma_picks(template, workload, device)
     if template.family == "hgemm_stream":
         return _hgemm_stream_picks(template, workload, device)
-    if template.family == "hgemm_wgmma_nsplit":
+    if template.family in ("hgemm_wgmma_nsplit", "hgemm_wgmma_pingpong"):
         return _hgemm_nsplit_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
@@ -166,14 +166,14 @@ def _hgemm_stream_picks(template, workload, device) -> list[dict]:
 
 
 def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
-    """The column-split wgmma template's corners: the smallest tile with the shortest ring and 32-byte
-    swizzle (the most CTAs, the halves 32 columns wide), the most shared memory, the most accumulators
-    a consumer thread, then the default and two random ones."""
-    from autosched.templates.hgemm_wgmma import smem_bytes
+    """The corners of a two-consumer wgmma variant without a `consumers` knob (column-split or
+    ping-pong consumers): the smallest tile with the shortest ring and 32-byte swizzle (the most CTAs;
+    the column split's halves 32 columns wide), the most shared memory, the most accumulators a
+    consumer thread, then the default and two random ones."""
     cfgs = template.space(workload, device).enumerate()
     if not cfgs:
         return []
-    smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+    smem = template.smem
     picks = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (c["bm"] * c["bn"], -c["group"]))]
     picks += _default_and_random(template, workload, device)
@@ -221,6 +221,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_stream import HgemmStreamTemplate
     from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate, cluster_enabled
     from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate, nsplit_enabled
+    from autosched.templates.hgemm_wgmma_pingpong import HgemmWgmmaPingpongTemplate, pingpong_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
@@ -255,7 +256,8 @@ def _families() -> dict[str, Family]:
         Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
                                 *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
                                 *([HgemmWgmmaClusterTemplate()] if cluster_enabled() else []),
-                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else [])),
+                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else []),
+                                *([HgemmWgmmaPingpongTemplate()] if pingpong_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

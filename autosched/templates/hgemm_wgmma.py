@@ -153,7 +153,7 @@ class HgemmWgmmaTemplate(Template):
         c, M, N = config, params["M"], params["N"]
         tiles = -(-M // c["bm"]) * -(-N // c["bn"])
         out = {"tiles": tiles, "waves": tiles / device.sm_count,
-               "smem_bytes": smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]),
+               "smem_bytes": self.smem(c),
                **tile_use(M, N, c["bm"], c["bn"])}
         return out
 
@@ -218,8 +218,11 @@ class HgemmWgmmaTemplate(Template):
             family=self.family, workload_key=workload.key, config=tuple(sorted(cfg.items())),
             source=kernel_source(header), name_expression=expr,
             grid=(grid, 1, 1), block=(self.threads(cfg), 1, 1),
-            smem_bytes=smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"]),
-            args=args, arch="sm_90a", cluster=cluster_shape)
+            smem_bytes=self.smem(cfg), args=args, arch="sm_90a", cluster=cluster_shape)
+
+    def smem(self, cfg: dict) -> int:
+        """Dynamic shared memory a CTA of `cfg` takes (a variant with other staging says its own)."""
+        return smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"])
 
     def threads(self, cfg: dict) -> int:
         """A producer warpgroup and the consumers."""
