@@ -124,8 +124,10 @@ def _hgemm_picks(template, workload, device) -> list[dict]:
         return _hgemm_wgmma_picks(template, workload, device)
     if template.family == "hgemm_stream":
         return _hgemm_stream_picks(template, workload, device)
-    if template.family in ("hgemm_wgmma_nsplit", "hgemm_wgmma_pingpong"):
+    if template.family == "hgemm_wgmma_nsplit":
         return _hgemm_nsplit_picks(template, workload, device)
+    if template.family == "hgemm_wgmma_sched":
+        return _hgemm_sched_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
     tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
@@ -166,10 +168,9 @@ def _hgemm_stream_picks(template, workload, device) -> list[dict]:
 
 
 def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
-    """The corners of a two-consumer wgmma variant without a `consumers` knob (column-split or
-    ping-pong consumers): the smallest tile with the shortest ring and 32-byte swizzle (the most CTAs;
-    the column split's halves 32 columns wide), the most shared memory, the most accumulators a
-    consumer thread, then the default and two random ones."""
+    """The column-split wgmma template's corners: the smallest tile with the shortest ring and 32-byte
+    swizzle (the most CTAs, the halves 32 columns wide), the most shared memory, the most accumulators
+    a consumer thread, then the default and two random ones."""
     cfgs = template.space(workload, device).enumerate()
     if not cfgs:
         return []
@@ -177,6 +178,23 @@ def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
     picks = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (c["bm"] * c["bn"], -c["group"]))]
     picks += _default_and_random(template, workload, device)
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+
+
+def _hgemm_sched_picks(template, workload, device) -> list[dict]:
+    """hgemm_wgmma_sched's corners, per schedule: the smallest tile with the shortest ring and 32-byte
+    swizzle (the most CTAs, ping-pong: the most turns), the most shared memory (the deepest ring) with
+    the box ring and, ping-pong, with a whole-share staging; then the default and two random ones."""
+    cfgs = template.space(workload, device).enumerate()
+    picks = []
+    for sched in ("pingpong", "cooperative"):
+        mine = [c for c in cfgs if c["schedule"] == sched]
+        for pool in ([c for c in mine if c["epi_boxes"]], [c for c in mine if not c["epi_boxes"]]):
+            if pool:
+                picks += [min(pool, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
+                          max(pool, key=lambda c: (template.smem(c), c["bm"] * c["bn"]))]
+    if cfgs:
+        picks += _default_and_random(template, workload, device)
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
 
@@ -221,7 +239,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_stream import HgemmStreamTemplate
     from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate, cluster_enabled
     from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate, nsplit_enabled
-    from autosched.templates.hgemm_wgmma_pingpong import HgemmWgmmaPingpongTemplate, pingpong_enabled
+    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedTemplate, sched_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
@@ -257,7 +275,7 @@ def _families() -> dict[str, Family]:
                                 *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
                                 *([HgemmWgmmaClusterTemplate()] if cluster_enabled() else []),
                                 *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else []),
-                                *([HgemmWgmmaPingpongTemplate()] if pingpong_enabled() else [])),
+                                *([HgemmWgmmaSchedTemplate()] if sched_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -33,9 +33,10 @@
 #                                        # racecheck of its corners, then the hgemm bench on the three prefill
 #                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
 #                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
-#   bash scripts/gpu_check.sh pingpong   # hgemm_wgmma_pingpong, consumers taking whole tiles in turn (switch on for
-#                                        # the stage): GPU tests vs float64 in every layout, memcheck + racecheck
-#                                        # of its corners, then scripts/experiments/pingpong_sweep.py (~500 s)
+#   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
+#                                        # whole or a box at a time (switch on for the stage): GPU tests vs float64
+#                                        # in every layout, memcheck + racecheck of its corners, then
+#                                        # scripts/experiments/sched_sweep.py (at most ~590 s)
 #   bash scripts/gpu_check.sh cluster    # hgemm_wgmma_cluster, clusters of 2 + TMA multicast (switch on for the
 #                                        # stage): GPU tests, memcheck and racecheck of pairs along m and n, timings
 #                                        # of 4096^3 nt/nn and 8192^3 cluster 1 vs 2 vs cuBLAS (at most ~200 s); when
@@ -222,20 +223,21 @@ nsplit)
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_NSPLIT
   ;;
-pingpong)
-  export AUTOSCHED_WGMMA_PINGPONG=1
-  stage "pytest hgemm_wgmma_pingpong"
-  timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_pingpong_gpu.py 2>&1 \
-    | tee "$OUT/pytest-pingpong.log" | tail -15
+sched)
+  export AUTOSCHED_WGMMA_SCHED=1
+  stage "pytest hgemm_wgmma_sched"
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_sched_gpu.py 2>&1 \
+    | tee "$OUT/pytest-sched.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
-  # the registry's picks: the smallest tile on the shortest ring, the most shared memory, the largest
-  # tile; 300 x 264 is ragged in both, 296 x 264 tn BF16 MN-major A, 1064 x 2120 many turns a CTA
-  TEMPLATES=hgemm_wgmma_pingpong PER_TEMPLATE=4 sanitize_both pingpong "hgemm_wgmma_pingpong corners" 60 "$SANITIZE_HGEMM" \
+  # the registry's picks per schedule: the smallest tile on the shortest ring, the most shared memory, with
+  # the box ring and with a whole-share staging; 300 x 264 is ragged in both, 296 x 264 tn BF16 MN-major A
+  # (boxes wholly outside C), 1064 x 2120 many turns a CTA
+  TEMPLATES=hgemm_wgmma_sched PER_TEMPLATE=8 sanitize_both sched "hgemm_wgmma_sched corners" 90 "$SANITIZE_HGEMM" \
     scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 1064x2120x136_bt
-  stage "timing: ping-pong vs hgemm_wgmma vs cuBLAS"
-  timeout 330 "$PY" scripts/experiments/pingpong_sweep.py 2>&1 | tee "$OUT/pingpong-sweep.log" | tail -12
+  stage "timing: hgemm_wgmma_sched vs hgemm_wgmma vs cuBLAS"
+  timeout 300 "$PY" scripts/experiments/sched_sweep.py 2>&1 | tee "$OUT/sched-sweep.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
-  unset AUTOSCHED_WGMMA_PINGPONG
+  unset AUTOSCHED_WGMMA_SCHED
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1

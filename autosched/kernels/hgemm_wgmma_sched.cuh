@@ -1,0 +1,214 @@
+// The wgmma + TMA GEMM of hgemm_wgmma.cuh with two knobs that its own kernel fixes: how its two
+// consumer warpgroups share the tiles, and how much shared memory its epilogue stages through.  The
+// same producer warpgroup, mbarrier ring, slot layout and grouped persistent raster: HgemmWgmma's at
+// the same tile (its raster, descriptors and A's box rows are called; its producer is repeated here,
+// because HgemmWgmma's is bound to a STAGES whose static_assert counts a whole-tile staging, which
+// rules out the deeper rings this kernel is for).  It lives in its own file so that hgemm_wgmma.cuh,
+// whose hash is the build id every measurement of hgemm_wgmma is keyed by, stays byte for byte what
+// was measured.
+//
+// PINGPONG = 0 (cooperative): both consumers work on every tile, each on BM / 2 of its rows, as
+//   hgemm_wgmma's two consumers do; they reach their epilogues together, and the tensor cores idle
+//   through each.
+// PINGPONG = 1: each consumer owns whole BM x BN tiles (the CTA's j-th tile is consumer j % 2's, its
+//   slots the ring's uses j kslots .. (j + 1) kslots - 1, the order the producer fills them in), and the
+//   two take turns: while one runs its main loop the other converts and stores its last tile.
+//   empty[s] then counts the 4 warps of one consumer, and order[c] (count 4: lane 0 of each warp of
+//   consumer c) completes once consumer c has passed the full barrier of its tile's last slot.  A
+//   consumer waits for the other's order barrier before its own tile's first slot.  That makes the
+//   turns, and correctness needs it too: an mbarrier wait tests one parity bit, so a consumer that
+//   waited on a full barrier two phases ahead (the other's slots not yet consumed) would pass at once.
+//
+// EPI_BOXES = 0: each consumer stages its whole share of the tile (BM / 2 or BM rows x BN) and stores
+//   it after one barrier, as hgemm_wgmma does.  At 128 x 256 that is 64 KB of staging, which leaves
+//   the ring 3 slots of 48 KB.
+// EPI_BOXES = E > 0: each consumer stages one 64 x 64 box at a time through a ring of E boxes (8 KB
+//   each), a TMA store and a bulk commit group per box, so 128 x 256 keeps 4 slots.  Before it
+//   rewrites a box, the consumer's storing thread waits until at most E - 1 of its groups are still
+//   reading (a box wholly outside C still commits its, empty, group so that the count holds).
+#pragma once
+#include "hgemm_wgmma.cuh"
+
+namespace autosched_wgmma {
+
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
+
+template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int GROUP, int PINGPONG, int EPI_BOXES>
+struct HgemmWgmmaSched {
+  // the tile geometry: hgemm_wgmma's at this tile and consumer split, its 2-slot instance (whose
+  // static_asserts, a whole-tile staging counted, hold wherever this kernel's do)
+  using Base = HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, 2, PINGPONG ? 1 : 2, GROUP>;
+  static constexpr int BK = Base::BK;
+  static constexpr int MW = PINGPONG ? BM / 64 : BM / 128;   // m64 blocks a consumer runs
+  static constexpr int ACC = BN / 2;
+  static constexpr int THREADS = 384;
+  static constexpr int NBOX = MW * (BN / 64);                // 64 x 64 output boxes of a consumer's share
+  static constexpr int ROUNDS = EPI_BOXES ? NBOX : 1;        // stagings of one epilogue
+  static constexpr int PER_ROUND = EPI_BOXES ? 1 : NBOX;     // boxes a staging holds
+  static constexpr int BUFS = EPI_BOXES ? EPI_BOXES : 1;
+  static constexpr int C_CONSUMER = BUFS * PER_ROUND * Base::C_BOX;
+  static constexpr int BAR_OFFSET = STAGES * Base::STAGE_BYTES + 2 * C_CONSUMER;
+  // full and empty per slot, order per consumer; + 1024 to align the base to the swizzle atom
+  static constexpr int SMEM_BYTES = BAR_OFFSET + (2 * STAGES + 2) * 8 + 1024;
+
+  static_assert(PINGPONG == 0 || PINGPONG == 1, "cooperative (0) or ping-pong (1) consumers");
+  static_assert(PINGPONG ? (BM == 64 || BM == 128) : (BM == 128 || BM == 256),
+                "a consumer runs 1 or 2 m64 blocks: BM = 64 or 128 ping-pong, 128 or 256 cooperative");
+  static_assert(MW * ACC <= 128, "accumulators: MW x BN / 2 <= 128 floats a consumer thread");
+  static_assert(EPI_BOXES >= 0 && EPI_BOXES <= 4, "a whole share (0) or a ring of 1 to 4 boxes");
+  static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
+
+  // HgemmWgmma::producer over this kernel's STAGES slots
+  static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
+                                  int M, int tiles_m, int tiles_n, int kslots) {
+    tensormap_prefetch(tmA);
+    tensormap_prefetch(tmB);
+    const int tiles = tiles_m * tiles_n;
+    const unsigned expect = Base::B_SLOT + Base::a_rows(M) * SWZ;
+    unsigned it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      int m0, n0;
+      Base::tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
+      for (int kb = 0; kb < kslots; ++kb, ++it) {
+        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
+        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+        mbar_wait(empty, phase ^ 1);
+        mbar_expect_tx(full, expect);
+        const unsigned a = ring + s * Base::STAGE_BYTES, b = a + Base::A_SLOT;
+        const int k0 = kb * BK;
+        if constexpr (A_MN) {
+#pragma unroll
+          for (int q = 0; q < BM / BK; ++q) tma_load(a + q * BK * SWZ, tmA, full, m0 + q * BK, k0);
+        } else {
+          tma_load(a, tmA, full, k0, m0);
+        }
+        if constexpr (B_MN) {
+#pragma unroll
+          for (int q = 0; q < BN / BK; ++q) tma_load(b + q * BK * SWZ, tmB, full, n0 + q * BK, k0);
+        } else {
+          tma_load(b, tmB, full, k0, n0);
+        }
+      }
+    }
+  }
+
+  static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars,
+                                  int M, int N, int tiles_m, int tiles_n, int kslots) {
+    const int wg = threadIdx.x / 128 - 1, t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+    if (t == 0) tensormap_prefetch(tmC);
+    const int tiles = tiles_m * tiles_n;
+    const unsigned my_c = cstage + wg * C_CONSUMER;
+    const int row_base = PINGPONG ? 0 : wg * MW * 64;       // this consumer's rows of the tile
+    const unsigned order_mine = bars + 8 * (2 * STAGES + wg), order_other = bars + 8 * (2 * STAGES + 1 - wg);
+    float acc[MW][ACC];
+    int round = 0;                                           // stagings so far: which buffer is next
+    for (int j = PINGPONG ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += PINGPONG ? 2 : 1) {
+      int m0, n0;
+      Base::tile_coords(blockIdx.x + j * gridDim.x, tiles_m, tiles_n, M, m0, n0);
+#pragma unroll
+      for (int w = 0; w < MW; ++w)
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
+      // the other consumer has passed every full barrier of tile j - 1: its ((j - 1) / 2)-th turn
+      if (PINGPONG && j > 0) mbar_wait(order_other, ((j - 1) / 2) & 1);
+      unsigned it = j * kslots;
+      for (int kb = 0; kb < kslots; ++kb, ++it) {
+        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
+        mbar_wait(bars + 8 * s, phase);
+        __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
+        const unsigned a = ring + s * Base::STAGE_BYTES, b = a + Base::A_SLOT;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+          const unsigned long long db = Base::template desc<B_MN>(b, 0, kk);
+#pragma unroll
+          for (int w = 0; w < MW; ++w)
+            Wgmma<BN>::template mma<BF16, A_MN, B_MN>(acc[w], Base::template desc<A_MN>(a, row_base + w * 64, kk), db);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();                           // the previous slot's group has finished reading
+        if (kb > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      }
+      if (PINGPONG && lane == 0) mbar_arrive(order_mine);   // the other consumer's turn at the ring
+      wgmma_wait<0>();
+      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+
+      // epilogue: registers -> swizzled staging -> TMA stores, in ROUNDS stagings of PER_ROUND boxes
+#pragma unroll
+      for (int r = 0; r < ROUNDS; ++r, ++round) {
+        const unsigned buf = my_c + (round % BUFS) * PER_ROUND * Base::C_BOX;
+        if (t == 0) bulk_wait_read<BUFS - 1>();    // the store that last read this buffer is done
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+#pragma unroll
+        for (int q = 0; q < PER_ROUND; ++q) {
+          const int bx = r * PER_ROUND + q, w = bx / (BN / 64), box = bx % (BN / 64);
+#pragma unroll
+          for (int i = box * 32; i < box * 32 + 32; i += 2) {   // box = accumulator i / 32
+            const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+            const int col = 8 * (i / 4) + 2 * (lane % 4), unit = (col % 64) / 8;
+            const unsigned dst = buf + q * Base::C_BOX + row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2;
+            unsigned packed;
+            if constexpr (BF16) {
+              __nv_bfloat162 v = __floats2bfloat162_rn(acc[w][i], acc[w][i + 1]);
+              packed = *reinterpret_cast<unsigned*>(&v);
+            } else {
+              __half2 v = __floats2half2_rn(acc[w][i], acc[w][i + 1]);
+              packed = *reinterpret_cast<unsigned*>(&v);
+            }
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(packed) : "memory");
+          }
+        }
+        fence_async_smem();
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+        if (t == 0) {
+#pragma unroll
+          for (int q = 0; q < PER_ROUND; ++q) {
+            const int bx = r * PER_ROUND + q, w = bx / (BN / 64), box = bx % (BN / 64);
+            const int row0 = m0 + row_base + w * 64, col0 = n0 + box * 64;
+            if (row0 < M && col0 < N) tma_store(tmC, buf + q * Base::C_BOX, col0, row0);
+          }
+          bulk_commit();
+        }
+      }
+    }
+    if (t == 0) bulk_wait_all();
+  }
+
+  static __device__ void run(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC, int M, int N,
+                             int K, unsigned char* smem_raw) {
+    const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned ring = base, cstage = base + STAGES * Base::STAGE_BYTES, bars = base + BAR_OFFSET;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kslots = (K + BK - 1) / BK;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bars + 8 * s, 1);
+        mbar_init(bars + 8 * (STAGES + s), PINGPONG ? 4 : 8);   // empty: lane 0 of each warp reading the slot
+      }
+      mbar_init(bars + 8 * (2 * STAGES), 4);                     // order[0], order[1] (ping-pong only)
+      mbar_init(bars + 8 * (2 * STAGES + 1), 4);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      fence_async_smem();
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots);
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+      consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots);
+    }
+  }
+};
+
+}  // namespace autosched_wgmma
+
+template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int GROUP, int PINGPONG, int EPI_BOXES>
+__global__ void __launch_bounds__(384, 1)
+hgemm_wgmma_sched(const __grid_constant__ autosched_wgmma::TensorMap tmA,
+                  const __grid_constant__ autosched_wgmma::TensorMap tmB,
+                  const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  autosched_wgmma::HgemmWgmmaSched<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, GROUP, PINGPONG, EPI_BOXES>::run(
+      &tmA, &tmB, &tmC, M, N, K, smem);
+}

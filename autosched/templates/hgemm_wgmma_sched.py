@@ -1,0 +1,117 @@
+"""The wgmma GEMM with a consumer schedule and an epilogue staging to choose
+(kernels/hgemm_wgmma_sched.cuh): hgemm_wgmma's producer, ring and raster with two consumer warpgroups
+that either split each tile by rows (cooperative, as hgemm_wgmma's two do) or take whole tiles in
+turn (ping-pong: one's epilogue runs under the other's main loop), and an epilogue that stages either
+a consumer's whole share of the tile or one 64 x 64 box at a time through a ring of two.  The box
+ring frees shared memory for the TMA ring: 128 x 256 tiles keep 4 slots of 48 KB where hgemm_wgmma's
+64 KB staging leaves 3, the configuration at which its whole space stopped at 96-98% of cuBLAS at
+4096^3 (H100, 2026-11-27).
+
+A template of its own beside hgemm_wgmma, as split-K is: a knob of hgemm_wgmma would change its
+build id and config keys, so none of its recordings would count any more.  Knobs: hgemm_wgmma's
+without `consumers` (always two), `schedule` and `epi_boxes`; cooperative consumers with a whole-share
+staging are hgemm_wgmma's own kernel, so the space leaves them out.
+
+Gated by SCHED_VERIFIED (`bash scripts/gpu_check.sh sched`: GPU tests vs float64 in every layout,
+memcheck and racecheck of its corners, a timing against hgemm_wgmma and cuBLAS).
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.switches import env_switch
+from autosched.templates.hgemm_wgmma import C_BOX, MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant
+from autosched.workloads.base import WorkloadError
+
+# THE switch: off until `bash scripts/gpu_check.sh sched` passes on an sm_90 GPU and its timing shows a
+# gain somewhere; AUTOSCHED_WGMMA_SCHED=1 in the environment tries it.
+SCHED_VERIFIED = False
+THREADS = 384           # a producer warpgroup and two consumers
+SCHEDULES = ("cooperative", "pingpong")
+EPI_BOXES = (0, 2)      # 64 x 64 boxes a consumer stages at a time; 0: its whole share of the tile
+
+
+def sched_enabled() -> bool:
+    return env_switch("AUTOSCHED_WGMMA_SCHED", SCHED_VERIFIED)
+
+
+def consumer_m_blocks(bm: int, schedule: str) -> int:
+    """m64 blocks a consumer runs: all of a ping-pong tile's, half of a cooperative one's."""
+    return bm // 64 if schedule == "pingpong" else bm // 128
+
+
+def smem_bytes(bm, bn, swizzle, stages, schedule, epi_boxes) -> int:
+    """HgemmWgmmaSched::SMEM_BYTES: the ring, two consumers' stagings (a ring of epi_boxes 64 x 64
+    boxes, or a whole share), full and empty barriers per slot and an order barrier per consumer,
+    1024 bytes to align the base."""
+    share = consumer_m_blocks(bm, schedule) * (bn // 64)
+    staging = (epi_boxes or share) * C_BOX * C_BOX * 2
+    return stages * (bm + bn) * swizzle + 2 * staging + (2 * stages + 2) * 8 + 1024
+
+
+class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
+    family = "hgemm_wgmma_sched"
+    header = "hgemm_wgmma_sched.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
+
+    def _space(self, workload, device) -> Space:
+        """hgemm_wgmma's space (its rules on N, M, the raster group and the GPU) without `consumers`,
+        the rules that read it and its shared-memory rule; the schedule's own tile heights,
+        accumulators and shared memory."""
+        base = super()._space(workload, device)
+        knobs = [k for k in base.knobs if k.name != "consumers"] + [
+            Knob("schedule", SCHEDULES, "cooperative: both consumers split each tile by rows; pingpong: each "
+                 "takes whole tiles, in turn with the other"),
+            Knob("epi_boxes", EPI_BOXES, "64 x 64 output boxes a consumer stages at a time (0: its whole share "
+                 "of the tile; 2: a ring of two, which leaves the TMA ring more shared memory)"),
+        ]
+        cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
+        C = Constraint
+        rules = [c for c in base.constraints
+                 if "consumers" not in c.knobs and not c.name.startswith("shared memory")] + [
+            C("BM = 64 or 128 ping-pong (a consumer's whole tile), 128 or 256 cooperative (two halves)",
+              ("bm", "schedule"), lambda bm, s: bm in ((64, 128) if s == "pingpong" else (128, 256))),
+            C(f"accumulators (m64 blocks a consumer runs) x BN / 2 <= {MAX_ACC} a consumer thread",
+              ("bm", "bn", "schedule"), lambda bm, bn, s: consumer_m_blocks(bm, s) * bn // 2 <= MAX_ACC),
+            C("cooperative consumers staging their whole share are hgemm_wgmma's own kernel",
+              ("schedule", "epi_boxes"), lambda s, e: s == "pingpong" or e > 0),
+            C(f"shared memory <= {cap} B a block (ring + two consumers' staging + barriers + alignment)",
+              ("bm", "bn", "swizzle", "stages", "schedule", "epi_boxes"),
+              lambda bm, bn, sw, st, s, e: smem_bytes(bm, bn, sw, st, s, e) <= cap),
+        ]
+        return Space(knobs, rules)
+
+    def default_config(self, workload, device) -> dict:
+        """Cooperative 128 x 256 tiles of 128B swizzle staging through two boxes, which leaves room for
+        4 slots (hgemm_wgmma's best at 4096^3 has 3), raster group 16; the nearest point of this
+        shape's space."""
+        why = self.device_refuses(device)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
+        return self.space(workload, device).nearest({"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 16,
+                                                     "schedule": "cooperative", "epi_boxes": 2})
+
+    def kernel_values(self, workload, cfg: dict) -> dict:
+        """HgemmWgmmaSched's template arguments: hgemm_wgmma's without CONSUMERS (always two), then
+        PINGPONG and EPI_BOXES."""
+        return {"BF16": workload.bf16, "A_MN": workload.a_col, "B_MN": 1 - workload.b_col, "BM": cfg["bm"],
+                "BN": cfg["bn"], "SWZ": cfg["swizzle"], "STAGES": cfg["stages"], "GROUP": cfg["group"],
+                "PINGPONG": int(cfg["schedule"] == "pingpong"), "EPI_BOXES": cfg["epi_boxes"]}
+
+    def smem(self, cfg: dict) -> int:
+        return smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"], cfg["schedule"], cfg["epi_boxes"])
+
+    def threads(self, cfg: dict) -> int:
+        return THREADS
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """hgemm_wgmma's, and the schedule and staging as numbers."""
+        out = super().derived_features(config, params, device)
+        out["pingpong"] = int(config["schedule"] == "pingpong")
+        out["epi_boxes"] = config["epi_boxes"]
+        return out
+
+    def _kernel(self, workload, cfg: dict, device) -> tuple:
+        tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
+        args = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
+        # persistent, a CTA per SM at most
+        return self.header, f"hgemm_wgmma_sched<{args}>", min(tiles, device.sm_count), None, ()
