@@ -59,7 +59,8 @@ def test_default_plan_fits_nine_minutes_and_prints_the_wgmma_space(h100, capsys)
     with capsys.disabled():
         print(f"\nspace sizes at 4096^3 on the H100: {sizes}; default plan estimated {est:.0f} s")
     # (1152 wgmma configs since rings of 10 to 16 slots, 2026-11-26)
-    assert set(sizes) == {"hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_cluster"} and sizes["hgemm_wgmma"] < 1500
+    assert set(sizes) == {"hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_cluster", "hgemm_wgmma_sched"}
+    assert sizes["hgemm_wgmma"] < 1500
     for key, per in plan.items():
         for f, b in per.items():
             assert 1 <= b.trials <= b.space and b.batch * b.cost_s <= max(b.time_s / 3, 2 * b.cost_s)
