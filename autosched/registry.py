@@ -274,8 +274,8 @@ def _families() -> dict[str, Family]:
         Family("hgemm", Hgemm, (HgemmMmaTemplate(), HgemmWmmaTemplate(), HgemmWgmmaTemplate(),
                                 *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
                                 *([HgemmWgmmaClusterTemplate()] if cluster_enabled() else []),
-                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else []),
-                                *([HgemmWgmmaSchedTemplate()] if sched_enabled() else [])),
+                                *([HgemmWgmmaSchedTemplate()] if sched_enabled() else []),
+                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -76,7 +76,7 @@ def test_refuses_the_blocked_layout(t, h100, shape):
 ])
 def test_serves_a_col_and_bf16(t, h100, shape, expr, smem):
     w = Hgemm.from_shape(shape)
-    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == HGEMM_TEMPLATES + ["hgemm_wgmma_cluster"]
+    assert t.refuses(w) is None and [x.family for x in templates_for(w)] == HGEMM_TEMPLATES + ["hgemm_wgmma_cluster", "hgemm_wgmma_sched"]
     spec = t.render(w, t.default_config(w, h100), h100)
     assert (spec.name_expression, spec.smem_bytes) == (expr, smem)
     elem = "__nv_bfloat16" if w.bf16 else "half"
@@ -98,7 +98,7 @@ def test_still_serves_fp16_nn_and_nt_as_before(t, h100, shape, size, default):
     # hgemm_stream serves the linear layer's few rows (nt, M <= 256) besides
     streams = w.layout == "nt" and w.M <= 256
     assert t.refuses(w) is None and [x.family for x in templates_for(w)] == \
-        HGEMM_TEMPLATES + ["hgemm_stream"] * streams + ["hgemm_wgmma_cluster"]
+        HGEMM_TEMPLATES + ["hgemm_stream"] * streams + ["hgemm_wgmma_cluster", "hgemm_wgmma_sched"]
     cfgs = t.space(w, h100).enumerate()
     assert len(cfgs) == size
     spec = t.render(w, t.default_config(w, h100), h100)
