@@ -26,6 +26,9 @@
 //   each), a TMA store and a bulk commit group per box, so 128 x 256 keeps 4 slots.  Before it
 //   rewrites a box, the consumer's storing thread waits until at most E - 1 of its groups are still
 //   reading (a box wholly outside C still commits its, empty, group so that the count holds).
+//
+// BN = 168 beside hgemm_wgmma's 64-multiples (a K-major B only): its output boxes are 64 x 56, unswizzled
+// (the host's C map says so), three to a row of the tile.
 #pragma once
 #include "hgemm_wgmma.cuh"
 
@@ -34,30 +37,80 @@ namespace autosched_wgmma {
 template <int N>
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
 
+// wgmma N = 168: 66 column tiles of 168 cover N = 11008 (Llama-2-7B's FFN) in exactly two waves of 132
+// CTAs at M = 512 (128 x 256 tiles: 172 tiles, 1.3 waves; 128 x 192: 232, 1.76)
+#define AUTOSCHED_WGMMA_N168(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %86, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n168k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83" \
+    "}, %84, %85, p, 1, 1, %87, %88;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<168> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[84], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N168("bf16");
+    else AUTOSCHED_WGMMA_N168("f16");
+  }
+};
+
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int GROUP, int PINGPONG, int EPI_BOXES>
 struct HgemmWgmmaSched {
-  // the tile geometry: hgemm_wgmma's at this tile and consumer split, its 2-slot instance (whose
-  // static_asserts, a whole-tile staging counted, hold wherever this kernel's do)
-  using Base = HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, 2, PINGPONG ? 1 : 2, GROUP>;
+  // hgemm_wgmma's geometry at this BM and consumer split: its raster (whose column index is scaled to
+  // BN here), descriptors and A's box rows, from its 2-slot, 64-column instance (whose static_asserts, a
+  // whole-tile staging counted, hold wherever this kernel's do; BN = 168 is no value of its own)
+  using Base = HgemmWgmma<BF16, A_MN, B_MN, BM, 64, SWZ, 2, PINGPONG ? 1 : 2, GROUP>;
   static constexpr int BK = Base::BK;
   static constexpr int MW = PINGPONG ? BM / 64 : BM / 128;   // m64 blocks a consumer runs
   static constexpr int ACC = BN / 2;
   static constexpr int THREADS = 384;
-  static constexpr int NBOX = MW * (BN / 64);                // 64 x 64 output boxes of a consumer's share
+  static constexpr int B_SLOT = BN * SWZ;
+  static constexpr int STAGE_BYTES = Base::A_SLOT + B_SLOT;
+  // output boxes: 64 x 64 in the 128B-swizzled layout, or where BN is no multiple of 64 (168),
+  // 64 rows x 56 columns unswizzled (112-byte rows: the 8 rows a warp's store touches fall in distinct
+  // banks, 28 words apart)
+  static constexpr int CW = BN % 64 == 0 ? 64 : 56;
+  static constexpr int C_BOX = 64 * CW * 2;
+  static constexpr int NBOX = MW * (BN / CW);                // output boxes of a consumer's share
   static constexpr int ROUNDS = EPI_BOXES ? NBOX : 1;        // stagings of one epilogue
   static constexpr int PER_ROUND = EPI_BOXES ? 1 : NBOX;     // boxes a staging holds
   static constexpr int BUFS = EPI_BOXES ? EPI_BOXES : 1;
-  static constexpr int C_CONSUMER = BUFS * PER_ROUND * Base::C_BOX;
-  static constexpr int BAR_OFFSET = STAGES * Base::STAGE_BYTES + 2 * C_CONSUMER;
+  static constexpr int C_CONSUMER = BUFS * PER_ROUND * C_BOX;
+  static constexpr int BAR_OFFSET = STAGES * STAGE_BYTES + 2 * C_CONSUMER;
   // full and empty per slot, order per consumer; + 1024 to align the base to the swizzle atom
   static constexpr int SMEM_BYTES = BAR_OFFSET + (2 * STAGES + 2) * 8 + 1024;
 
   static_assert(PINGPONG == 0 || PINGPONG == 1, "cooperative (0) or ping-pong (1) consumers");
+  static_assert(BN == 64 || BN == 128 || BN == 168 || BN == 192 || BN == 256, "a wgmma N of this file");
+  static_assert(B_MN == 0 || BN % BK == 0, "an MN-major B: BN whole K slices wide (its TMA boxes)");
   static_assert(PINGPONG ? (BM == 64 || BM == 128) : (BM == 128 || BM == 256),
                 "a consumer runs 1 or 2 m64 blocks: BM = 64 or 128 ping-pong, 128 or 256 cooperative");
   static_assert(MW * ACC <= 128, "accumulators: MW x BN / 2 <= 128 floats a consumer thread");
   static_assert(EPI_BOXES >= 0 && EPI_BOXES <= 4, "a whole share (0) or a ring of 1 to 4 boxes");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
+
+  static __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int M, int& m0, int& n0) {
+    Base::tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
+    n0 = n0 / 64 * BN;
+  }
 
   // HgemmWgmma::producer over this kernel's STAGES slots
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
@@ -65,17 +118,17 @@ struct HgemmWgmmaSched {
     tensormap_prefetch(tmA);
     tensormap_prefetch(tmB);
     const int tiles = tiles_m * tiles_n;
-    const unsigned expect = Base::B_SLOT + Base::a_rows(M) * SWZ;
+    const unsigned expect = B_SLOT + Base::a_rows(M) * SWZ;
     unsigned it = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int m0, n0;
-      Base::tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
+      tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
       for (int kb = 0; kb < kslots; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
         mbar_wait(empty, phase ^ 1);
         mbar_expect_tx(full, expect);
-        const unsigned a = ring + s * Base::STAGE_BYTES, b = a + Base::A_SLOT;
+        const unsigned a = ring + s * STAGE_BYTES, b = a + Base::A_SLOT;
         const int k0 = kb * BK;
         if constexpr (A_MN) {
 #pragma unroll
@@ -105,7 +158,7 @@ struct HgemmWgmmaSched {
     int round = 0;                                           // stagings so far: which buffer is next
     for (int j = PINGPONG ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += PINGPONG ? 2 : 1) {
       int m0, n0;
-      Base::tile_coords(blockIdx.x + j * gridDim.x, tiles_m, tiles_n, M, m0, n0);
+      tile_coords(blockIdx.x + j * gridDim.x, tiles_m, tiles_n, M, m0, n0);
 #pragma unroll
       for (int w = 0; w < MW; ++w)
 #pragma unroll
@@ -117,7 +170,7 @@ struct HgemmWgmmaSched {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         mbar_wait(bars + 8 * s, phase);
         __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
-        const unsigned a = ring + s * Base::STAGE_BYTES, b = a + Base::A_SLOT;
+        const unsigned a = ring + s * STAGE_BYTES, b = a + Base::A_SLOT;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
@@ -137,17 +190,18 @@ struct HgemmWgmmaSched {
       // epilogue: registers -> swizzled staging -> TMA stores, in ROUNDS stagings of PER_ROUND boxes
 #pragma unroll
       for (int r = 0; r < ROUNDS; ++r, ++round) {
-        const unsigned buf = my_c + (round % BUFS) * PER_ROUND * Base::C_BOX;
+        const unsigned buf = my_c + (round % BUFS) * PER_ROUND * C_BOX;
         if (t == 0) bulk_wait_read<BUFS - 1>();    // the store that last read this buffer is done
         asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 #pragma unroll
         for (int q = 0; q < PER_ROUND; ++q) {
-          const int bx = r * PER_ROUND + q, w = bx / (BN / 64), box = bx % (BN / 64);
+          const int bx = r * PER_ROUND + q, w = bx / (BN / CW), box = bx % (BN / CW);
 #pragma unroll
-          for (int i = box * 32; i < box * 32 + 32; i += 2) {   // box = accumulator i / 32
+          for (int i = box * CW / 2; i < (box + 1) * CW / 2; i += 2) {   // box = accumulator i / (CW / 2)
             const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-            const int col = 8 * (i / 4) + 2 * (lane % 4), unit = (col % 64) / 8;
-            const unsigned dst = buf + q * Base::C_BOX + row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2;
+            const int col = 8 * (i / 4) + 2 * (lane % 4) - box * CW, unit = col / 8;   // within the box
+            const unsigned dst = buf + q * C_BOX +
+                                 (CW == 64 ? row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2 : (row * CW + col) * 2);
             unsigned packed;
             if constexpr (BF16) {
               __nv_bfloat162 v = __floats2bfloat162_rn(acc[w][i], acc[w][i + 1]);
@@ -164,9 +218,9 @@ struct HgemmWgmmaSched {
         if (t == 0) {
 #pragma unroll
           for (int q = 0; q < PER_ROUND; ++q) {
-            const int bx = r * PER_ROUND + q, w = bx / (BN / 64), box = bx % (BN / 64);
-            const int row0 = m0 + row_base + w * 64, col0 = n0 + box * 64;
-            if (row0 < M && col0 < N) tma_store(tmC, buf + q * Base::C_BOX, col0, row0);
+            const int bx = r * PER_ROUND + q, w = bx / (BN / CW), box = bx % (BN / CW);
+            const int row0 = m0 + row_base + w * 64, col0 = n0 + box * CW;
+            if (row0 < M && col0 < N) tma_store(tmC, buf + q * C_BOX, col0, row0);
           }
           bulk_commit();
         }
@@ -178,7 +232,7 @@ struct HgemmWgmmaSched {
   static __device__ void run(const TensorMap* tmA, const TensorMap* tmB, const TensorMap* tmC, int M, int N,
                              int K, unsigned char* smem_raw) {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-    const unsigned ring = base, cstage = base + STAGES * Base::STAGE_BYTES, bars = base + BAR_OFFSET;
+    const unsigned ring = base, cstage = base + STAGES * STAGE_BYTES, bars = base + BAR_OFFSET;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kslots = (K + BK - 1) / BK;
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {

@@ -21,6 +21,8 @@ Ping-pong measured slower than cooperative on every shape timed (4096^3: 197 us 
 
 from __future__ import annotations
 
+import dataclasses
+
 from autosched.space import Constraint, Knob, Space
 from autosched.switches import env_switch
 from autosched.templates.hgemm_wgmma import C_BOX, MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant
@@ -32,7 +34,8 @@ from autosched.workloads.base import WorkloadError
 SCHED_VERIFIED = True
 THREADS = 384           # a producer warpgroup and two consumers
 SCHEDULES = ("cooperative", "pingpong")
-EPI_BOXES = (0, 2)      # 64 x 64 boxes a consumer stages at a time; 0: its whole share of the tile
+EPI_BOXES = (0, 2)      # output boxes a consumer stages at a time; 0: its whole share of the tile
+BN_VALUES = (64, 128, 168, 192, 256)
 
 
 def sched_enabled() -> bool:
@@ -44,12 +47,18 @@ def consumer_m_blocks(bm: int, schedule: str) -> int:
     return bm // 64 if schedule == "pingpong" else bm // 128
 
 
+def box_cols(bn: int) -> int:
+    """Columns of an output box (HgemmWgmmaSched::CW): 64, 128B-swizzled; 56 unswizzled where BN is no
+    multiple of 64 (168)."""
+    return C_BOX if bn % C_BOX == 0 else 56
+
+
 def smem_bytes(bm, bn, swizzle, stages, schedule, epi_boxes) -> int:
-    """HgemmWgmmaSched::SMEM_BYTES: the ring, two consumers' stagings (a ring of epi_boxes 64 x 64
+    """HgemmWgmmaSched::SMEM_BYTES: the ring, two consumers' stagings (a ring of epi_boxes output
     boxes, or a whole share), full and empty barriers per slot and an order barrier per consumer,
     1024 bytes to align the base."""
-    share = consumer_m_blocks(bm, schedule) * (bn // 64)
-    staging = (epi_boxes or share) * C_BOX * C_BOX * 2
+    share = consumer_m_blocks(bm, schedule) * (bn // box_cols(bn))
+    staging = (epi_boxes or share) * C_BOX * box_cols(bn) * 2
     return stages * (bm + bn) * swizzle + 2 * staging + (2 * stages + 2) * 8 + 1024
 
 
@@ -62,7 +71,9 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         the rules that read it and its shared-memory rule; the schedule's own tile heights,
         accumulators and shared memory."""
         base = super()._space(workload, device)
-        knobs = [k for k in base.knobs if k.name != "consumers"] + [
+        bn = Knob("bn", BN_VALUES, "columns of C a tile holds: the wgmma N (168: 11008 = 65.5 x 168, two waves "
+                  "of 128-row tiles at M = 512)")
+        knobs = [bn if k.name == "bn" else k for k in base.knobs if k.name != "consumers"] + [
             Knob("schedule", SCHEDULES, "cooperative: both consumers split each tile by rows; pingpong: each "
                  "takes whole tiles, in turn with the other"),
             Knob("epi_boxes", EPI_BOXES, "64 x 64 output boxes a consumer stages at a time (0: its whole share "
@@ -76,6 +87,8 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
               ("bm", "schedule"), lambda bm, s: bm in ((64, 128) if s == "pingpong" else (128, 256))),
             C(f"accumulators (m64 blocks a consumer runs) x BN / 2 <= {MAX_ACC} a consumer thread",
               ("bm", "bn", "schedule"), lambda bm, bn, s: consumer_m_blocks(bm, s) * bn // 2 <= MAX_ACC),
+            C("BN = 168 only with B stored (N, K) (K-major: an MN-major B's boxes are whole K slices wide)",
+              ("bn",), lambda bn: bn % C_BOX == 0 or workload.b_col),
             C("cooperative consumers staging their whole share are hgemm_wgmma's own kernel",
               ("schedule", "epi_boxes"), lambda s, e: s == "pingpong" or e > 0),
             C(f"shared memory <= {cap} B a block (ring + two consumers' staging + barriers + alignment)",
@@ -100,6 +113,16 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         return {"BF16": workload.bf16, "A_MN": workload.a_col, "B_MN": 1 - workload.b_col, "BM": cfg["bm"],
                 "BN": cfg["bn"], "SWZ": cfg["swizzle"], "STAGES": cfg["stages"], "GROUP": cfg["group"],
                 "PINGPONG": int(cfg["schedule"] == "pingpong"), "EPI_BOXES": cfg["epi_boxes"]}
+
+    def tensormaps(self, workload, cfg: dict) -> tuple:
+        """hgemm_wgmma's maps; where BN is no multiple of 64, C's in unswizzled 56 x 64 boxes."""
+        from autosched.templates.hgemm_wgmma import tensormap_params
+        a, b, c = super().tensormaps(workload, cfg)
+        cols = box_cols(cfg["bn"])
+        if cols == C_BOX:
+            return a, b, c
+        p = tensormap_params("output", workload.dtype, (workload.N, workload.M), 2 * workload.N, (cols, C_BOX), 0)
+        return a, b, dataclasses.replace(c, layout_params=p)
 
     def smem(self, cfg: dict) -> int:
         return smem_bytes(cfg["bm"], cfg["bn"], cfg["swizzle"], cfg["stages"], cfg["schedule"], cfg["epi_boxes"])

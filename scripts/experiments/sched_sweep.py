@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPES = ["4096x4096x4096", "4096x4096x4096_bt", "8192x8192x8192", "512x11008x4096_bt", "2048x4096x4096_bt"]
 TILES = [("cooperative", 128, 256), ("cooperative", 128, 192), ("cooperative", 256, 128), ("cooperative", 128, 128),
-         ("pingpong", 128, 128), ("pingpong", 64, 256)]
+         ("cooperative", 128, 168), ("pingpong", 128, 128), ("pingpong", 64, 256), ("pingpong", 64, 168)]
 # hgemm_wgmma's best recorded configs on these shapes (bench/results/hgemm-*-2026-11-27*.json)
 WGMMA = [{"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 16},
          {"bm": 128, "bn": 192, "consumers": 2, "swizzle": 128, "stages": 4, "group": 8},

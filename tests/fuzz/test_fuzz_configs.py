@@ -84,7 +84,8 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
         units, _ = cluster_pairs(p["M"], p["N"], cfg["bm"], cfg["bn"], cfg["cluster_dim"])
         assert spec.grid == (2 * min(units, device.sm_count // 2), 1, 1) and spec.cluster == (2, 1, 1)
         assert set(inputs) == {"A", "B"}
-    elif "consumers" in cfg:    # hgemm_wgmma and its split-K: a persistent grid walks the tiles (or work units)
+    elif "consumers" in cfg or "schedule" in cfg:    # hgemm_wgmma, its split-K and its schedules: a persistent
+        #                                               grid walks the tiles (or work units)
         tiles = -(-p["M"] // cfg["bm"]) * -(-p["N"] // cfg["bn"])
         assert spec.grid == (min(tiles * cfg.get("split_k", 1), device.sm_count), 1, 1)
         assert set(inputs) == {"A", "B"}

@@ -111,3 +111,20 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
         assert {c["schedule"] for c in cfgs} == set(hs.SCHEDULES), shape
         specs += [t.render(w, c, h100) for c in cfgs[:8]]
     assert_wgmma_builds_clean(specs, tmp_path, h100)
+
+
+def test_bn_168_for_a_k_major_b_with_unswizzled_56_column_output_boxes(t, h100):
+    """BN = 168 (two waves of 128 x 168 tiles over 512 x 11008) only where B is stored (N, K); its
+    C map boxes 56 x 64 unswizzled, its staging counted in those boxes; the build is clean."""
+    w = Hgemm.from_shape("512x11008x4096_bt")
+    cfg = {"bm": 128, "bn": 168, "swizzle": 128, "stages": 5, "group": 4, "schedule": "cooperative", "epi_boxes": 2}
+    assert t.space(w, h100).contains(cfg)
+    assert not any(c["bn"] == 168 for c in t.space(Hgemm.from_shape("512x11008x4096"), h100))
+    spec = t.render(w, cfg, h100)
+    assert spec.name_expression == "hgemm_wgmma_sched<0, 0, 0, 128, 168, 128, 5, 4, 0, 2>"
+    c = dict(spec.args[2].layout_params)
+    assert c["box"] == (56, 64) and c["swizzle"] == 0 and c["dims"] == (11008, 512)
+    assert spec.smem_bytes == hs.smem_bytes(128, 168, 128, 5, "cooperative", 2) == 5 * 296 * 128 + 2 * 2 * 64 * 56 * 2 + 12 * 8 + 1024
+    # a whole share: three 56-column boxes a consumer
+    assert hs.smem_bytes(64, 168, 128, 2, "pingpong", 0) == 2 * 232 * 128 + 2 * 3 * 64 * 56 * 2 + 6 * 8 + 1024
+    assert compile_spec(spec).ok
