@@ -185,7 +185,7 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
     """hgemm_wgmma_sched's corners, per schedule: the smallest tile with the shortest ring and 32-byte
     swizzle (the most CTAs, ping-pong: the most turns), the most shared memory (the deepest ring) with
     the box ring and, ping-pong, with a whole-share staging; where B is K-major, a 168-column tile (its
-    unswizzled 56-column output boxes) at its deepest ring; then the default and two random ones."""
+    unswizzled 56-column output boxes) of each schedule at its deepest ring; then the default and two random ones."""
     cfgs = template.space(workload, device).enumerate()
     picks = []
     for sched in ("pingpong", "cooperative"):
@@ -194,9 +194,10 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
             if pool:
                 picks += [min(pool, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
                           max(pool, key=lambda c: (template.smem(c), c["bm"] * c["bn"]))]
-    odd = [c for c in cfgs if c["bn"] % 64]
-    if odd:
-        picks.append(max(odd, key=lambda c: (template.smem(c), c["bm"])))
+    for sched in ("pingpong", "cooperative"):
+        odd = [c for c in cfgs if c["bn"] % 64 and c["schedule"] == sched]
+        if odd:
+            picks.append(max(odd, key=lambda c: (template.smem(c), c["bm"])))
     if cfgs:
         picks += _default_and_random(template, workload, device)
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
