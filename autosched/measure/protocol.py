@@ -66,6 +66,27 @@ class Timer:
         self.stream.sync()
         return [float(e - s) * 1000.0 for s, e in pairs]
 
+    def time_alternating(self, first: Callable[[], None], second: Callable[[], None],
+                         repeat: int | None = None, warmup: int | None = None) -> tuple[list[float], list[float]]:
+        """Microseconds of `repeat` runs of each of two enqueues, timed in alternation (first, second,
+        first, ...), each after a flush: a clock that drifts under sustained load moves both alike
+        within the window, where two separate series would each see a different stretch of it."""
+        repeat = self.protocol.repeat if repeat is None else repeat
+        warmup = self.protocol.warmup if warmup is None else warmup
+        for _ in range(warmup):
+            first()
+            second()
+        pairs = ([], [])
+        for _ in range(repeat):
+            for enqueue, out in ((first, pairs[0]), (second, pairs[1])):
+                self.flush()
+                start = self.stream.record(options=self._evopt)
+                enqueue()
+                end = self.stream.record(options=self._evopt)
+                out.append((start, end))
+        self.stream.sync()
+        return tuple([float(e - s) * 1000.0 for s, e in series] for series in pairs)
+
     def summary(self, enqueue: Callable[[], None], **kw) -> dict:
         times = self.time(enqueue, **kw)
         return {**summarize(times), "times_us": times}

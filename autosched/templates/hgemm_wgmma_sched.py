@@ -36,6 +36,12 @@ THREADS = 384           # a producer warpgroup and two consumers
 SCHEDULES = ("cooperative", "pingpong")
 EPI_BOXES = (0, 2)      # output boxes a consumer stages at a time; 0: its whole share of the tile
 BN_VALUES = (64, 128, 168, 192, 256)
+# the default's wave model: a tile's time as BN + this many columns (its prologue and epilogue), fitted
+# to the H100's timings of 128-row cooperative tiles (2026-11-27): 512x11008 on 128 x 168 and 128 x 192,
+# both two waves, 69.4 and 74.1 us, and 2048x11008 / 4096^3 / 8192^3, where it keeps the choices measured best
+WAVE_FIXED_COLS = 32
+DEFAULT_SHAPE = {"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 16, "schedule": "cooperative",
+                 "epi_boxes": 2}
 
 
 def sched_enabled() -> bool:
@@ -98,14 +104,34 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         return Space(knobs, rules)
 
     def default_config(self, workload, device) -> dict:
-        """Cooperative 128 x 256 tiles of 128B swizzle staging through two boxes, which leaves room for
-        4 slots (hgemm_wgmma's best at 4096^3 has 3), raster group 16; the nearest point of this
-        shape's space."""
+        """Cooperative 128-row tiles of 128B swizzle staging through two boxes, of the width the wave
+        model picks: the fewest full waves x (BN + WAVE_FIXED_COLS), the larger BN on a tie; at the
+        deepest ring that fits (at most 4 slots from BN = 168 up: 5 of 128 x 168 measured 3% slower at
+        2048 x 11008) and raster group 8 where the shape allows it (else its largest).  So 4096^3 and
+        2048 x 4096 take 128 x 256 with 4 slots (which hgemm_wgmma's staging cannot hold), and N =
+        11008 takes 128 x 168 (66 tiles a row of tiles: 512 rows two full waves), as measured on the
+        H100 (2026-11-27, checks/sched-sweep-*.json: 512x11008x4096_bt 70.5 us at 4 slots against 74.1
+        for 128 x 192 and 76.0 for hgemm_wgmma's best; 2048x11008x4096_bt 247.9 against 255.5 for
+        128 x 256 and 266.7 for hgemm_wgmma's best)."""
         why = self.device_refuses(device)
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
-        return self.space(workload, device).nearest({"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 16,
-                                                     "schedule": "cooperative", "epi_boxes": 2})
+        space = self.space(workload, device)
+        M, N = workload.M, workload.N
+        best = None
+        for bn in sorted(BN_VALUES, reverse=True):
+            pool = [c for c in space if c["schedule"] == "cooperative" and c["bm"] == 128 and c["bn"] == bn
+                    and c["swizzle"] == 128 and c["epi_boxes"] == 2]
+            if not pool:
+                continue
+            tiles = -(-M // 128) * -(-N // bn)
+            cost = -(-tiles // device.sm_count) * (bn + WAVE_FIXED_COLS)
+            if best is None or cost < best[0]:
+                deep = [c for c in pool if bn < 168 or c["stages"] <= 4] or pool
+                best = (cost, max(deep, key=lambda c: (c["stages"], c["group"] == 8, c["group"])))
+        if best is None:
+            return space.nearest(DEFAULT_SHAPE)
+        return best[1]
 
     def kernel_values(self, workload, cfg: dict) -> dict:
         """HgemmWgmmaSched's template arguments: hgemm_wgmma's without CONSUMERS (always two), then

@@ -240,15 +240,18 @@ def test_hgemm_section_writes_the_block_and_sgemm_keeps_its_own(tmp_path, h100):
 
 
 def test_paired_ratio_alternates_and_takes_the_median_ratio():
-    """A clock that drops between rounds moves ours and cuBLAS alike: the per-round ratio holds,
-    where comparing one run of each taken apart would not."""
+    """A clock that slows run by run moves ours and cuBLAS alike when they are timed in alternation:
+    each round's ratio of medians holds, where two series taken one after the other would not."""
     from autosched.benchmarks.hgemm import finish_row, paired_ratio
     calls = []
 
-    class Clock:                      # every round 20% slower than the last, for both sides
-        def summary(self, enqueue):
-            us = enqueue()
-            return {"median_us": us * 1.2 ** ((len(calls) - 1) // 2)}
+    class Clock:                      # every run 1% slower than the one before, whichever side it is
+        def time_alternating(self, first, second, repeat=5):
+            ta, tb = [], []
+            for _ in range(repeat):
+                for f, out in ((first, ta), (second, tb)):
+                    out.append(f() * 1.01 ** len(calls))
+            return ta, tb
 
     def ours():
         calls.append("ours")
@@ -258,11 +261,14 @@ def test_paired_ratio_alternates_and_takes_the_median_ratio():
         calls.append("cublas")
         return 95.0
     p = paired_ratio(Clock(), ours, theirs, rounds=3)
-    assert calls == ["ours", "cublas"] * 3
-    assert abs(p["pct_of_cublas"] - 95.0) < 1e-9 and abs(p["pct_max"] - p["pct_min"]) < 1e-9
-    assert p["us"] == [100.0, 120.0, 144.0]
+    assert calls == ["ours", "cublas"] * 15
+    # each cuBLAS run is one step later than its partner: 95 x 1.01 / 100, the same in every round
+    assert abs(p["pct_of_cublas"] - 95.95) < 1e-6 and abs(p["pct_max"] - p["pct_min"]) < 1e-6
+    assert p["us"][0] == pytest.approx(100.0 * 1.01 ** 5) and p["us"][2] > p["us"][1] > p["us"][0]
+    # timed as two series (all ours, then all cuBLAS) the same clock would put cuBLAS at 95 x 1.01^5 / 100
+    assert 95 * 1.01 ** 5 > p["pct_of_cublas"] + 3
     # the row's % of cuBLAS is the paired one; the unpaired (separate runs) is kept beside it
     row = {"cublas_us": 144.0 * 0.95, "templates": {"hgemm_wgmma": {"tuned_us": 100.0, "paired": p}}}
     finish_row(row, 2 * 4096 ** 3)
     t = row["templates"]["hgemm_wgmma"]
-    assert abs(t["pct_of_cublas"] - 95.0) < 1e-9 and t["pct_of_cublas_unpaired"] > 130
+    assert t["pct_of_cublas"] == pytest.approx(95.95) and t["pct_of_cublas_unpaired"] > 130

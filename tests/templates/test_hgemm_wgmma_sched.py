@@ -22,7 +22,7 @@ from autosched.workloads import Hgemm
 from .wgmma_builds import assert_wgmma_builds_clean
 
 SQUARE = "4096x4096x4096"
-DEFAULT = {"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 16, "schedule": "cooperative", "epi_boxes": 2}
+DEFAULT = {"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 8, "schedule": "cooperative", "epi_boxes": 2}
 
 
 @pytest.fixture
@@ -74,10 +74,21 @@ def test_knobs_rules_and_default(t, h100):
     assert {c["bm"] for c in t.space(Hgemm.from_shape("64x4096x4096_bt"), h100)} == {64}
 
 
+@pytest.mark.parametrize("shape, bn, stages", [
+    (SQUARE, 256, 4), ("8192x8192x8192", 256, 4), ("2048x4096x4096_bt", 256, 4),
+    # 11008 = 65.5 x 168: 512 rows make 264 tiles, two full waves (128 x 256: 172 tiles, 1.3 waves)
+    ("512x11008x4096_bt", 168, 4), ("2048x11008x4096_bt", 168, 4),
+    # 168 only for a K-major B; 4096 columns at 512 rows fill one wave with 128 x 128 (128 tiles)
+    ("512x11008x4096", 192, 4), ("512x4096x11008_bt", 128, 6)])
+def test_default_width_follows_the_wave_model(t, h100, shape, bn, stages):
+    d = t.default_config(Hgemm.from_shape(shape), h100)
+    assert (d["schedule"], d["bm"], d["bn"], d["stages"], d["epi_boxes"]) == ("cooperative", 128, bn, stages, 2)
+
+
 def test_render_of_the_default(t, h100):
     w = Hgemm.from_shape(SQUARE)
     spec = t.render(w, DEFAULT, h100)
-    assert spec.name_expression == "hgemm_wgmma_sched<0, 0, 1, 128, 256, 128, 4, 16, 0, 2>"
+    assert spec.name_expression == "hgemm_wgmma_sched<0, 0, 1, 128, 256, 128, 4, 8, 0, 2>"
     assert spec.block == (384, 1, 1) and spec.grid == (132, 1, 1) and spec.family == "hgemm_wgmma_sched"
     assert spec.smem_bytes == 4 * 384 * 128 + 2 * 2 * 8192 + 10 * 8 + 1024
     f = t.derived_features(DEFAULT, w.params, h100)
@@ -87,7 +98,7 @@ def test_render_of_the_default(t, h100):
                                            "stages": 3, "consumers": 2}, h100)
     assert [a.params() for a in spec.args] == [a.params() for a in same.args]
     pp = t.render(w, {**DEFAULT, "bm": 128, "bn": 128, "schedule": "pingpong", "stages": 5, "epi_boxes": 0}, h100)
-    assert pp.name_expression == "hgemm_wgmma_sched<0, 0, 1, 128, 128, 128, 5, 16, 1, 0>"
+    assert pp.name_expression == "hgemm_wgmma_sched<0, 0, 1, 128, 128, 128, 5, 8, 1, 0>"
     assert pp.smem_bytes == 5 * 256 * 128 + 2 * 128 * 128 * 2 + 12 * 8 + 1024
 
 
@@ -96,9 +107,9 @@ def test_static_asserts_agree_with_the_rules(t, h100):
     of 128 x 256: shared memory) fail the .cuh's static_asserts; the default compiles."""
     ok = t.render(Hgemm.from_shape(SQUARE), DEFAULT, h100)
     assert compile_spec(ok).ok
-    for bad in ("hgemm_wgmma_sched<0, 0, 1, 128, 256, 128, 2, 16, 1, 2>",
-                "hgemm_wgmma_sched<0, 0, 1, 64, 128, 128, 2, 16, 0, 2>",
-                "hgemm_wgmma_sched<0, 0, 1, 128, 256, 128, 5, 16, 0, 2>"):
+    for bad in ("hgemm_wgmma_sched<0, 0, 1, 128, 256, 128, 2, 8, 1, 2>",
+                "hgemm_wgmma_sched<0, 0, 1, 64, 128, 128, 2, 8, 0, 2>",
+                "hgemm_wgmma_sched<0, 0, 1, 128, 256, 128, 5, 8, 0, 2>"):
         assert not compile_spec(dataclasses.replace(ok, name_expression=bad)).ok, bad
 
 
