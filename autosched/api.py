@@ -200,6 +200,7 @@ class Tuned:
     result: object                   # tuner.TuneResult
     default_config: dict = field(default_factory=dict)
     default: object = None           # its Measurement (looked up in a replay, measured on a GPU)
+    default_template: str = ""       # whose default: what selection serves an untuned shape on this device
 
     @property
     def replayed(self) -> bool:
@@ -269,7 +270,10 @@ def tune(w, *, runner="auto", db=None, strategy: str = "model", trials: int | No
                            builder=builder, seed=seed, search=search, on_result=on_result)
             out = Tuned(plan, res)
             if res.best:
-                t0 = ts[0]
+                # the default an untuned shape is served on this device (selection.default_candidate's
+                # rule): on an sm_90 GPU hgemm's is wgmma's, not the first template's (mma.sync)
+                t0 = next((t for t in ts if t.default_on(device)), ts[0])
+                out.default_template = t0.family
                 out.default_config = t0.default_config(w, device)
                 out.default = measure_configs(w, t0, run, [out.default_config], builder)[0]
     finally:

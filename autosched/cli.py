@@ -259,7 +259,8 @@ def _print_tune_result(run) -> None:
     tuned_cfg = res.best_config if len(run.plan.templates) > 1 else res.best_knobs
     rows = [("tuned", tuned_cfg, res.best)]
     if run.default is not None:
-        rows.append(("default", run.default_config, run.default))
+        rows.append(("default", {"template": run.default_template, **run.default_config}
+                     if len(run.plan.templates) > 1 else run.default_config, run.default))
     for name, cfg, m in rows:
         if m.ok:
             t.add_row(name, f"{m.median_us:.2f}", f"{m.min_us:.2f}", f"{workload.throughput(m.median_us)[0]:.1f}"

@@ -145,3 +145,15 @@ def test_tune_says_no_template_serves_a_layout(replay_only, tmp_path, monkeypatc
                                          r"layouts"):
         autosched.tune(("hgemm", "4096x4096x4096_bb"), db=tmp_path / "db")
     assert not (tmp_path / "db").exists()
+
+
+def test_tune_measures_the_default_this_gpu_is_served_not_the_first_templates(monkeypatch, tmp_path):
+    """hgemm on the (recorded) H100: the default beside the tuned result is hgemm_wgmma's, which
+    selection serves an untuned shape there, not hgemm_mma's (the family's first, 3x slower)."""
+    from autosched.selection import default_candidate
+    monkeypatch.setattr(autosched.device, "gpu_count", lambda: 0)
+    w = autosched.workload("hgemm", "4096x4096x4096")
+    run = autosched.tune(w, db=tmp_path / "db", strategy="random", trials=8)
+    want = default_candidate(w, run.plan.device)
+    assert run.default_template == want.template == "hgemm_wgmma" and run.default_config == want.config
+    assert run.default.ok and run.default.median_us < 2 * run.result.best.median_us
