@@ -127,13 +127,27 @@ def open_runner(kind: str = "auto", w=None, templates=None, screen: float | None
 
 
 def _recordings_or_refuse(w, templates, why: str) -> list:
+    """`w`'s recordings of `templates`, or an error that says what would replay instead: the
+    templates this shape has recordings of (where only the named one has none), else the shapes the
+    operator's templates have recordings of."""
     from autosched.measure.recording import shipped_recordings
     recs = recordings_for(w, templates)
-    if not recs:
-        have = ", ".join(p.name for p in shipped_recordings()) or "none"
-        raise AutoschedError(f"{why} and no recording for {w.key}: the replay runner can only "
-                             f"answer for recorded shapes (shipped: {have})")
-    return recs
+    if recs:
+        return recs
+    if templates is not None:
+        others = [r.template for r in recordings_for(w)]
+        if others:
+            named = ", ".join(t.family for t in templates)
+            raise AutoschedError(f"{why} and no recording of {named} for {w.key}: the replay runner answers from "
+                                 f"this shape's recordings of {', '.join(others)} (leave the template out, or name "
+                                 "one of those)")
+    fams = {t.family for t in templates_for(w)}
+    # shipped file names: <template>-<shape>-<device key>.json.gz
+    shapes = sorted({p.name.split("-")[1] for p in shipped_recordings()
+                     if p.name.count("-") >= 2 and p.name.split("-")[0] in fams})
+    raise AutoschedError(f"{why} and no recording for {w.key}: the replay runner can only answer for recorded "
+                         f"shapes (shipped for {', '.join(sorted(fams))}: {', '.join(shapes) or 'none'}; "
+                         "`autosched devices` lists every recording)")
 
 
 def _replay_note(recs) -> str:

@@ -157,3 +157,21 @@ def test_tune_measures_the_default_this_gpu_is_served_not_the_first_templates(mo
     want = default_candidate(w, run.plan.device)
     assert run.default_template == want.template == "hgemm_wgmma" and run.default_config == want.config
     assert run.default.ok and run.default.median_us < 2 * run.result.best.median_us
+
+
+def test_a_template_without_a_recording_of_a_recorded_shape_is_told_which_have_one(monkeypatch, tmp_path):
+    """Replaying one template of a shape whose recordings are of other templates: the error names
+    those (what would replay), not every shipped file."""
+    from autosched.api import recordings_for
+    from autosched.registry import templates_for
+    monkeypatch.setattr(autosched.device, "gpu_count", lambda: 0)
+    w = autosched.workload("hgemm", "128x4096x4096_bt")
+    have = [r.template for r in recordings_for(w)]
+    missing = [t.family for t in templates_for(w) if t.family not in have]
+    if not have or not missing:
+        pytest.skip("every template of the shape has a recording now, or none has")
+    with pytest.raises(AutoschedError) as e:
+        autosched.tune(w, db=tmp_path / "db", template=missing[0], trials=1)
+    msg = str(e.value)
+    assert f"no recording of {missing[0]} for {w.key}" in msg and all(t in msg for t in have)
+    assert ".json.gz" not in msg
