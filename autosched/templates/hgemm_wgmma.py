@@ -12,7 +12,9 @@ Split-K is a template of its own (templates/hgemm_wgmma_splitk.py): a knob here 
 template's build id and config keys, staling every recording and database row of it.
 
 Clusters of two CTAs sharing an operand by TMA multicast are a template of their own too
-(templates/hgemm_wgmma_cluster.py), for the same reason.
+(templates/hgemm_wgmma_cluster.py), for the same reason; so are ping-pong consumers, an epilogue
+staged a box at a time (which leaves a 128 x 256 tile a fourth ring slot) and wgmma N = 168
+(templates/hgemm_wgmma_sched.py).
 
 Not here: the blocked layout.
 """
