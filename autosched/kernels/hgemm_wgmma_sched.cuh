@@ -22,13 +22,14 @@
 // EPI_BOXES = 0: each consumer stages its whole share of the tile (BM / 2 or BM rows x BN) and stores
 //   it after one barrier, as hgemm_wgmma does.  At 128 x 256 that is 64 KB of staging, which leaves
 //   the ring 3 slots of 48 KB.
-// EPI_BOXES = E > 0: each consumer stages one 64 x 64 box at a time through a ring of E boxes (8 KB
-//   each), a TMA store and a bulk commit group per box, so 128 x 256 keeps 4 slots.  Before it
+// EPI_BOXES = E > 0: each consumer stages one output box at a time through a ring of E boxes (8 KB
+//   each at 64 x 64), a TMA store and a bulk commit group per box, so 128 x 256 keeps 4 slots.  Before it
 //   rewrites a box, the consumer's storing thread waits until at most E - 1 of its groups are still
 //   reading (a box wholly outside C still commits its, empty, group so that the count holds).
 //
 // BN = 168 beside hgemm_wgmma's 64-multiples (a K-major B only): its output boxes are 64 x 56, unswizzled
-// (the host's C map says so), three to a row of the tile.
+// (the host's C map says so), three to a row of the tile.  Its slots, (BM + 168) x SWZ bytes, are whole
+// swizzle atoms (8 x SWZ bytes) apart, so each slot still starts on its swizzle pattern's boundary.
 #pragma once
 #include "hgemm_wgmma.cuh"
 
