@@ -2,7 +2,8 @@
 (kernels/hgemm_wgmma_sched.cuh): hgemm_wgmma's producer, ring and raster with two consumer warpgroups
 that either split each tile by rows (cooperative, as hgemm_wgmma's two do) or take whole tiles in
 turn (ping-pong: one's epilogue runs under the other's main loop), and an epilogue that stages either
-a consumer's whole share of the tile or one 64 x 64 box at a time through a ring of two.  The box
+a consumer's whole share of the tile or one output box at a time through a ring of two; wgmma N up to
+256 and 168 (11008 = 65.5 x 168: two full waves of 128-row tiles at M = 512).  The box
 ring frees shared memory for the TMA ring: 128 x 256 tiles keep 4 slots of 48 KB where hgemm_wgmma's
 64 KB staging leaves 3, the configuration at which its whole space stopped at 96-98% of cuBLAS at
 4096^3 (H100, 2026-11-27).
@@ -25,7 +26,7 @@ import dataclasses
 
 from autosched.space import Constraint, Knob, Space
 from autosched.switches import env_switch
-from autosched.templates.hgemm_wgmma import C_BOX, MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant
+from autosched.templates.hgemm_wgmma import C_BOX, MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant, tensormap_params
 from autosched.workloads.base import WorkloadError
 
 # THE switch: on since `bash scripts/gpu_check.sh sched` passed on an H100 (2026-11-27: 156 configs of 6
@@ -36,9 +37,11 @@ THREADS = 384           # a producer warpgroup and two consumers
 SCHEDULES = ("cooperative", "pingpong")
 EPI_BOXES = (0, 2)      # output boxes a consumer stages at a time; 0: its whole share of the tile
 BN_VALUES = (64, 128, 168, 192, 256)
-# the default's wave model: a tile's time as BN + this many columns (its prologue and epilogue), fitted
-# to the H100's timings of 128-row cooperative tiles (2026-11-27): 512x11008 on 128 x 168 and 128 x 192,
-# both two waves, 69.4 and 74.1 us, and 2048x11008 / 4096^3 / 8192^3, where it keeps the choices measured best
+# the default's wave model: a tile's time as BN + this many columns (its prologue and epilogue).  Chosen
+# so that the model keeps the widths measured best on the H100 (2026-11-27, checks/sched-sweep-*.json):
+# 256 at 4096^3, 8192^3 and 2048x4096x4096, 168 at 512x11008 and 2048x11008, 128 at 512x4096x11008.  A
+# fit to one pair alone says more (512x11008's two-wave 168 and 192 columns, 69.4 and 74.1 us: ~190),
+# but that would keep 256 at 2048x11008, where 168 measured 3% faster
 WAVE_FIXED_COLS = 32
 DEFAULT_SHAPE = {"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 16, "schedule": "cooperative",
                  "epi_boxes": 2}
@@ -82,8 +85,8 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         knobs = [bn if k.name == "bn" else k for k in base.knobs if k.name != "consumers"] + [
             Knob("schedule", SCHEDULES, "cooperative: both consumers split each tile by rows; pingpong: each "
                  "takes whole tiles, in turn with the other"),
-            Knob("epi_boxes", EPI_BOXES, "64 x 64 output boxes a consumer stages at a time (0: its whole share "
-                 "of the tile; 2: a ring of two, which leaves the TMA ring more shared memory)"),
+            Knob("epi_boxes", EPI_BOXES, "output boxes (64 x 64; 64 x 56 at BN 168) a consumer stages at a time "
+                 "(0: its whole share of the tile; 2: a ring of two, which leaves the TMA ring more shared memory)"),
         ]
         cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
         C = Constraint
@@ -142,7 +145,6 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
 
     def tensormaps(self, workload, cfg: dict) -> tuple:
         """hgemm_wgmma's maps; where BN is no multiple of 64, C's in unswizzled 56 x 64 boxes."""
-        from autosched.templates.hgemm_wgmma import tensormap_params
         a, b, c = super().tensormaps(workload, cfg)
         cols = box_cols(cfg["bn"])
         if cols == C_BOX:
