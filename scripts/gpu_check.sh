@@ -4,6 +4,8 @@
 #   bash scripts/gpu_check.sh sanitize   # compute-sanitizer memcheck and racecheck over extreme configs
 #   bash scripts/gpu_check.sh bench-gemv bench-sgemm   # bench on two GEMV shapes, SGEMM 4096^3
 #   bash scripts/gpu_check.sh record-hgemm   # recordings at 4096^3: hgemm_wgmma whole, hgemm_mma sampled
+#   bash scripts/gpu_check.sh record-sched   # paired_drift.py (the bench's alternating pairs at 8192^3), then
+#                                            # hgemm_wgmma_sched sampled at SCHED_SHAPES (SCHED_RECORD_S each, ~7 min)
 #   bash scripts/gpu_check.sh ray        # the Ray GPU path on this machine's GPU (needs .whl/a, .whl/b carried)
 #   bash scripts/gpu_check.sh hgemm-wmma # wmma, and mma in tn/tt/BF16: GPU tests, sanitizers, 4096^3 timing
 #                                        # (about 2 minutes; each step bounded, at most 5)
@@ -321,6 +323,19 @@ record-hgemm)
   stage "record hgemm_mma 4096^3 (random sample)"
   timeout 100 "$PY" -m autosched record hgemm --shape 4096x4096x4096 --template hgemm_mma --strategy random \
     --screen 2 --time 80 --out "$OUT/hgemm_mma-4096x4096x4096-NVIDIA_H100_80GB_HBM3.json.gz" 2>&1 | tail -3
+  ;;
+record-sched)
+  # the paired protocol's check (cuBLAS against itself at 8192^3, alternating vs two series), then
+  # recordings of hgemm_wgmma_sched for the replay runner and the model that tunes it: a random sample
+  # of its space a shape, screened at 2x (SCHED_RECORD_S seconds each, default 90)
+  stage "paired protocol at 8192^3"
+  timeout 60 "$PY" scripts/experiments/paired_drift.py 2>&1 | tail -2
+  for shape in ${SCHED_SHAPES:-4096x4096x4096 512x11008x4096_bt 2048x11008x4096_bt 2048x4096x4096_bt}; do
+    stage "record hgemm_wgmma_sched $shape"
+    timeout $(( ${SCHED_RECORD_S:-90} + 30 )) "$PY" -m autosched record hgemm --shape "$shape" \
+      --template hgemm_wgmma_sched --strategy random --screen 2 --time "${SCHED_RECORD_S:-90}" \
+      --out "$OUT/hgemm_wgmma_sched-$shape-NVIDIA_H100_80GB_HBM3.json.gz" 2>&1 | tail -2
+  done
   ;;
 ray)
   # Ray on a machine with no index: the wheel comes in two carried parts (.whl/a, .whl/b: one call
