@@ -51,41 +51,34 @@ class Timer:
     def time(self, enqueue: Callable[[], None], repeat: int | None = None,
              warmup: int | None = None, flush: bool = True) -> list[float]:
         """Microseconds of each timed run of `enqueue()` (which must only enqueue on the stream)."""
-        repeat = self.protocol.repeat if repeat is None else repeat
-        warmup = self.protocol.warmup if warmup is None else warmup
-        for _ in range(warmup):
-            enqueue()
-        pairs = []
-        for _ in range(repeat):
-            if flush:
-                self.flush()
-            start = self.stream.record(options=self._evopt)
-            enqueue()
-            end = self.stream.record(options=self._evopt)
-            pairs.append((start, end))
-        self.stream.sync()
-        return [float(e - s) * 1000.0 for s, e in pairs]
+        return self._series((enqueue,), repeat, warmup, flush)[0]
 
     def time_alternating(self, first: Callable[[], None], second: Callable[[], None],
                          repeat: int | None = None, warmup: int | None = None) -> tuple[list[float], list[float]]:
         """Microseconds of `repeat` runs of each of two enqueues, timed in alternation (first, second,
         first, ...), each after a flush: a clock that drifts under sustained load moves both alike
         within the window, where two separate series would each see a different stretch of it."""
+        return tuple(self._series((first, second), repeat, warmup, True))
+
+    def _series(self, enqueues, repeat: int | None, warmup: int | None, flush: bool) -> list[list[float]]:
+        """A list of microseconds per enqueue: `warmup` untimed rounds, then `repeat` rounds, each
+        timing every enqueue in turn between two events (after a flush, where `flush`)."""
         repeat = self.protocol.repeat if repeat is None else repeat
         warmup = self.protocol.warmup if warmup is None else warmup
         for _ in range(warmup):
-            first()
-            second()
-        pairs = ([], [])
+            for enqueue in enqueues:
+                enqueue()
+        events = [[] for _ in enqueues]
         for _ in range(repeat):
-            for enqueue, out in ((first, pairs[0]), (second, pairs[1])):
-                self.flush()
+            for enqueue, out in zip(enqueues, events):
+                if flush:
+                    self.flush()
                 start = self.stream.record(options=self._evopt)
                 enqueue()
                 end = self.stream.record(options=self._evopt)
                 out.append((start, end))
         self.stream.sync()
-        return tuple([float(e - s) * 1000.0 for s, e in series] for series in pairs)
+        return [[float(e - s) * 1000.0 for s, e in pairs] for pairs in events]
 
     def summary(self, enqueue: Callable[[], None], **kw) -> dict:
         times = self.time(enqueue, **kw)
