@@ -130,7 +130,8 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
     """`w`'s recordings of `templates`, or an error that says what would replay instead: the
     templates this shape has recordings of (where only the named one has none), else the shapes the
     operator's templates have recordings of."""
-    from autosched.measure.recording import shipped_recordings
+    from autosched.measure.recording import load_shipped
+    from autosched.workloads import workload_from_key
     recs = recordings_for(w, templates)
     if recs:
         return recs
@@ -142,9 +143,7 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
                                  f"this shape's recordings of {', '.join(others)} (leave the template out, or name "
                                  "one of those)")
     fams = {t.family for t in templates_for(w)}
-    # shipped file names: <template>-<shape>-<device key>.json.gz
-    shapes = sorted({p.name.split("-")[1] for p in shipped_recordings()
-                     if p.name.count("-") >= 2 and p.name.split("-")[0] in fams})
+    shapes = sorted({workload_from_key(r.workload_key).shape_str for _, r in load_shipped() if r.template in fams})
     raise AutoschedError(f"{why} and no recording for {w.key}: the replay runner can only answer for recorded "
                          f"shapes (shipped for {', '.join(sorted(fams))}: {', '.join(shapes) or 'none'}; "
                          "`autosched devices` lists every recording)")
@@ -242,6 +241,7 @@ def tune(w, *, runner="auto", db=None, strategy: str = "model", trials: int | No
     each config."""
     from autosched.build import Builder
     from autosched.device import gpu_count
+    from autosched.selection import default_template
     from autosched.tuner import SearchSpace, measure_configs
     from autosched.tuner import tune as run_tune
     w = _as_workload(w)
@@ -284,9 +284,9 @@ def tune(w, *, runner="auto", db=None, strategy: str = "model", trials: int | No
                            builder=builder, seed=seed, search=search, on_result=on_result)
             out = Tuned(plan, res)
             if res.best:
-                # the default an untuned shape is served on this device (selection.default_candidate's
-                # rule): on an sm_90 GPU hgemm's is wgmma's, not the first template's (mma.sync)
-                t0 = next((t for t in ts if t.default_on(device)), ts[0])
+                # the default an untuned shape is served on this device: on an sm_90 GPU hgemm's is
+                # wgmma's, not the first template's (mma.sync)
+                t0 = default_template(ts, device)
                 out.default_template = t0.family
                 out.default_config = t0.default_config(w, device)
                 out.default = measure_configs(w, t0, run, [out.default_config], builder)[0]

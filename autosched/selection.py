@@ -94,12 +94,16 @@ def _templates(workload) -> list:
     return registry.templates_for(workload)
 
 
+def default_template(templates, device):
+    """Of `templates` (in the registry's order), the first that claims the default on this device
+    (Template.default_on), else the first: on an sm_90 GPU hgemm's is wgmma's (95% of cuBLAS untuned
+    at 4096^3 on the H100, against 31% for mma.sync, the first listed)."""
+    return next((t for t in templates if t.default_on(device)), templates[0])
+
+
 def default_candidate(workload, device, source: str = "default") -> Candidate:
-    """The rule-based default of the first template (the registry's order) that claims the default
-    on this device (Template.default_on), else of the first: on an sm_90 GPU hgemm's is wgmma's
-    (95% of cuBLAS untuned at 4096^3 on the H100, against 31% for mma.sync, the first listed)."""
-    ts = _templates(workload)
-    t = next((t for t in ts if t.default_on(device)), ts[0])
+    """The rule-based default of the workload's default_template on this device."""
+    t = default_template(_templates(workload), device)
     return Candidate(t.family, t.default_config(workload, device), source)
 
 
