@@ -232,11 +232,13 @@ class HgemmWgmmaTemplate(Template):
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:
         """(header, name expression, grid.x, cluster shape or None, arguments after M, N, K) of a
-        validated config: what a variant of this kernel (HgemmWgmmaSplitKTemplate) renders differently."""
+        validated config: what a variant of this kernel (HgemmWgmmaSplitKTemplate) renders differently.
+        Here the kernel named as the family, its template arguments kernel_values' in their order (a
+        variant with other arguments, hgemm_wgmma_nsplit or _sched, says them there)."""
         tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
-        targs = template_args(self.kernel_values(workload, cfg))
+        targs = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
         # persistent, a CTA per SM at most
-        return self.header, f"hgemm_wgmma<{targs}>", min(tiles, device.sm_count), None, ()
+        return self.header, f"{self.family}<{targs}>", min(tiles, device.sm_count), None, ()
 
 
 class HgemmWgmmaVariant(HgemmWgmmaTemplate):

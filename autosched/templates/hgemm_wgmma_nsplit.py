@@ -71,9 +71,3 @@ class HgemmWgmmaNSplitTemplate(HgemmWgmmaVariant):
 
     def threads(self, cfg: dict) -> int:
         return THREADS
-
-    def _kernel(self, workload, cfg: dict, device) -> tuple:
-        tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
-        args = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
-        # persistent, a CTA per SM at most
-        return self.header, f"hgemm_wgmma_nsplit<{args}>", min(tiles, device.sm_count), None, ()

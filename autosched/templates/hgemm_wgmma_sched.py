@@ -164,9 +164,3 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         out["pingpong"] = int(config["schedule"] == "pingpong")
         out["epi_boxes"] = config["epi_boxes"]
         return out
-
-    def _kernel(self, workload, cfg: dict, device) -> tuple:
-        tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
-        args = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
-        # persistent, a CTA per SM at most
-        return self.header, f"hgemm_wgmma_sched<{args}>", min(tiles, device.sm_count), None, ()
