@@ -73,7 +73,10 @@ def untuned_sample(dw: DynamicWorkload, n: int = SAMPLED, seed: int = 0) -> list
 @dataclass
 class Harness:
     """What the benchmark measures with.  tune_dynamic(dw) -> DynamicResult; tune_instance(w, budget)
-    -> (template family, config, us[, trials]); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or None."""
+    -> (template family, config, us[, trials]); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or None;
+    cublas_pair(dw, result, M) -> dict or None: the dispatched kernel and cuBLAS timed together on the same
+    buffers (vs_cublas, cublas_us, ours_us, the rounds' range), which the ratio to cuBLAS is then read from
+    in place of cublas_us(w) / time_dispatched."""
     device: object
     tune_dynamic: Callable
     tune_instance: Callable
@@ -83,6 +86,7 @@ class Harness:
     # seconds and counts so far (runner.time_split's, the builders' compiled and compile_s): run()
     # records each tuning's differences, where its wall time went
     spent: Callable | None = None
+    cublas_pair: Callable | None = None
 
 
 def _spent_since(h: Harness, before: dict | None) -> dict | None:
@@ -134,12 +138,14 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None, done=()
             fam, cfg, inst_us = got[:3]
             trials = got[3] if len(got) > 3 else None
             disp_us = h.time_dispatched(dw, res, M)
-            cub = h.cublas_us(w)
+            pair = h.cublas_pair(dw, res, M) if h.cublas_pair else None
+            cub = pair["cublas_us"] if pair else h.cublas_us(w)
             per.append({"M": M, "per_instance_template": fam, "per_instance_config": cfg,
                         "per_instance_us": inst_us, "per_instance_tune_s": tune_s, "per_instance_trials": trials,
                         "dispatched_kernel": res.dispatcher(M), "dispatched_us": disp_us, "cublas_us": cub,
                         "vs_per_instance": inst_us / disp_us if disp_us else None,
-                        "vs_cublas": cub / disp_us if (cub and disp_us) else None, "spent": inst_spent})
+                        "vs_cublas": pair["vs_cublas"] if pair else (cub / disp_us if (cub and disp_us) else None),
+                        **({"cublas_paired": pair} if pair else {}), "spent": inst_spent})
         per_total = sum(p["per_instance_tune_s"] for p in per)
         row = {"workload": dw.key, "shape": dw.shape_str, "range": [dw.lo, dw.hi], "step": dw.step,
                "instances": list(dw.instances), "dynamic_tune_s": dyn_s, "dynamic_measurements": res.measurements,
@@ -276,7 +282,47 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         finally:
             timer.close()
 
-    return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t), spent=spent),
+    def cublas_pair(dw, res, M):
+        # cuBLAS is compared with the dispatched kernel on the same A, B and C: where buffers lie moves
+        # both by 0.5-0.7 us at BERT's 7-13 us (checks/placement-2026-11-27.json, the same offsets fast or
+        # slow for both), so a ratio over separately allocated buffers was off by up to 8% either way
+        import numpy as np
+        import torch
+
+        from autosched.benchmarks.common import pool_tensor
+        from autosched.benchmarks.hgemm import _checked, _launchable, cublas_operands, cublas_out, paired_ratio
+        from autosched.measure.protocol import Protocol, Timer
+        from cuda.core import Device, Stream
+        w = dw.at(M)
+        spec = res.dispatcher.spec(w, dyn_t, runner.device_info)
+        binary = timing_builder.build(spec)
+        dev = Device(0)
+        dev.set_current()
+        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
+        timer = Timer(dev, stream, Protocol())
+        try:
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+            inputs = w.inputs(seed=1234)
+            ref, bound = w.reference(inputs), w.error_bound(inputs)
+            on_device = {n: pool_tensor(dev, stream, inputs[n].shape, inputs[n].dtype) for n in ("A", "B")}
+            for n, t in on_device.items():
+                t.copy_(torch.from_numpy(np.ascontiguousarray(inputs[n])))
+            shape, dtype = w.output_spec()
+            out = pool_tensor(dev, stream, shape, dtype)
+            run = _launchable(spec, binary, inputs, out, on_device)
+            _checked(lambda: run(stream), w, out, ref, bound, f"dispatched kernel at M = {M}")
+            a, b = cublas_operands(w, on_device["A"], on_device["B"])
+            cout = cublas_out(w, out)
+            _checked(lambda: torch.matmul(a, b, out=cout), w, out, ref, bound, f"cuBLAS at M = {M}")
+            p = paired_ratio(timer, lambda: run(stream), lambda: torch.matmul(a, b, out=cout))
+            return {"vs_cublas": p["pct_of_cublas"] / 100.0, "vs_cublas_range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
+                    "cublas_us": float(np.median(p["cublas_us"])), "ours_us": float(np.median(p["us"])),
+                    "rounds": p["rounds"]}
+        finally:
+            timer.close()
+
+    return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t), spent=spent,
+                    cublas_pair=cublas_pair),
             (scratch, timing_builder, runner))
 
 
@@ -316,7 +362,8 @@ def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, co
     log = console.print if console else print
     h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round, wgmma=wgmma, row_probe=row_probe)
     settings = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
-                "micro_kernel_templates": sorted(h.templates), "row_probe": row_probe}
+                "micro_kernel_templates": sorted(h.templates), "row_probe": row_probe,
+                "cublas": "paired on the same buffers" if h.cublas_pair else "own buffers"}
     try:
         done, earlier = resumable(resume, h.device.key, settings) if resume else ([], [])
         if done:

@@ -161,3 +161,36 @@ def test_resume_names_a_missing_file(tmp_path, capsys):
         bench.main(["--resume", str(tmp_path / "nope.json")])
     err = capsys.readouterr().err
     assert "--resume" in err and "nope.json: no such file" in err
+
+
+def test_the_ratio_to_cublas_comes_from_the_paired_timing_where_the_harness_has_one(h100):
+    """With cublas_pair (the GPU harness's: the dispatched kernel and cuBLAS on the same buffers, in
+    alternation), vs_cublas and cublas_us are that pairing's, kept whole in cublas_paired, and the
+    separately timed cuBLAS is not asked; without it, cuBLAS's own time over the dispatched time."""
+    runner, t = SyntheticRunner(h100), HgemmDynTemplate()
+    asked = []
+
+    def own(w):
+        asked.append(w.M)
+        return 20.0
+
+    def pair(dw, res, M):
+        return {"vs_cublas": 0.5 + M / 1000.0, "vs_cublas_range": [0.4, 0.6], "cublas_us": 7.0, "ours_us": 9.0,
+                "rounds": 3}
+
+    def harness(cublas_pair):
+        return bench.Harness(h100, lambda dw: tune_dynamic(dw, t, runner, None, rounds=1, per_round=4),
+                             lambda w, b: (t.family, {}, 10.0, b), lambda dw, res, M: 40.0, own,
+                             cublas_pair=cublas_pair)
+    dws = [DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 256), step=16)]
+    rows, summary = bench.run(harness(pair), dws, log=lambda *a: None, sampled=3)
+    assert asked == []
+    per = rows[0]["untuned"]
+    assert [p["vs_cublas"] for p in per] == [0.5 + p["M"] / 1000.0 for p in per]
+    assert all(p["cublas_us"] == 7.0 and p["cublas_paired"]["ours_us"] == 9.0 for p in per)
+    assert abs(summary["geomean_vs_cublas_m_le_256"] - bench.geomean(p["vs_cublas"] for p in per)) < 1e-12
+
+    rows, _ = bench.run(harness(None), dws, log=lambda *a: None, sampled=3)
+    per = rows[0]["untuned"]
+    assert asked == [p["M"] for p in per]
+    assert all(p["vs_cublas"] == 0.5 and "cublas_paired" not in p for p in per)     # 20 us over 40

@@ -1,0 +1,29 @@
+"""On a GPU: the DietCode bench's comparison with cuBLAS (gpu_harness's cublas_pair), the dispatched
+micro-kernel and cuBLAS checked against float64 and timed in alternation on the same buffers, after a
+short dynamic run of BERT's 768 x 768; its time of ours agrees with the runner's time of the same
+kernel, as both time it under the same protocol."""
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+
+def test_cublas_pair_times_the_dispatched_kernel_beside_cublas(tmp_path, wgmma_gpu):
+    from autosched.benchmarks import dynamic as bench
+    from autosched.dynamic.workload import DynamicWorkload
+    h, closers = bench.gpu_harness(db_path=tmp_path / "dynamic.db", rounds=1, per_round=4)
+    try:
+        dw = DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 256), step=16)
+        res = h.tune_dynamic(dw)
+        for M in (48, 112, 240):
+            p = h.cublas_pair(dw, res, M)
+            assert set(p) == {"vs_cublas", "vs_cublas_range", "cublas_us", "ours_us", "rounds"}
+            lo, hi = p["vs_cublas_range"]
+            assert 0 < lo <= p["vs_cublas"] <= hi and p["rounds"] == 3
+            assert 2.0 < p["cublas_us"] < 100.0
+            disp = h.time_dispatched(dw, res, M)
+            assert 0.7 < p["ours_us"] / disp < 1.4, (M, p, disp)
+    finally:
+        for c in reversed(closers):
+            c.close()
