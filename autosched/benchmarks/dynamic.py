@@ -317,13 +317,26 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
             p = paired_ratio(timer, lambda: run(stream), lambda: torch.matmul(a, b, out=cout))
             return {"vs_cublas": p["pct_of_cublas"] / 100.0, "vs_cublas_range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
                     "cublas_us": float(np.median(p["cublas_us"])), "ours_us": float(np.median(p["us"])),
-                    "rounds": p["rounds"]}
+                    "rounds": p["rounds"], "cublas_kernels": _kernel_names(lambda: torch.matmul(a, b, out=cout))}
         finally:
             timer.close()
 
     return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t), spent=spent,
                     cublas_pair=cublas_pair),
             (scratch, timing_builder, runner))
+
+
+def _kernel_names(enqueue) -> list[str]:
+    """The kernels one enqueue() launches, by torch's profiler: which cuBLAS picked, on the record (its
+    768 x 768 times in the quick bench of 2026-11-27 were 1.2 us above those of the same call in a
+    process of its own, checks/alloc-pairs-*.json)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        enqueue()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type.name == "CUDA"]
 
 
 class _Scratch:

@@ -176,7 +176,7 @@ def test_the_ratio_to_cublas_comes_from_the_paired_timing_where_the_harness_has_
 
     def pair(dw, res, M):
         return {"vs_cublas": 0.5 + M / 1000.0, "vs_cublas_range": [0.4, 0.6], "cublas_us": 7.0, "ours_us": 9.0,
-                "rounds": 3}
+                "rounds": 3, "cublas_kernels": ["k"]}
 
     def harness(cublas_pair):
         return bench.Harness(h100, lambda dw: tune_dynamic(dw, t, runner, None, rounds=1, per_round=4),
