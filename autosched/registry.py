@@ -128,6 +128,8 @@ def _hgemm_picks(template, workload, device) -> list[dict]:
         return _hgemm_nsplit_picks(template, workload, device)
     if template.family == "hgemm_wgmma_sched":
         return _hgemm_sched_picks(template, workload, device)
+    if template.family == "hgemm_wgmma_swap":
+        return _hgemm_swap_picks(template, workload, device)
     from autosched.templates.hgemm_mma import smem_bytes
     cfgs = template.space(workload, device).enumerate()
     tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
@@ -203,6 +205,27 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
     return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
 
+def _hgemm_swap_picks(template, workload, device) -> list[dict]:
+    """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
+    most CTAs, the narrowest wgmma), the most shared memory, two m64 blocks with the widest token tile
+    (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
+    (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
+    not nt."""
+    if template.refuses(workload) is not None:
+        return []
+    cfgs = template.space(workload, device).enumerate()
+    if not cfgs:
+        return []
+    smem = template.smem
+    picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
+             max(cfgs, key=lambda c: (c["bw"], c["bt"], -c["stages"]))]
+    odd = [c for c in cfgs if c["swizzle"] == 64 and (c["bw"] + c["bt"]) % 16 and c["stages"] % 2]
+    if odd:
+        picks.append(max(odd, key=smem))
+    picks += _default_and_random(template, workload, device)
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+
+
 def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
     """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
     smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
@@ -246,6 +269,7 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate, nsplit_enabled
     from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedTemplate, sched_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
+    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapTemplate, swap_enabled
     from autosched.templates.sgemm import SgemmTemplate
     from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
     from autosched.workloads.hgemm import DTYPES, LAYOUTS
@@ -280,7 +304,8 @@ def _families() -> dict[str, Family]:
                                 *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
                                 *([HgemmWgmmaClusterTemplate()] if cluster_enabled() else []),
                                 *([HgemmWgmmaSchedTemplate()] if sched_enabled() else []),
-                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else [])),
+                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else []),
+                                *([HgemmWgmmaSwapTemplate()] if swap_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "
                "4096x4096x4096_tn_bf16)",

@@ -35,6 +35,10 @@
 #                                        # racecheck of its corners, then the hgemm bench on the three prefill
 #                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
 #                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
+#   bash scripts/gpu_check.sh swap       # hgemm_wgmma_swap, the operands' roles swapped for few rows (switch on
+#                                        # for the stage): GPU tests vs float64, memcheck + racecheck of its
+#                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and few-row
+#                                        # Llama shapes (swap_sweep.py)
 #   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
 #                                        # whole or a box at a time (switch on for the stage): GPU tests vs float64
 #                                        # in every layout, memcheck + racecheck of its corners, then
@@ -240,6 +244,22 @@ sched)
   timeout 300 "$PY" scripts/experiments/sched_sweep.py 2>&1 | tee "$OUT/sched-sweep.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_SCHED
+  ;;
+swap)
+  export AUTOSCHED_WGMMA_SWAP=1
+  stage "pytest hgemm_wgmma_swap"
+  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_swap_gpu.py 2>&1 \
+    | tee "$OUT/pytest-swap.log" | tail -15
+  echo "rc=${PIPESTATUS[0]}"
+  # the registry's picks: the smallest tile (BT 8, 32B swizzle, 2 slots), the most shared memory, two m64
+  # blocks at the widest BT, a 64B-swizzled ring ending off the staging's 1024-byte boundary; 5 rows (one
+  # token tile, mostly past M), 300 x 2120 BF16 (clipped in both), 112 x 768 (BERT)
+  TEMPLATES=hgemm_wgmma_swap PER_TEMPLATE=6 sanitize_both swap "hgemm_wgmma_swap corners" 90 "$SANITIZE_HGEMM" \
+    scripts/sanitize.py hgemm 5x264x200_bt 300x2120x136_bt_bf16 112x768x768_bt
+  stage "timing: hgemm_wgmma_swap vs hgemm_wgmma vs cuBLAS at few rows"
+  timeout 300 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
+  echo "rc=${PIPESTATUS[0]}"
+  unset AUTOSCHED_WGMMA_SWAP
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1

@@ -9,11 +9,12 @@ from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate
 from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate
 from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedTemplate
 from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate
+from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapTemplate
 from autosched.templates.hgemm_stream import HgemmStreamTemplate
 from autosched.templates.sgemm import SgemmTemplate
 
 # which templates serve which workload is the registry's (autosched/registry.py), not this package's
 __all__ = ["ArgSpec", "KernelSpec", "Template", "GemvQ4F16Template",
            "HgemmMmaTemplate", "HgemmStreamTemplate", "HgemmWgmmaClusterTemplate", "HgemmWgmmaNSplitTemplate",
-           "HgemmWgmmaSchedTemplate",            "HgemmWgmmaSplitKTemplate", "HgemmWgmmaTemplate",
+           "HgemmWgmmaSchedTemplate", "HgemmWgmmaSplitKTemplate", "HgemmWgmmaSwapTemplate", "HgemmWgmmaTemplate",
            "HgemmWmmaTemplate", "SgemmTemplate"]

@@ -33,6 +33,7 @@ def test_switch_is_off_until_its_gpu_stage_and_puts_the_template_last(monkeypatc
     monkeypatch.setenv("AUTOSCHED_WGMMA_NSPLIT", "0")
     assert "hgemm_wgmma_nsplit" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_NSPLIT", "1")
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
     assert names(registry._families())[-1] == "hgemm_wgmma_nsplit"
     assert registry._families()["hgemm"].templates[-1].default_on(None) is False
 

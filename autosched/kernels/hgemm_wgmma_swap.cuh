@@ -1,0 +1,367 @@
+// FP16 / BF16 GEMM with the operands' roles swapped for few rows (sm_90a): C (M, N) row-major = X . W^T,
+// X stored (M, K) (the tokens), W stored (N, K) (a linear layer's weight), both K-major, computed as
+// C^T = W . X^T: the weight rows are wgmma's M side (BW a tile: 64 or 128, m64 blocks of one consumer
+// warpgroup) and the tokens its N side (BT a tile: 8 to 128 in steps of wgmma's N).
+//
+// Why: at a few dozen to a few hundred rows the tokens fill a 64-row m64 block poorly and make few tiles;
+// with the weight on the M side a tile is as narrow along the tokens as wgmma allows (N = 8 k), so
+// a 768 x 768 weight at M = 112 makes 60 CTAs of 64 x 24 where 64 x 64 tiles of the usual roles make 24
+// (cuBLAS runs nvjet_sm90_hsh_64x24_64x16_2x4_h_bz_TNT there, the TNT marking the transposed output;
+// checks/cublas-kernels-2026-11-27.json).  The price: each W tile is read once per token tile.
+//
+// Design: hgemm_wgmma's (one producer thread of TMA loads into an mbarrier ring, a persistent grid),
+// with one consumer warpgroup (no setmaxnreg: 256 threads hold their registers) and no raster group:
+// tiles are walked token tile fastest, so the CTAs that read one W tile run side by side.  The
+// epilogue writes the accumulators transposed (a thread's values of one weight row lie in C columns 8
+// apart) into BT x 64 output boxes in the 128B-swizzled layout, one 16-bit store each: the four token
+// columns a warp's store touches land in four distinct 16-byte units (the swizzle XORs the unit with
+// the row), so the stores are conflict-free; TMA stores the boxes (clipped at M and N).
+//
+// Accumulator fragment of m64nBTk16 (warp w, lane l, register i < BT / 2): weight row
+// 16 w + l / 4 + 8 ((i / 2) % 2) of the m64 block, token 8 (i / 4) + 2 (l % 4) + i % 2.
+#pragma once
+#include "hgemm_wgmma.cuh"
+
+namespace autosched_wgmma {
+
+// wgmma N below 64 and between hgemm_wgmma's (m64nNk16: N / 2 accumulators a thread)
+#define AUTOSCHED_WGMMA_N8(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n8k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3" \
+    "}, %4, %5, p, 1, 1, %7, %8;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<8> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[4], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N8("bf16");
+    else AUTOSCHED_WGMMA_N8("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N16(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7" \
+    "}, %8, %9, p, 1, 1, %11, %12;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<16> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[8], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N16("bf16");
+    else AUTOSCHED_WGMMA_N16("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N24(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n24k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11" \
+    "}, %12, %13, p, 1, 1, %15, %16;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<24> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[12], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N24("bf16");
+    else AUTOSCHED_WGMMA_N24("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N32(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
+    "}, %16, %17, p, 1, 1, %19, %20;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<32> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[16], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N32("bf16");
+    else AUTOSCHED_WGMMA_N32("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N40(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %22, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n40k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19" \
+    "}, %20, %21, p, 1, 1, %23, %24;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<40> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[20], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N40("bf16");
+    else AUTOSCHED_WGMMA_N40("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N48(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n48k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23" \
+    "}, %24, %25, p, 1, 1, %27, %28;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<48> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[24], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N48("bf16");
+    else AUTOSCHED_WGMMA_N48("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N56(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %30, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n56k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27" \
+    "}, %28, %29, p, 1, 1, %31, %32;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<56> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[28], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N56("bf16");
+    else AUTOSCHED_WGMMA_N56("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N80(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n80k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39" \
+    "}, %40, %41, p, 1, 1, %43, %44;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<80> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[40], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N80("bf16");
+    else AUTOSCHED_WGMMA_N80("f16");
+  }
+};
+
+#define AUTOSCHED_WGMMA_N96(TY) \
+  asm volatile( \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n96k16.f32." TY "." TY " {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47" \
+    "}, %48, %49, p, 1, 1, %51, %52;\n}\n" \
+    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]) \
+    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
+
+template <>
+struct Wgmma<96> {
+  template <int BF16, int TA, int TB>
+  static __device__ __forceinline__ void mma(float (&d)[48], unsigned long long da, unsigned long long db) {
+    if constexpr (BF16) AUTOSCHED_WGMMA_N96("bf16");
+    else AUTOSCHED_WGMMA_N96("f16");
+  }
+};
+
+template <int BF16, int BW, int BT, int SWZ, int STAGES>
+struct HgemmWgmmaSwap {
+  static constexpr int BK = SWZ / 2;                        // elements of K a slot holds
+  static constexpr int MW = BW / 64;                        // m64 blocks (of weight rows) a tile holds
+  static constexpr int THREADS = 256;                       // a producer warpgroup, one consumer
+  static constexpr int W_SLOT = BW * SWZ;
+  static constexpr int X_SLOT = BT * SWZ;
+  static constexpr int STAGE_BYTES = W_SLOT + X_SLOT;       // what each full barrier expects
+  static constexpr int C_BOX = BT * 128;                    // BT tokens x 64 weight columns, 128B-swizzled
+  static constexpr int C_BYTES = MW * C_BOX;
+  // the staging starts on a 1024-byte boundary (the 128B swizzle's atom), which a ring of 64B swizzle
+  // and BW + BT no multiple of 16 rows does not end on
+  static constexpr int C_OFFSET = (STAGES * STAGE_BYTES + 1023) / 1024 * 1024;
+  static constexpr int BAR_OFFSET = C_OFFSET + C_BYTES;
+  static constexpr int SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024;
+  static constexpr int ACC = BT / 2;
+
+  static_assert(SWZ == 32 || SWZ == 64 || SWZ == 128, "swizzle 32, 64 or 128 bytes");
+  static_assert(BW == 64 || BW == 128, "BW = 64 or 128 weight rows: one or two m64 blocks");
+  static_assert(BT == 8 || BT == 16 || BT == 24 || BT == 32 || BT == 40 || BT == 48 || BT == 56 || BT == 64 ||
+                BT == 80 || BT == 96 || BT == 128, "a wgmma N of this file");
+  static_assert(MW * ACC <= 128, "accumulators: MW x BT / 2 <= 128 floats a consumer thread");
+  static_assert(STAGES >= 2 && STAGES <= 16, "a ring of 2 to 16 slots");
+  static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
+
+  // token tile fastest: the CTAs of one W tile are neighbours in the grid
+  static __device__ __forceinline__ void tile_coords(int tile, int tiles_t, int& w0, int& t0) {
+    w0 = (tile / tiles_t) * BW;
+    t0 = (tile % tiles_t) * BT;
+  }
+
+  static __device__ void producer(const TensorMap* tmX, const TensorMap* tmW, unsigned ring, unsigned bars,
+                                  int tiles, int tiles_t, int kslots) {
+    tensormap_prefetch(tmX);
+    tensormap_prefetch(tmW);
+    unsigned it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      int w0, t0;
+      tile_coords(tile, tiles_t, w0, t0);
+      for (int kb = 0; kb < kslots; ++kb, ++it) {
+        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
+        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
+        mbar_wait(empty, phase ^ 1);
+        mbar_expect_tx(full, STAGE_BYTES);           // whole boxes, zero-filled past M, N or K
+        const unsigned w = ring + s * STAGE_BYTES;
+        tma_load(w, tmW, full, kb * BK, w0);
+        tma_load(w + W_SLOT, tmX, full, kb * BK, t0);
+      }
+    }
+  }
+
+  // a K-major operand's descriptor at row `r0` and k step `kk` of a slot (hgemm_wgmma's layout)
+  static __device__ __forceinline__ unsigned long long desc(unsigned slot, int r0, int kk) {
+    return make_desc<SWZ>(slot + r0 * SWZ + kk * 2, 16, 8 * SWZ);
+  }
+
+  static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars,
+                                  int M, int N, int tiles, int tiles_t, int kslots) {
+    const int t = threadIdx.x - 128, warp = t / 32, lane = t % 32;
+    if (t == 0) tensormap_prefetch(tmC);
+    float acc[MW][ACC];
+    unsigned it = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      int w0, t0;
+      tile_coords(tile, tiles_t, w0, t0);
+#pragma unroll
+      for (int w = 0; w < MW; ++w)
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
+      for (int kb = 0; kb < kslots; ++kb, ++it) {
+        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
+        mbar_wait(bars + 8 * s, phase);
+        __syncwarp();
+        const unsigned wslot = ring + s * STAGE_BYTES, xslot = wslot + W_SLOT;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
+          const unsigned long long dx = desc(xslot, 0, kk);
+#pragma unroll
+          for (int w = 0; w < MW; ++w) Wgmma<BT>::template mma<BF16, 0, 0>(acc[w], desc(wslot, w * 64, kk), dx);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kb > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      }
+      wgmma_wait<0>();
+      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+
+      // epilogue: registers -> transposed, swizzled staging -> TMA store
+      if (t == 0) bulk_wait_read_all();              // the last tile's stores have read the staging
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+#pragma unroll
+      for (int w = 0; w < MW; ++w)
+#pragma unroll
+        for (int i = 0; i < ACC; ++i) {
+          const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);     // weight row within the m64 block
+          const int c = 8 * (i / 4) + 2 * (lane % 4) + i % 2;         // token within the tile
+          const unsigned dst = cstage + w * C_BOX + c * 128 + (((r / 8) ^ (c % 8)) * 16) + (r % 8) * 2;
+          unsigned short bits;
+          if constexpr (BF16) {
+            __nv_bfloat16 v = __float2bfloat16_rn(acc[w][i]);
+            bits = *reinterpret_cast<unsigned short*>(&v);
+          } else {
+            __half v = __float2half_rn(acc[w][i]);
+            bits = *reinterpret_cast<unsigned short*>(&v);
+          }
+          asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(dst), "h"(bits) : "memory");
+        }
+      fence_async_smem();
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+      if (t == 0) {
+#pragma unroll
+        for (int w = 0; w < MW; ++w)
+          if (w0 + w * 64 < N) tma_store(tmC, cstage + w * C_BOX, w0 + w * 64, t0);
+        bulk_commit();
+      }
+    }
+    if (t == 0) bulk_wait_all();
+  }
+
+  static __device__ void run(const TensorMap* tmX, const TensorMap* tmW, const TensorMap* tmC, int M, int N,
+                             int K, unsigned char* smem_raw) {
+    const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+    const unsigned ring = base, cstage = base + C_OFFSET, bars = base + BAR_OFFSET;
+    const int tiles_w = (N + BW - 1) / BW, tiles_t = (M + BT - 1) / BT, kslots = (K + BK - 1) / BK;
+    const int tiles = tiles_w * tiles_t;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bars + 8 * s, 1);                  // full: the producer's expect_tx
+        mbar_init(bars + 8 * (STAGES + s), 4);       // empty: lane 0 of each consumer warp
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+      fence_async_smem();
+    }
+    __syncthreads();
+    if (threadIdx.x < 128) {
+      if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles, tiles_t, kslots);
+    } else {
+      consumer(tmC, ring, cstage, bars, M, N, tiles, tiles_t, kslots);
+    }
+  }
+};
+
+}  // namespace autosched_wgmma
+
+template <int BF16, int BW, int BT, int SWZ, int STAGES>
+__global__ void __launch_bounds__(256, 1)
+hgemm_wgmma_swap(const __grid_constant__ autosched_wgmma::TensorMap tmX,
+                 const __grid_constant__ autosched_wgmma::TensorMap tmW,
+                 const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES>::run(&tmX, &tmW, &tmC, M, N, K, smem);
+}

@@ -1,0 +1,142 @@
+"""The wgmma GEMM with the operands' roles swapped, for few rows (kernels/hgemm_wgmma_swap.cuh):
+Y = X . W^T computed as Y^T = W . X^T, the weight's rows on wgmma's M side (64 or 128 a tile) and the
+tokens on its N side (8 to 128 a tile), so a tile is as narrow along the tokens as wgmma allows.  At
+BERT's dense layers (M = 80-192 tokens, N and K 768 or 3072) hgemm_wgmma's 64-row tiles make 24-36
+CTAs and run at 0.81-0.88 of cuBLAS (checks/alloc-pairs-*.json, both on the same buffers), whose
+kernels there are of this kind (nvjet ..._64x24_..._TNT, checks/cublas-kernels-*.json).
+
+A template of its own beside hgemm_wgmma (its own build id; hgemm_wgmma's recordings stay valid).
+Serves B stored (N, K) with A stored (M, K) (nt, `_bt`: a linear layer; both operands K-major), FP16
+and BF16, on sm_90.  Knobs: `bw` (weight rows a tile, 64 or 128: one consumer warpgroup's m64
+blocks), `bt` (tokens a tile: the wgmma N), the swizzle and the ring depth; no raster group (the
+token tiles of one weight tile are walked first, side by side).
+
+Gated by SWAP_VERIFIED: off until its GPU stage has passed (tests vs float64, memcheck and racecheck
+of its corners, `scripts/gpu_check.sh swap`).
+"""
+
+from __future__ import annotations
+
+from autosched.space import Constraint, Knob, Space
+from autosched.switches import env_switch
+from autosched.templates.base import ArgSpec
+from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
+                                             tensormap_params)
+from autosched.templates.gemm_tiles import tile_use
+from autosched.workloads.base import WorkloadError
+
+# THE switch: off until `bash scripts/gpu_check.sh swap` has passed on an H100.
+# AUTOSCHED_WGMMA_SWAP=1 in the environment tries it.
+SWAP_VERIFIED = False
+THREADS = 256           # a producer warpgroup and one consumer
+BW_VALUES = (64, 128)
+BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
+
+
+def swap_enabled() -> bool:
+    return env_switch("AUTOSCHED_WGMMA_SWAP", SWAP_VERIFIED)
+
+
+def smem_bytes(bw, bt, swizzle, stages) -> int:
+    """HgemmWgmmaSwap::SMEM_BYTES: the ring (W and X slots), rounded up to 1024 bytes, the staging of
+    BW / 64 output boxes of BT x 64, full and empty barriers per slot, 1024 bytes to align the base."""
+    ring = -(-stages * (bw + bt) * swizzle // 1024) * 1024
+    return ring + (bw // 64) * bt * C_BOX * 2 + 2 * stages * 8 + 1024
+
+
+def tiles_of(M: int, N: int, bw: int, bt: int) -> int:
+    return -(-N // bw) * -(-M // bt)
+
+
+class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
+    family = "hgemm_wgmma_swap"
+    header = "hgemm_wgmma_swap.cuh"    # inlines hgemm_wgmma.cuh: an edit to either stales the build id
+
+    def refuses(self, workload) -> str | None:
+        why = super().refuses(workload)
+        if why is not None:
+            return why
+        if workload.a_col or not workload.b_col:
+            return ("it reads A stored (M, K) and B stored (N, K), both K-major (layout nt, `_bt`), the "
+                    f"layout of a linear layer; this one is {workload.layout}")
+        return None
+
+    def _space(self, workload, device) -> Space:
+        M, N = workload.M, workload.N
+        knobs = [
+            Knob("bw", BW_VALUES, "weight rows (columns of C) a tile holds: wgmma's M side, 1 or 2 m64 blocks"),
+            Knob("bt", BT_VALUES, "tokens (rows of C) a tile holds: the wgmma N"),
+            Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
+            Knob("stages", STAGE_VALUES, "slots in the TMA ring"),
+        ]
+        C = Constraint
+        cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
+        rules = [
+            C(f"accumulators (BW / 64) x BT / 2 <= {MAX_ACC} a consumer thread", ("bw", "bt"),
+              lambda bw, bt: (bw // 64) * bt // 2 <= MAX_ACC),
+            C("BW no larger than the smallest tile that covers N", ("bw",), lambda bw: bw == 64 or bw // 2 < N),
+            *([] if self.dynamic_m else [
+                C("BT no wider than M rounded up to 8", ("bt",), lambda bt: bt == 8 or bt - 8 < M)]),
+            C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
+              ("bw", "bt", "swizzle", "stages"), lambda bw, bt, sw, st: smem_bytes(bw, bt, sw, st) <= cap),
+        ]
+        dev_why = self.device_refuses(device)
+        if dev_why is not None:
+            rules.insert(0, C(dev_why, ("bw",), lambda bw: False))
+        return Space(knobs, rules)
+
+    def default_config(self, workload, device) -> dict:
+        """64 weight rows a tile, and the narrowest token tile whose tiles still fit in one wave of the
+        GPU (the most CTAs without a second wave; where none fits, the widest: the fewest reads of
+        each W tile), 128B swizzle, the shortest ring that holds all of K (more slots wait for
+        nothing), else the deepest."""
+        why = self.device_refuses(device)
+        if why is not None:
+            raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
+        space = self.space(workload, device)
+        M, N, K = workload.M, workload.N, workload.K
+        pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128]
+        if not pool:
+            return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8})
+        one_wave = [c for c in pool if tiles_of(M, N, 64, c["bt"]) <= device.sm_count]
+        bt = min(c["bt"] for c in one_wave) if one_wave else max(c["bt"] for c in pool)
+        # among that BT's rings, the shortest that holds all of K, else the deepest
+        rings = sorted(c["stages"] for c in pool if c["bt"] == bt)
+        kslots = -(-K // 64)
+        stages = next((s for s in rings if s >= kslots), rings[-1])
+        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages}
+
+    def kernel_values(self, workload, cfg: dict) -> dict:
+        return {"BF16": workload.bf16, "BW": cfg["bw"], "BT": cfg["bt"], "SWZ": cfg["swizzle"],
+                "STAGES": cfg["stages"]}
+
+    def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
+        """X (A) in boxes of (BK, BT), W (B) in boxes of (BK, BW), both K-major; C in boxes of 64 weight
+        columns by BT tokens, 128B-swizzled."""
+        M, N, K, dt = workload.M, workload.N, workload.K, workload.dtype
+        sw, bk = cfg["swizzle"], cfg["swizzle"] // 2
+        ctype = "const __grid_constant__ autosched_wgmma::TensorMap"
+        x = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bt"]), sw)
+        w = tensormap_params("input", dt, (K, N), 2 * K, (bk, cfg["bw"]), sw)
+        c = tensormap_params("output", dt, (N, M), 2 * N, (C_BOX, cfg["bt"]), 128)
+        return (ArgSpec("A", "tensormap", layout_params=x, ctype=ctype),
+                ArgSpec("B", "tensormap", layout_params=w, ctype=ctype),
+                ArgSpec("C", "tensormap", layout_params=c, ctype=ctype))
+
+    def _kernel(self, workload, cfg: dict, device) -> tuple:
+        targs = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
+        tiles = tiles_of(workload.M, workload.N, cfg["bw"], cfg["bt"])
+        return self.header, f"{self.family}<{targs}>", min(tiles, device.sm_count), None, ()
+
+    def smem(self, cfg: dict) -> int:
+        return smem_bytes(cfg["bw"], cfg["bt"], cfg["swizzle"], cfg["stages"])
+
+    def threads(self, cfg: dict) -> int:
+        return THREADS
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """Tiles, waves, tile use (tokens as rows, weight rows as columns), shared memory."""
+        c, M, N = config, params["M"], params["N"]
+        tiles = tiles_of(M, N, c["bw"], c["bt"])
+        return {"tiles": tiles, "waves": tiles / device.sm_count, "smem_bytes": self.smem(c),
+                **tile_use(M, N, c["bt"], c["bw"])}

@@ -1,0 +1,59 @@
+"""Does hgemm_wgmma_swap (weight rows on wgmma's M side, tokens on its N side) close the few-row gap to
+cuBLAS that hgemm_wgmma leaves at BERT's dense layers (0.81-0.88 of cuBLAS on the same buffers, H100,
+2026-11-27, checks/alloc-pairs-*.json)?  For each shape, its configs of 128B swizzle (every BW and BT,
+the ring that holds all of K or the deepest, and the one below it) are built, checked against float64
+and timed once in this process on the operands cuBLAS gets; then the best four, hgemm_wgmma's configs
+measured best there and cuBLAS in three alternating rounds.  Rows to $OUT/swap-sweep.json.
+
+    AUTOSCHED_WGMMA_SWAP=1 python3 scripts/experiments/swap_sweep.py [SHAPE...]"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+SHAPES = ["80x768x768_bt", "112x768x768_bt", "160x768x768_bt", "112x768x3072_bt", "160x768x3072_bt",
+          "192x768x3072_bt", "160x3072x768_bt", "33x4096x4096_bt", "128x4096x4096_bt"]
+S = {"consumers": 1, "swizzle": 128, "bm": 64, "group": 1}
+# hgemm_wgmma's configs the DietCode runs and placement.py measured best on these shapes
+WGMMA = [{**S, "bn": 64, "stages": 5}, {**S, "bn": 64, "stages": 8}, {**S, "bn": 64, "stages": 12},
+         {**S, "bn": 128, "stages": 4}, {**S, "bn": 64, "stages": 12, "group": 4}]
+ROUNDS = 3
+
+
+def candidates(space, K):
+    kslots = -(-K // 64)
+    out = []
+    for key in sorted({(c["bw"], c["bt"]) for c in space}):
+        rings = sorted(c["stages"] for c in space if (c["bw"], c["bt"]) == key and c["swizzle"] == 128)
+        if not rings:
+            continue
+        full = next((s for s in rings if s >= kslots), rings[-1])
+        keep = {full, rings[max(0, rings.index(full) - 1)]}
+        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s} for s in sorted(keep)]
+    return out
+
+
+def main():
+    from autosched.templates import HgemmWgmmaSwapTemplate, HgemmWgmmaTemplate
+    from gemm_bench_kit import Session
+    swap, wg = HgemmWgmmaSwapTemplate(), HgemmWgmmaTemplate()
+    with Session() as s:
+        for shape in sys.argv[1:] or SHAPES:
+            ops = s.operands(shape)
+            w = ops.w
+            cands = candidates(swap.space(w, s.info), w.K)
+            specs = [swap.render(w, c, s.info) for c in cands]
+            list(s.builder.build_many(specs))       # in parallel; time() finds them in the cache
+            screen = [{"config": c, **s.time(spec, ops, f"{shape} swap {c}")} for c, spec in zip(cands, specs)]
+            ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
+            row = {"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r],
+                   "screen_best": ok[:8], "default": swap.default_config(w, s.info)}
+            variants = [(f"swap {r['config']}", swap.render(w, r["config"], s.info)) for r in ok[:4]]
+            space = wg.space(w, s.info)
+            variants += [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)]
+            s.alternate(row, ops, variants, ROUNDS, shape)
+        s.write("swap-sweep.json")
+
+
+if __name__ == "__main__":
+    main()
