@@ -18,28 +18,9 @@
 // The ring, staging and barrier layout are HgemmWgmma<..., CONSUMERS = 1>'s (BM x BN staging, the
 // same slot bytes), whose producer and raster this kernel calls.
 #pragma once
-#include "hgemm_wgmma.cuh"
+#include "wgmma_narrow.cuh"   // its wgmma N = 32; inlines hgemm_wgmma.cuh
 
 namespace autosched_wgmma {
-
-#define AUTOSCHED_WGMMA_N32(TY) \
-  asm volatile( \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
-    "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " {" \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
-    "}, %16, %17, p, 1, 1, %19, %20;\n}\n" \
-    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
-    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
-
-template <>
-struct Wgmma<32> {
-  template <int BF16, int TA, int TB>
-  static __device__ __forceinline__ void mma(float (&d)[16], unsigned long long da, unsigned long long db) {
-    if constexpr (BF16) AUTOSCHED_WGMMA_N32("bf16");
-    else AUTOSCHED_WGMMA_N32("f16");
-  }
-};
 
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int GROUP>
 struct HgemmWgmmaNSplit {

@@ -37,7 +37,7 @@ def nsplit_enabled() -> bool:
 
 class HgemmWgmmaNSplitTemplate(HgemmWgmmaVariant):
     family = "hgemm_wgmma_nsplit"
-    header = "hgemm_wgmma_nsplit.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
+    header = "hgemm_wgmma_nsplit.cuh"   # inlines wgmma_narrow.cuh and hgemm_wgmma.cuh: an edit to any stales the build id
 
     def _space(self, workload, device) -> Space:
         """hgemm_wgmma's space (its rules on N, M, the raster group, shared memory and the GPU) without

@@ -50,7 +50,7 @@ def tiles_of(M: int, N: int, bw: int, bt: int) -> int:
 
 class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
     family = "hgemm_wgmma_swap"
-    header = "hgemm_wgmma_swap.cuh"    # inlines hgemm_wgmma.cuh: an edit to either stales the build id
+    header = "hgemm_wgmma_swap.cuh"    # inlines wgmma_narrow.cuh and hgemm_wgmma.cuh: an edit to any stales the build id
 
     def refuses(self, workload) -> str | None:
         why = super().refuses(workload)
