@@ -72,6 +72,26 @@ def measure_each(template, cases, cache_dir) -> list:
     return [(info, results.get(i)) for i, info in what.items()]
 
 
+def measure_picks(template, shapes, picks, cache_dir) -> list:
+    """measure_each over picks(template, workload, device) of each hgemm shape, each row's info (shape,
+    config, the config's shared memory)."""
+    from autosched.workloads import Hgemm
+
+    def cases(dev):
+        for shape in shapes:
+            w = Hgemm.from_shape(shape)
+            yield from (((shape, c, template.smem(c)), w, c) for c in picks(template, w, dev))
+    return measure_each(template, cases, cache_dir)
+
+
+def assert_shape_ok(measured, shape: str, at_least: int) -> list:
+    """measure_picks' rows of `shape`: at least `at_least` of them, every one passed (assert_all_ok)."""
+    rows = [(info, m) for info, m in measured if info[0] == shape]
+    assert len(rows) >= at_least, f"{shape}: {len(rows)} configs picked"
+    assert_all_ok(rows)
+    return rows
+
+
 def assert_all_ok(rows) -> None:
     """Of measure_each's rows: none lost (the worker never answered), none failed (the first few
     failures shown with their error)."""

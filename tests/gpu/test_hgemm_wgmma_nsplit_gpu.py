@@ -10,9 +10,7 @@ import random
 import pytest
 
 from autosched.templates import HgemmWgmmaNSplitTemplate
-from autosched.templates.hgemm_wgmma import smem_bytes
-from autosched.workloads import Hgemm
-from gemm_checks import assert_all_ok, measure_each
+from gemm_checks import assert_shape_ok, measure_picks
 
 pytestmark = pytest.mark.gpu
 
@@ -35,17 +33,9 @@ def picks(t, w, device):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    def cases(dev):
-        for shape in SHAPES:
-            w = Hgemm.from_shape(shape)
-            yield from (((shape, c, smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])), w, c)
-                        for c in picks(t, w, dev))
-    t = HgemmWgmmaNSplitTemplate()
-    return measure_each(t, cases, tmp_path_factory.mktemp("nsplit"))
+    return measure_picks(HgemmWgmmaNSplitTemplate(), SHAPES, picks, tmp_path_factory.mktemp("nsplit"))
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_column_split_consumers_are_correct(measured, shape):
-    rows = [(info, m) for info, m in measured if info[0] == shape]
-    assert len(rows) >= 4, f"{shape}: {len(rows)} configs picked"
-    assert_all_ok(rows)
+    assert_shape_ok(measured, shape, 4)

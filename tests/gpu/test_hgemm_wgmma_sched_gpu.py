@@ -12,8 +12,7 @@ import random
 import pytest
 
 from autosched.templates import HgemmWgmmaSchedTemplate
-from autosched.workloads import Hgemm
-from gemm_checks import assert_all_ok, measure_each
+from gemm_checks import assert_shape_ok, measure_picks
 
 pytestmark = pytest.mark.gpu
 
@@ -39,17 +38,10 @@ def picks(t, w, device):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    def cases(dev):
-        for shape in SHAPES:
-            w = Hgemm.from_shape(shape)
-            yield from (((shape, c, t.smem(c)), w, c) for c in picks(t, w, dev))
-    t = HgemmWgmmaSchedTemplate()
-    return measure_each(t, cases, tmp_path_factory.mktemp("sched"))
+    return measure_picks(HgemmWgmmaSchedTemplate(), SHAPES, picks, tmp_path_factory.mktemp("sched"))
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_sched_consumers_are_correct(measured, shape):
-    rows = [(info, m) for info, m in measured if info[0] == shape]
-    assert len(rows) >= 8, f"{shape}: {len(rows)} configs picked"
+    rows = assert_shape_ok(measured, shape, 8)
     assert {info[1]["schedule"] for info, _ in rows} == {"cooperative", "pingpong"}
-    assert_all_ok(rows)
