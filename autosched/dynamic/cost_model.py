@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from autosched.dynamic.measurer import MicroKernel
-from autosched.dynamic.sketch import STR, WG_FAMILIES, WGS, threads_of, tile_of, unroll_of
+from autosched.dynamic.sketch import STR, SWP, WG_FAMILIES, WGS, threads_of, tile_of, unroll_of
 
 
 def tiles(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
@@ -39,8 +39,8 @@ def work_units(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
     return tiles(config, M, N, family) * config.get("split_k", 1)
 
 
-# the template feature: 0 mma.sync tiles, 1 wgmma's (either), 2 the weight stream
-TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0, STR: 2.0}
+# the template feature: 0 mma.sync tiles, 1 wgmma's (either), 2 the weight stream, 3 wgmma with the roles swapped
+TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0, STR: 2.0, SWP: 3.0}
 
 
 def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> float:
@@ -160,7 +160,7 @@ class ProbeModel:
     # ~7 at 85, the 128 x 256 tile's; split-K's work unit is a wgmma tile over K / split_k, plus its
     # partials written and summed, PARTIAL_BW bytes/s an SM's share of the memory bandwidth)
     ROOF = {"hgemm_dyn": (4e12, 48.0), "hgemm_wgmma": (7e12, 85.0), "hgemm_wgmma_splitk": (7e12, 85.0),
-            STR: (4e12, 48.0)}
+            STR: (4e12, 48.0), SWP: (7e12, 85.0)}
     PARTIAL_BW = 3.0e12 / 132
 
     def __init__(self, dw, device, template):
@@ -173,6 +173,9 @@ class ProbeModel:
     def _x(self, c: dict, family: str = "hgemm_dyn") -> list[float]:
         if family == STR:
             return [math.log2(c[k]) for k in ("rw", "wn", "wk", "mt", "kw", "stages", "split_k")] + [
+                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
+        if family == SWP:
+            return [math.log2(c[k]) for k in ("bw", "bt", "swizzle", "stages")] + [
                 math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
         if family in WG_FAMILIES:
             return [math.log2(c[k]) for k in ("bm", "bn", "consumers", "swizzle", "stages", "group")] + [

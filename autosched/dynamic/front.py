@@ -90,8 +90,10 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
     from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
+    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
     known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
-             "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate}
+             "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate,
+             "hgemm_wgmma_swap": HgemmWgmmaSwapDynTemplate}
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
         bad = [t for t in templates if t not in known]
@@ -102,6 +104,10 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             raise AutoschedError("hgemm_wgmma_splitk micro-kernels are switched off (AUTOSCHED_DYN_SPLIT_K=0 in the "
                                  "environment, or templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
                                  "AUTOSCHED_DYN_SPLIT_K=1 turns them on for one process")
+        if "hgemm_wgmma_swap" in templates and not swap_enabled():
+            raise AutoschedError("hgemm_wgmma_swap micro-kernels are switched off (AUTOSCHED_WGMMA_SWAP=0 in the "
+                                 "environment, or templates/hgemm_wgmma_swap.py SWAP_VERIFIED); "
+                                 "AUTOSCHED_WGMMA_SWAP=1 turns them on for one process")
         if "hgemm_stream" in templates and not dyn_stream_enabled():
             raise AutoschedError("hgemm_stream micro-kernels are switched off (AUTOSCHED_DYN_STREAM=0 in the environment, "
                                  "or templates/hgemm_stream.py DYN_STREAM_VERIFIED); AUTOSCHED_DYN_STREAM=1 "
@@ -113,7 +119,8 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and wgmma_in_auto()
             names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else []) + (
                 ["hgemm_wgmma_splitk"] if wg_ok and dyn_split_k_enabled() else []) + (
-                ["hgemm_stream"] if dyn_stream_enabled() and dw.layout == "nt" else [])
+                ["hgemm_stream"] if dyn_stream_enabled() and dw.layout == "nt" else []) + (
+                ["hgemm_wgmma_swap"] if wg_ok and swap_enabled() and dw.layout == "nt" else [])
         else:
             names = templates
         template = [known[n]() for n in names]

@@ -33,7 +33,7 @@ from concurrent.futures import as_completed
 import dataclasses
 from dataclasses import dataclass
 
-from autosched.dynamic.sketch import STR, WG_FAMILIES, tile_of
+from autosched.dynamic.sketch import STR, SWP, WG_FAMILIES, tile_of
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
 from autosched.templates.gemm_tiles import threads
@@ -84,6 +84,12 @@ class MicroKernel:
                    d.get("error", ""), d.get("row_us"), d.get("family", "hgemm_dyn"))
 
 
+def swap_registers(config: dict) -> int:
+    """Registers a thread of an hgemm_wgmma_swap block holds, estimated: its accumulators + ~64 (ptxas,
+    2026-11-27: 30 at 64 x 8, 147 at 64 x 128, 216 at 128 x 128)."""
+    return min(255, (config["bw"] // 64) * config["bt"] // 2 + 64)
+
+
 def wgmma_registers(config: dict) -> int:
     """Registers a thread of an hgemm_wgmma block holds at entry, estimated: two consumers take 232
     by setmaxnreg, the block enters at 65536 / 384 = 168; one consumer: its accumulators + ~64."""
@@ -119,6 +125,12 @@ def compile_report(template, config: dict, workload, device, builder=None, built
         smem = stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
         regs, spills, smem, source = _ptxas(built, min(255, stream_regs(c["rw"], c["mt"])), 0, smem)
         return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
+    if template.family == SWP:         # persistent, one CTA an SM, as hgemm_wgmma
+        from autosched.templates.hgemm_wgmma_swap import THREADS
+        t, smem = THREADS, template.smem(c)
+        regs, spills, smem, source = _ptxas(built, swap_registers(c), 0, smem)
+        fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
+        return CompileReport(t, regs, smem, spills, int(fits), source)
     if template.family in WG_FAMILIES:
         from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
         t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])

@@ -298,10 +298,79 @@ def stream_describe(config: dict) -> str:
             f"st{c['stages']} split{c['split_k']} unroll {stream_unroll(c)}")
 
 
+# -- hgemm_wgmma_swap micro-kernels -------------------------------------------------------------------
+# The swapped-roles wgmma kernel for few rows (templates/hgemm_wgmma_swap.py, behind swap_enabled):
+#
+#     N (weight rows):  tiles (persistent loop) | one consumer warpgroup | mw: m64 blocks (BW = 64 mw)
+#     M (tokens):       tiles                   | one wgmma of N = BT
+#     K:                slots (K / BK)          | k16 steps of a slot: swizzle / 32
+#
+# Its threads are fixed (a producer and one consumer warpgroup), so `sample_swap` draws (BW, BT) jointly
+# under the accumulator budget (mw x BT / 2 <= 128) and the largest extents, then the swizzle and the
+# ring depth; the unroll (wgmma per slot: mw x BK / 16) is derived, never drawn.
+SWP = "hgemm_wgmma_swap"
+
+
+def swap_unroll(config: dict) -> int:
+    return (config["bw"] // 64) * (config["swizzle"] // 32)
+
+
+def _swap_inner(space: Space, extents) -> list[tuple[int, int]]:
+    m_max, n = extents
+    cap_t, cap_w = max(8, -(-m_max // 8) * 8), max(64, -(-n // 64) * 64)
+    return [(bw, bt) for bw in space.knob("bw").values for bt in space.knob("bt").values
+            if (bw // 64) * bt // 2 <= 128 and bt <= cap_t and bw <= cap_w]
+
+
+def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_wgmma_swap micro-kernel of HgemmWgmmaSwapDynTemplate's space, drawn jointly for the
+    largest extents (M_max, N): ConfigError if none is found."""
+    inner = _swap_inner(space, extents)
+    for _ in range(max_tries if inner else 0):
+        bw, bt = rng.choice(inner)
+        cfg = {"bw": bw, "bt": bt, "swizzle": rng.choice(space.knob("swizzle").values),
+               "stages": rng.choice(space.knob("stages").values)}
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no hgemm_wgmma_swap micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                max_tries: int = 50) -> dict | None:
+    """A neighbour (the threads are the template's): BT moved to a neighbouring wgmma N or resampled, BW
+    flipped, or the swizzle or the ring depth changed."""
+    inner = set(_swap_inner(space, extents))
+    bts = list(space.knob("bt").values)
+    for _ in range(max_tries):
+        c = dict(config)
+        move = rng.random()
+        if move < 0.35:
+            i = bts.index(c["bt"]) + rng.choice((-1, 1))
+            if 0 <= i < len(bts):
+                c["bt"] = bts[i]
+        elif move < 0.5:
+            c["bt"] = rng.choice(bts)
+        elif move < 0.65:
+            c["bw"] = 192 - c["bw"]
+        else:
+            knob = rng.choice(("swizzle", "stages"))
+            c[knob] = rng.choice(space.knob(knob).values)
+        if c != config and (c["bw"], c["bt"]) in inner and space.contains(c):
+            return c
+    return None
+
+
+def swap_describe(config: dict) -> str:
+    c = config
+    return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} unroll {swap_unroll(c)}"
+
+
 def tile_of(family: str, config: dict) -> tuple[int, int]:
     """(rows of the output, columns) one tile (a CTA, or a persistent loop's step) covers."""
     if family == STR:
         return config["mt"], 16 * config["rw"] * config["wn"]
+    if family == SWP:
+        return config["bt"], config["bw"]
     return config["bm"], config["bn"]
 
 
@@ -315,6 +384,8 @@ def sample_any(spaces: dict, extents: tuple[int, int], rng: random.Random, local
         return fam, sample_wgmma(spaces[fam], extents, rng)
     if fam == STR:
         return fam, sample_stream(spaces[fam], extents, rng)
+    if fam == SWP:
+        return fam, sample_swap(spaces[fam], extents, rng)
     return fam, sample(spaces[fam], extents, rng, local_pad=local_pad)
 
 
@@ -323,6 +394,8 @@ def mutate_any(spaces: dict, family: str, config: dict, rng: random.Random, exte
         return mutate_wgmma(spaces[family], config, rng, extents)
     if family == STR:
         return mutate_stream(spaces[family], config, rng, extents)
+    if family == SWP:
+        return mutate_swap(spaces[family], config, rng, extents)
     return mutate(spaces[family], config, rng, extents)
 
 
@@ -331,6 +404,8 @@ def threads_of(family: str, config: dict) -> int:
         return 128 * (config["consumers"] + 1)
     if family == STR:
         return 32 * config["wn"] * config["wk"]
+    if family == SWP:
+        return 256
     from autosched.templates.gemm_tiles import threads
     return threads(config["bm"], config["bn"], config["wm"], config["wn"])
 
@@ -338,12 +413,16 @@ def threads_of(family: str, config: dict) -> int:
 def unroll_of(family: str, config: dict) -> int:
     if family == STR:
         return stream_unroll(config)
+    if family == SWP:
+        return swap_unroll(config)
     return wgmma_unroll(config) if family in WG_FAMILIES else unroll(config)
 
 
 def describe_any(family: str, config: dict) -> str:
     if family == STR:
         return stream_describe(config)
+    if family == SWP:
+        return swap_describe(config)
     return wgmma_describe(config) if family in WG_FAMILIES else describe(config)
 
 
@@ -360,6 +439,9 @@ def _measured_seeds(family: str) -> list[tuple[int, int, dict]] | None:
     if family == WGS:
         from autosched.templates.hgemm_wgmma_splitk import SPLIT_K_SEEDS
         return list(SPLIT_K_SEEDS)
+    if family == SWP:
+        from autosched.templates.hgemm_wgmma_swap import SWAP_SEEDS
+        return list(SWAP_SEEDS)
     return None
 
 

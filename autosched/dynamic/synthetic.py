@@ -146,13 +146,33 @@ def modelled_stream_us(config: dict, M: int, N: int, K: int, device) -> float:
     return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "str")
 
 
-MODELLED = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream")
+SM_L2_BYTES_S = 1.1e11       # what one SM's loads draw from L2: ~64 bytes a clock at 1.7 GHz
+
+
+def modelled_swap_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma_swap, persistent: ceil(tiles / #SMs) rounds of one tile an SM, tiles BT tokens x BW
+    weight rows; a tile's time the slower of its wgmma work (at the efficiency of `modelled_wgmma_us`,
+    one consumer) and its (BW + BT) x K operands at an SM's rate from L2 (the token tiles of one W tile
+    run side by side, so W comes from DRAM about once), so narrow token tiles make many CTAs that each
+    read little; the memory floor, launch and noise.  MODELLED, not measured."""
+    c = config
+    bt, bw = c["bt"], c["bw"]
+    tiles = -(-M // bt) * -(-N // bw)
+    eff = wgmma_efficiency({"bm": bw, "bn": bt, "consumers": 1, "stages": c["stages"], "swizzle": c["swizzle"]})
+    tile_us = max(2.0 * bw * bt * K / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6,
+                  (bw + bt) * K * 2 / SM_L2_BYTES_S * 1e6)
+    us = -(-tiles // device.sm_count) * tile_us
+    floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
+    return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "swap")
+
+
+MODELLED = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap")
 
 
 class SyntheticRunner(Runner):
-    """Answers hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk and hgemm_stream specs from `modelled_us`,
-    `modelled_wgmma_us`, `modelled_wgmma_splitk_us` and `modelled_stream_us` (any M, N, K): a test
-    double of GpuRunner."""
+    """Answers hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk, hgemm_stream and hgemm_wgmma_swap specs from
+    `modelled_us`, `modelled_wgmma_us`, `modelled_wgmma_splitk_us`, `modelled_stream_us` and
+    `modelled_swap_us` (any M, N, K): a test double of GpuRunner."""
 
     name = "synthetic"
     needs_binary = False
@@ -180,6 +200,11 @@ class SyntheticRunner(Runner):
             model = modelled_wgmma_splitk_us if spec.family == "hgemm_wgmma_splitk" else modelled_wgmma_us
             us = model(cfg, args["M"], args["N"], args["K"], self._device)
             return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=wgmma_registers(cfg),
+                               smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
+        if spec.family == "hgemm_wgmma_swap":
+            from autosched.dynamic.measurer import swap_registers
+            us = modelled_swap_us(cfg, args["M"], args["N"], args["K"], self._device)
+            return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=swap_registers(cfg),
                                smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
         if spec.family == "hgemm_stream":
             from autosched.templates.hgemm_stream import registers_needed as stream_regs

@@ -26,6 +26,11 @@ Backends (`backend=`):
     bf16, the same counters-then-partials workspace) while templates/hgemm_stream.py's dynamic switch
     is on (DYN_STREAM_VERIFIED, on since its GPU stage passed on an H100 on 2026-11-26;
     AUTOSCHED_DYN_STREAM=0 turns it off); off, such an artifact is not served.
+  * The wgmma backend serves a result's hgemm_wgmma_swap micro-kernels (the roles swapped for few rows:
+    the weight's rows on wgmma's M side, the tokens on its N side; TMA maps of X, W and Y as
+    hgemm_wgmma's, with its own boxes) while templates/hgemm_wgmma_swap.py's switch is on
+    (SWAP_VERIFIED, off until its GPU stage has passed; AUTOSCHED_WGMMA_SWAP=1); off, such an artifact
+    is not served.
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);
@@ -70,14 +75,16 @@ from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTem
 from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, bn_of, dyn_stream_enabled
 from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate, counter_bytes, dyn_split_k_enabled,
                                                     dynamic_workspace)
+from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
 # H100 (2026-11-23): the 45 prefill-wgmma GPU tests pass, and the 7B prefill of 2048 tokens takes 94.3 ms
 # on wgmma against 171.9 ms on mma.  The environment variable overrides it for one process (=0: mma).
 WGMMA_IN_AUTO = True
 BACKENDS = ("auto", "wgmma", "mma")
-DYN, WG, WGS, STR = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream"
+DYN, WG, WGS, STR, SWP = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap"
 WORKSPACE_FAMILIES = (WGS, STR)     # kernels that take a workspace of tile counters and FP32 partials
+TMA_FAMILIES = (WG, WGS, SWP)       # kernels that take TMA maps of X, W and Y and walk a persistent grid
 
 
 def wgmma_in_auto() -> bool:
@@ -244,20 +251,24 @@ class HgemmDispatch:
         self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
         self.backend = resolve_backend(backend, N, K, dtype, device)
         self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate(), WGS: HgemmWgmmaSplitKDynTemplate(),
-                          STR: HgemmStreamDynTemplate()}
+                          STR: HgemmStreamDynTemplate(), SWP: HgemmWgmmaSwapDynTemplate()}
         self.template = self.templates[self.backend]
         if result is None and db_path is not None:
             result = find_dynamic_result(db_path, N, K, device.key, dtype)
         if result is not None and (result.workload.N, result.workload.K) != (N, K):
             raise ValueError(f"a dynamic result for {result.workload.shape_str} cannot serve {N}x{K}")
         self.note = ""
-        if result is not None and self.backend == DYN and any(k.family in (WG, WGS) for k in result.kernels):
+        if result is not None and self.backend == DYN and any(k.family in TMA_FAMILIES for k in result.kernels):
             self.note = (f"the dynamic artifact holds {WG} micro-kernels, which backend mma does not launch: "
                          "its ladder serves every M")
             result = None
         if result is not None and any(k.family == WGS for k in result.kernels) and not dyn_split_k_enabled():
             self.note = (f"the dynamic artifact holds {WGS} micro-kernels, and their switch is "
                          "off (AUTOSCHED_DYN_SPLIT_K=0 or DYN_SPLIT_K_VERIFIED; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
+            result = None
+        if result is not None and any(k.family == SWP for k in result.kernels) and not swap_enabled():
+            self.note = (f"the dynamic artifact holds {SWP} micro-kernels, and their switch is off "
+                         "(AUTOSCHED_WGMMA_SWAP=0 or SWAP_VERIFIED; AUTOSCHED_WGMMA_SWAP=1 serves them): its ladder serves every M")
             result = None
         if result is not None and any(k.family == STR for k in result.kernels) and not dyn_stream_enabled():
             self.note = (f"the dynamic artifact holds {STR} micro-kernels, and their switch is "
@@ -319,8 +330,8 @@ class HgemmDispatch:
         return self.configs[self.index(M)]
 
     def family(self, M: int) -> str:
-        """hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk or hgemm_stream: the template of the kernel that
-        serves M."""
+        """hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk, hgemm_stream or hgemm_wgmma_swap: the template of
+        the kernel that serves M."""
         return self.families[self.index(M)]
 
     def source(self, M: int) -> str:
@@ -333,8 +344,9 @@ class HgemmDispatch:
 
     def _grid(self, i: int, M: int) -> tuple[int, int, int]:
         c = self.configs[i]
-        if self.families[i] in (WG, WGS):      # persistent over work units: a CTA per SM at most
-            units = -(-M // c["bm"]) * -(-self.N // c["bn"]) * c.get("split_k", 1)
+        if self.families[i] in TMA_FAMILIES:     # persistent over work units: a CTA per SM at most
+            bm, bn = self._tile(i)
+            units = -(-M // bm) * -(-self.N // bn) * c.get("split_k", 1)
             return (min(units, self.device.sm_count), 1, 1)
         if self.families[i] == STR:         # N blocks of W rows, K slices, M blocks of A rows
             bm, bn = self._tile(i)
@@ -388,7 +400,7 @@ class HgemmDispatch:
         self._kernels = [LoadedKernel(s, builder) for s in specs]
 
     def _map_params(self, i: int, which: int, M: int) -> dict:
-        return self.templates[WG].tensormaps(self.workload(M), self.configs[i])[which].params()
+        return self.templates[self.families[i]].tensormaps(self.workload(M), self.configs[i])[which].params()
 
     def __call__(self, stream, x, w, y, M: int) -> None:
         """y (M, N) = x (M, K) . w (N, K)^T: device pointers (or tensors), row-major."""
@@ -398,7 +410,7 @@ class HgemmDispatch:
         i = self.index(M)
         fam = self.families[i]
         grid = self._grid(i, M)
-        if fam in (WG, WGS):
+        if fam in TMA_FAMILIES:
             xa, wa, ya = int(ptr(x)), int(ptr(w)), int(ptr(y))
             tm = self.tensormaps
             # keys: what each map encodes beyond the kernel i (its boxes): the address and the rows
@@ -423,6 +435,8 @@ class HgemmDispatch:
 def _short(family: str, c: dict) -> str:
     if family == STR:
         return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
+    if family == SWP:
+        return f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']}"
     if family in (WG, WGS):
         split = f" split{c['split_k']}" if family == WGS else ""
         return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}{split}"

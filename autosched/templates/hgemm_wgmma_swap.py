@@ -11,6 +11,9 @@ and BF16, on sm_90.  Knobs: `bw` (weight rows a tile, 64 or 128: one consumer wa
 blocks), `bt` (tokens a tile: the wgmma N), the swizzle and the ring depth; no raster group (the
 token tiles of one weight tile are walked first, side by side).
 
+As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
+search and ops.HgemmDispatch's serving under the same switch.
+
 Gated by SWAP_VERIFIED: off until its GPU stage has passed (tests vs float64, memcheck and racecheck
 of its corners, `scripts/gpu_check.sh swap`).
 """
@@ -31,6 +34,16 @@ SWAP_VERIFIED = False
 THREADS = 256           # a producer warpgroup and one consumer
 BW_VALUES = (64, 128)
 BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
+
+
+# (first M, last M, config): where DietCode's search starts with this template, the token tiles cuBLAS's
+# own kernels of this layout use at BERT's shapes on the H100 (8 at M <= 48, 24 at 80-160, 40-80 at
+# 3072 x 768; checks/cublas-kernels-2026-11-27.json), a 64-row weight tile, 128B swizzle, deep rings.
+# Not measured as ours yet.
+SWAP_SEEDS = ((1, 64, {"bw": 64, "bt": 8, "swizzle": 128, "stages": 12}),
+              (33, 192, {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12}),
+              (65, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 10}),
+              (129, 512, {"bw": 64, "bt": 64, "swizzle": 128, "stages": 8}))
 
 
 def swap_enabled() -> bool:
@@ -140,3 +153,10 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
         tiles = tiles_of(M, N, c["bw"], c["bt"])
         return {"tiles": tiles, "waves": tiles / device.sm_count, "smem_bytes": self.smem(c),
                 **tile_use(M, N, c["bt"], c["bw"])}
+
+
+class HgemmWgmmaSwapDynTemplate(HgemmWgmmaSwapTemplate):
+    """hgemm_wgmma_swap as a dynamic-M micro-kernel (autosched.dynamic, ops.HgemmDispatch): the same
+    kernel and family, whose space reads no M (the token tile's bound by M is the cost model's
+    business): one binary serves every M, its X and C tensor maps encoded per M at the call."""
+    dynamic_m = True

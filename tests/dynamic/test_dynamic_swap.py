@@ -1,0 +1,183 @@
+"""hgemm_wgmma_swap as a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate), on the CPU: the space reads
+no M, one binary serves every M, sketches and mutations stay in the space with BW x BT within the
+accumulators, probes hold exactly their grid of tiles, the tuner (synthetic runner: MODELLED times)
+seeds it, the dispatcher serves it (its grid, its own tensor maps per M) only with its switch on and
+only on the wgmma backend, and the .cu export refuses it.  Nothing here needs a GPU."""
+
+import random
+
+import pytest
+
+from autosched.api import AutoschedError
+from autosched.build import BuildCache, Builder
+from autosched.dynamic import sketch
+from autosched.dynamic.cost_model import work_units
+from autosched.dynamic.export import export_cu
+from autosched.dynamic.front import tune_dynamic as front_tune
+from autosched.dynamic.measurer import compile_report, probe_workloads
+from autosched.dynamic.synthetic import SyntheticRunner, modelled_swap_us, modelled_wgmma_us
+from autosched.dynamic.tune import tune_dynamic
+from autosched.dynamic.workload import DynamicWorkload
+from autosched.ops.hgemm import HgemmDispatch
+from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+from autosched.templates.hgemm_wgmma_swap import (SWAP_SEEDS, THREADS, HgemmWgmmaSwapDynTemplate,
+                                                  HgemmWgmmaSwapTemplate, swap_enabled)
+from autosched.workloads import Hgemm
+from fake_dispatch import load_fakes
+
+SWP = "hgemm_wgmma_swap"
+
+
+@pytest.fixture(scope="module")
+def dw():
+    return DynamicWorkload.parse("hgemm", "Mx768x768_bt", (16, 2048), step=16)
+
+
+@pytest.fixture(scope="module")
+def t():
+    return HgemmWgmmaSwapDynTemplate()
+
+
+@pytest.fixture
+def on(monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "1")
+
+
+@pytest.fixture
+def off(monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
+
+
+def test_switch_is_off_until_its_gpu_stage(monkeypatch):
+    monkeypatch.delenv("AUTOSCHED_WGMMA_SWAP", raising=False)
+    assert not swap_enabled()
+
+
+def test_the_space_reads_no_m(t, h100):
+    few, many = Hgemm.from_shape("16x768x768_bt"), Hgemm.from_shape("2048x768x768_bt")
+    assert t.space(few, h100).enumerate() == t.space(many, h100).enumerate()
+    # the static template keeps no token tile wider than M needs
+    assert len(HgemmWgmmaSwapTemplate().space(few, h100).enumerate()) < len(t.space(few, h100).enumerate())
+
+
+def test_one_binary_serves_every_m(t, h100):
+    cfg = dict(SWAP_SEEDS[1][2])
+    a, b = (t.render(Hgemm.from_shape(s), cfg, h100) for s in ("7x768x768_bt", "2000x768x768_bt"))
+    assert a.name_expression == b.name_expression and a.source == b.source
+    assert a.grid == (12, 1, 1) and b.grid == (h100.sm_count, 1, 1)     # persistent: a CTA an SM at most
+    assert dict(a.args[0].layout_params)["dims"] == (768, 7) and dict(b.args[2].layout_params)["dims"] == (768, 2000)
+
+
+def test_sketches_and_mutations_stay_in_the_space(t, h100, dw):
+    space = t.space(dw.largest, h100)
+    rng = random.Random(0)
+    drawn = [sketch.sample_swap(space, (dw.hi, dw.N), rng) for _ in range(200)]
+    assert all(space.contains(c) for c in drawn) and len({tuple(sorted(c.items())) for c in drawn}) > 80
+    assert all((c["bw"] // 64) * c["bt"] // 2 <= 128 for c in drawn)
+    # a range of few rows draws no token tile wider than its largest M
+    assert all(c["bt"] <= 32 for c in (sketch.sample_swap(space, (30, dw.N), rng) for _ in range(50)))
+    for c in drawn[:60]:
+        m = sketch.mutate_swap(space, c, rng, (dw.hi, dw.N))
+        if m is not None:
+            assert space.contains(m) and m != c
+        assert sketch.unroll_of(SWP, c) == (c["bw"] // 64) * c["swizzle"] // 32
+        assert sketch.threads_of(SWP, c) == THREADS
+        assert sketch.tile_of(SWP, c) == (c["bt"], c["bw"])
+        assert sketch.describe_any(SWP, c).startswith("swap ")
+    fam, cfg = sketch.sample_any({SWP: space}, (dw.hi, dw.N), rng)
+    assert fam == SWP and space.contains(cfg)
+
+
+def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_path):
+    rng = random.Random(1)
+    space = t.space(dw.largest, h100)
+    cfgs = [sketch.sample_swap(space, (dw.hi, dw.N), rng) for _ in range(3)] + [c for *_, c in SWAP_SEEDS]
+    with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
+        for c in cfgs:
+            est = compile_report(t, c, dw.largest, h100)
+            rep = compile_report(t, c, dw.largest, h100, b)
+            assert est.source == "estimate" and rep.source == "ptxas" and rep.threads == THREADS
+            assert rep.blocks_per_sm == 1 and rep.spills == 0
+            for g, w in probe_workloads(c, rep, dw, h100, SWP).items():
+                assert work_units(c, w.M, w.N, SWP) == g
+                assert t.render(w, c, h100).grid == (g, 1, 1)
+
+
+def test_the_synthetic_model_favours_it_at_few_rows_only(h100):
+    swap = {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12}
+    wg = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1}
+    assert modelled_swap_us(swap, 112, 768, 3072, h100) < modelled_wgmma_us(wg, 112, 768, 3072, h100)
+    big = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
+    assert modelled_swap_us(swap, 4096, 4096, 4096, h100) > 2 * modelled_wgmma_us(big, 4096, 4096, 4096, h100)
+
+
+@pytest.fixture(scope="module")
+def mixed(h100, dw):
+    return tune_dynamic(dw, [HgemmWgmmaDynTemplate(), HgemmWgmmaSwapDynTemplate()], SyntheticRunner(h100), None,
+                        rounds=2, per_round=10, seed=3)
+
+
+def test_the_tuner_seeds_it_and_verifies_what_it_picks(mixed, dw):
+    seeds = [s for s in SWAP_SEEDS if s[0] <= dw.hi and s[1] >= dw.lo]
+    assert any(h["by_family"].get(SWP, 0) >= len(seeds) for h in mixed.history)
+    assert all(v["status"] == "ok" for v in mixed.verification)
+    assert {mixed.dispatcher.family(M) for M in range(16, 2049, 16)} <= {SWP, "hgemm_wgmma"}
+
+
+def _with_swap(dw):
+    from autosched.dynamic.handmade import handmade_result
+    wg = {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 5, "group": 8}
+    return handmade_result(dw, [(SWP, dict(SWAP_SEEDS[0][2])), (SWP, dict(SWAP_SEEDS[1][2])),
+                                ("hgemm_wgmma", wg)], [48, 192], "H100|x", runner="gpu")
+
+
+def test_the_dispatcher_serves_swap_kernels_their_grid_and_maps(h100, dw, monkeypatch, on):
+    g = HgemmDispatch(768, 768, h100, result=_with_swap(dw), backend="wgmma")
+    assert [g.family(M) for M in (16, 48, 64, 192, 208)] == [SWP, SWP, SWP, SWP, "hgemm_wgmma"]
+    seen = []
+    load_fakes(g, monkeypatch, lambda p, a: (seen.append((a, p["dims"], p["box"])) or bytes(128)))
+    for M in (16, 48, 112, 192):
+        g(3, 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, M)
+        i = g.index(M)
+        c = g.configs[i]
+        grid, args = g._kernels[i].calls[-1]
+        assert grid == (min(-(-M // c["bt"]) * (768 // c["bw"]), h100.sm_count), 1, 1) == g.grid(M)
+        assert [int(a) for a in args[3:]] == [M, 768, 768]
+    # X in (BK, BT) boxes over (K, M), W in (BK, BW) over (K, N), Y in (64, BT) over (N, M): the swap's own
+    c = g.configs[g.index(112)]
+    assert (0x7F0000000000, (768, 112), (64, c["bt"])) in seen
+    assert (0x7F1000000000, (768, 768), (64, c["bw"])) in seen
+    assert (0x7F2000000000, (768, 112), (64, c["bt"])) in seen
+    from autosched.ops.hgemm import _short
+    assert _short(g.families[0], g.configs[0]) == "swap 8x64 sw128 st12"
+
+
+def test_switch_off_the_artifact_is_not_served(h100, dw, off):
+    g = HgemmDispatch(768, 768, h100, result=_with_swap(dw), backend="wgmma")
+    assert SWP not in g.families and all(g.source(m) == "default" for m in (16, 64, 2048))
+    assert "AUTOSCHED_WGMMA_SWAP=1" in g.describe()
+
+
+def test_the_mma_backend_does_not_serve_it(h100, dw, on):
+    g = HgemmDispatch(768, 768, h100, result=_with_swap(dw), backend="mma")
+    assert SWP not in g.families and "backend mma does not launch" in g.describe()
+
+
+def test_export_refuses_it_saying_why(h100, dw, tmp_path):
+    with pytest.raises(ValueError, match="hgemm_wgmma_swap"):
+        export_cu(_with_swap(dw), tmp_path / "x.cu", h100)
+
+
+def test_the_front_takes_it_by_name_only_with_the_switch_on(tmp_path, off):
+    dw = DynamicWorkload.parse("hgemm", "Mx256x256_bt", (1, 64))
+    with pytest.raises(AutoschedError, match="AUTOSCHED_WGMMA_SWAP=1"):
+        front_tune(dw, runner="synthetic", db=str(tmp_path / "a.db"), templates=["hgemm_wgmma_swap"])
+
+
+def test_the_bench_runs_the_family_only_when_on(monkeypatch, h100):
+    from autosched.benchmarks.dynamic import micro_kernel_templates
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
+    assert SWP not in [t.family for t in micro_kernel_templates(h100)]
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "1")
+    assert SWP in [t.family for t in micro_kernel_templates(h100)]
+    assert SWP not in [t.family for t in micro_kernel_templates(h100, wgmma=False)]
