@@ -36,7 +36,8 @@
 #                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
 #                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
 #   bash scripts/gpu_check.sh swap       # hgemm_wgmma_swap, the operands' roles swapped for few rows (switch on
-#                                        # for the stage): GPU tests vs float64, memcheck + racecheck of its
+#                                        # for the stage): GPU tests vs float64 (static, and served for a dynamic
+#                                        # M by ops.HgemmDispatch), memcheck + racecheck of its
 #                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and few-row
 #                                        # Llama shapes (swap_sweep.py)
 #   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
@@ -248,8 +249,8 @@ sched)
 swap)
   export AUTOSCHED_WGMMA_SWAP=1
   stage "pytest hgemm_wgmma_swap"
-  timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_swap_gpu.py 2>&1 \
-    | tee "$OUT/pytest-swap.log" | tail -15
+  timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_swap_gpu.py \
+    tests/gpu/test_dynamic_swap_gpu.py 2>&1 | tee "$OUT/pytest-swap.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
   # the registry's picks: the smallest tile (BT 8, 32B swizzle, 2 slots), the most shared memory, two m64
   # blocks at the widest BT, a 64B-swizzled ring ending off the staging's 1024-byte boundary; 5 rows (one
