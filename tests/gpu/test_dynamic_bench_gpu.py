@@ -18,7 +18,9 @@ def test_cublas_pair_times_the_dispatched_kernel_beside_cublas(tmp_path, wgmma_g
         res = h.tune_dynamic(dw)
         for M in (48, 112, 240):
             p = h.cublas_pair(dw, res, M)
-            assert set(p) == {"vs_cublas", "vs_cublas_range", "cublas_us", "ours_us", "rounds", "cublas_kernels"}
+            assert set(p) == {"vs_cublas", "vs_cublas_range", "cublas_us", "ours_us", "rounds", "series",
+                              "cublas_kernels"}
+            assert set(p["series"]) == {"ours_us", "cublas_us"} and min(p["series"].values()) > 0
             assert p["cublas_kernels"] and all(isinstance(k, str) for k in p["cublas_kernels"])
             lo, hi = p["vs_cublas_range"]
             assert 0 < lo <= p["vs_cublas"] <= hi and p["rounds"] == 3
