@@ -250,7 +250,8 @@ swap)
   export AUTOSCHED_WGMMA_SWAP=1
   stage "pytest hgemm_wgmma_swap"
   timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_swap_gpu.py \
-    tests/gpu/test_dynamic_swap_gpu.py 2>&1 | tee "$OUT/pytest-swap.log" | tail -15
+    tests/gpu/test_dynamic_swap_gpu.py tests/gpu/test_timer_gpu.py tests/gpu/test_dynamic_bench_gpu.py 2>&1 \
+    | tee "$OUT/pytest-swap.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
   # the registry's picks: the smallest tile (BT 8, 32B swizzle, 2 slots), the most shared memory, two m64
   # blocks at the widest BT, a 64B-swizzled ring ending off the staging's 1024-byte boundary; 5 rows (one

@@ -323,7 +323,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
                       "cublas_us": float(np.median(timer.time(lambda: torch.matmul(a, b, out=cout))))}
             return {"vs_cublas": p["pct_of_cublas"] / 100.0, "vs_cublas_range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
                     "cublas_us": float(np.median(p["cublas_us"])), "ours_us": float(np.median(p["us"])),
-                    "rounds": p["rounds"], "series": series,
+                    "rounds": p["rounds"], "series": series, "host_late": p["host_late"],
                     "cublas_kernels": _kernel_names(lambda: torch.matmul(a, b, out=cout))}
         finally:
             timer.close()

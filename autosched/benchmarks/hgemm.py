@@ -391,16 +391,17 @@ def paired_ratio(timer, ours, theirs, rounds: int = PAIRED_ROUNDS) -> dict:
     cancels out of), with the spread of the ratios.  (Until 2026-11-27 a round timed the two as two
     series one after the other: at 8192^3 the clock moved between them, and the ratios of one run
     spread over 89-120%.)"""
-    pcts, us_ours, us_theirs = [], [], []
+    pcts, us_ours, us_theirs, late = [], [], [], []
     for _ in range(rounds):
         ta, tb = timer.time_alternating(ours, theirs)
         a, b = float(np.median(ta)), float(np.median(tb))
         us_ours.append(a)
         us_theirs.append(b)
         pcts.append(100.0 * b / a)
+        late.append(list(getattr(timer, "host_late", [])))
     pcts_sorted = sorted(pcts)
     return {"pct_of_cublas": pcts_sorted[len(pcts) // 2], "pct_min": pcts_sorted[0], "pct_max": pcts_sorted[-1],
-            "rounds": rounds, "us": us_ours, "cublas_us": us_theirs}
+            "rounds": rounds, "us": us_ours, "cublas_us": us_theirs, "host_late": late}
 
 
 def _launchable(spec, binary, inputs, out, on_device):

@@ -40,6 +40,8 @@ class Timer:
         self.flush_buf = device.allocate(protocol.flush_bytes, stream=stream)
         self._evopt = EventOptions(timing_enabled=True)
         self._flush_value = 0
+        # of the last series, per enqueue: the timed runs the GPU reached before they were wholly enqueued
+        self.host_late: list[int] = []
 
     def flush(self) -> None:
         from cuda.bindings import driver
@@ -62,30 +64,47 @@ class Timer:
 
     def _series(self, enqueues, repeat: int | None, warmup: int | None, flush: bool) -> list[list[float]]:
         """A list of microseconds per enqueue: `warmup` untimed rounds, then `repeat` rounds, each
-        timing every enqueue in turn between two events (after a flush, where `flush`)."""
+        timing every enqueue in turn between two events (after a flush, where `flush`).
+
+        The events time what the GPU did between them, which is the enqueued work only while the host
+        stays ahead of the GPU.  Where the GPU has already passed the start event when the work has
+        just been enqueued behind it, it may have waited for the host in between (a thread holding the
+        GIL beside the loop made every run 15.5 ms on an H100, 2026-11-27): such runs are counted in
+        host_late (per enqueue), an upper bound, since the GPU may have reached the event only after
+        the enqueue returned."""
         repeat = self.protocol.repeat if repeat is None else repeat
         warmup = self.protocol.warmup if warmup is None else warmup
         for _ in range(warmup):
             for enqueue in enqueues:
                 enqueue()
         events = [[] for _ in enqueues]
+        late = [0] * len(enqueues)
         for _ in range(repeat):
-            for enqueue, out in zip(enqueues, events):
+            for j, (enqueue, out) in enumerate(zip(enqueues, events)):
                 if flush:
                     self.flush()
                 start = self.stream.record(options=self._evopt)
                 enqueue()
+                late[j] += _reached(start)
                 end = self.stream.record(options=self._evopt)
                 out.append((start, end))
         self.stream.sync()
+        self.host_late = late
         return [[float(e - s) * 1000.0 for s, e in pairs] for pairs in events]
 
     def summary(self, enqueue: Callable[[], None], **kw) -> dict:
         times = self.time(enqueue, **kw)
-        return {**summarize(times), "times_us": times}
+        return {**summarize(times), "times_us": times, "host_late": self.host_late[0]}
 
     def close(self) -> None:
         self.flush_buf.close()
+
+
+def _reached(event) -> bool:
+    """Whether the GPU has passed `event` (cuEventQuery through cuda.core's Event.is_done; a property
+    in cuda.core 1.x, called where a version makes it a method, False where it has none)."""
+    done = getattr(event, "is_done", False)
+    return bool(done() if callable(done) else done)
 
 
 def time_runs(run: Callable[[], None], runs: int, launches: int) -> float:
