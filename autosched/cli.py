@@ -603,7 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--templates", default=None, metavar="hgemm_dyn,hgemm_wgmma",
                    help="micro-kernel templates sampled (default: hgemm_dyn, with hgemm_wgmma on an sm_90 GPU, "
                    "and hgemm_wgmma_splitk beside it unless AUTOSCHED_DYN_SPLIT_K=0, and hgemm_stream (layout nt) "
-                   "unless AUTOSCHED_DYN_STREAM=0, and hgemm_wgmma_swap (layout nt, sm_90) with AUTOSCHED_WGMMA_SWAP=1; "
+                   "unless AUTOSCHED_DYN_STREAM=0, and hgemm_wgmma_swap (layout nt, sm_90) with AUTOSCHED_WGMMA_SWAP=1, and "
+                   "hgemm_wgmma_sched (sm_90) with AUTOSCHED_DYN_SCHED=1; "
                    "with --export hgemm_dyn only, since a result with other kernels has no .cu export)")
     s.set_defaults(fn=cmd_tune_dynamic)
 

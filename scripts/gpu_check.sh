@@ -37,7 +37,8 @@
 #                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
 #   bash scripts/gpu_check.sh swap       # hgemm_wgmma_swap, the operands' roles swapped for few rows (switch on
 #                                        # for the stage): GPU tests vs float64 (static, and served for a dynamic
-#                                        # M by ops.HgemmDispatch), memcheck + racecheck of its
+#                                        # M by ops.HgemmDispatch; hgemm_wgmma_sched served so too, and the
+#                                        # Timer's host_late count), memcheck + racecheck of its
 #                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and few-row
 #                                        # Llama shapes (swap_sweep.py)
 #   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
@@ -250,7 +251,8 @@ swap)
   export AUTOSCHED_WGMMA_SWAP=1
   stage "pytest hgemm_wgmma_swap"
   timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_swap_gpu.py \
-    tests/gpu/test_dynamic_swap_gpu.py tests/gpu/test_timer_gpu.py tests/gpu/test_dynamic_bench_gpu.py 2>&1 \
+    tests/gpu/test_dynamic_swap_gpu.py tests/gpu/test_dynamic_sched_gpu.py tests/gpu/test_timer_gpu.py \
+    tests/gpu/test_dynamic_bench_gpu.py 2>&1 \
     | tee "$OUT/pytest-swap.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
   # the registry's picks: the smallest tile (BT 8, 32B swizzle, 2 slots), the most shared memory, two m64

@@ -187,11 +187,13 @@ def micro_kernel_templates(device, wgmma: bool = True) -> list:
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
     from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
+    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
     from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
     cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else []) + (
         [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else []) + (
         [HgemmStreamDynTemplate()] if dyn_stream_enabled() else []) + (
-        [HgemmWgmmaSwapDynTemplate()] if wgmma and swap_enabled() else [])
+        [HgemmWgmmaSwapDynTemplate()] if wgmma and swap_enabled() else []) + (
+        [HgemmWgmmaSchedDynTemplate()] if wgmma and dyn_sched_enabled() else [])
     return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]
 
 

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from autosched.dynamic.measurer import MicroKernel
-from autosched.dynamic.sketch import STR, SWP, WG_FAMILIES, WGS, threads_of, tile_of, unroll_of
+from autosched.dynamic.sketch import SCH, STR, SWP, WG_FAMILIES, WGS, threads_of, tile_of, unroll_of
 
 
 def tiles(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
@@ -39,8 +39,9 @@ def work_units(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
     return tiles(config, M, N, family) * config.get("split_k", 1)
 
 
-# the template feature: 0 mma.sync tiles, 1 wgmma's (either), 2 the weight stream, 3 wgmma with the roles swapped
-TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0, STR: 2.0, SWP: 3.0}
+# the template feature: 0 mma.sync tiles, 1 wgmma's (hgemm_wgmma, its split-K, its schedules), 2 the weight
+# stream, 3 wgmma with the roles swapped
+TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0, STR: 2.0, SWP: 3.0, SCH: 1.0}
 
 
 def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> float:
@@ -160,7 +161,7 @@ class ProbeModel:
     # ~7 at 85, the 128 x 256 tile's; split-K's work unit is a wgmma tile over K / split_k, plus its
     # partials written and summed, PARTIAL_BW bytes/s an SM's share of the memory bandwidth)
     ROOF = {"hgemm_dyn": (4e12, 48.0), "hgemm_wgmma": (7e12, 85.0), "hgemm_wgmma_splitk": (7e12, 85.0),
-            STR: (4e12, 48.0), SWP: (7e12, 85.0)}
+            STR: (4e12, 48.0), SWP: (7e12, 85.0), SCH: (7e12, 85.0)}
     PARTIAL_BW = 3.0e12 / 132
 
     def __init__(self, dw, device, template):
@@ -173,6 +174,10 @@ class ProbeModel:
     def _x(self, c: dict, family: str = "hgemm_dyn") -> list[float]:
         if family == STR:
             return [math.log2(c[k]) for k in ("rw", "wn", "wk", "mt", "kw", "stages", "split_k")] + [
+                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
+        if family == SCH:
+            return [math.log2(c[k]) for k in ("bm", "bn", "swizzle", "stages", "group")] + [
+                float(c["schedule"] == "pingpong"), float(c["epi_boxes"]),
                 math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
         if family == SWP:
             return [math.log2(c[k]) for k in ("bw", "bt", "swizzle", "stages")] + [

@@ -72,10 +72,11 @@ def export_cu(result, out, device) -> Path:
                          "partials and tile counters sized by M and kept zeroed between launches: the standalone "
                          ".cu exports hgemm_dyn and hgemm_wgmma micro-kernels only.  Serve this result from its JSON "
                          "artifact (autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn', 'hgemm_wgmma')")
-    swapped = [i for i, f in enumerate(fams) if f == "hgemm_wgmma_swap"]
-    if swapped:
-        raise ValueError(f"export_cu: micro-kernels {swapped} of {dw.key} are hgemm_wgmma_swap, whose launcher "
-                         "(its tensor maps with the roles swapped) the standalone .cu does not write yet: it exports "
+    other = [i for i, f in enumerate(fams) if f in ("hgemm_wgmma_swap", "hgemm_wgmma_sched")]
+    if other:
+        raise ValueError(f"export_cu: micro-kernels {other} of {dw.key} are "
+                         f"{' and '.join(sorted({fams[i] for i in other}))}, whose launchers (their own tensor maps "
+                         "and template arguments) the standalone .cu does not write yet: it exports "
                          "hgemm_dyn and hgemm_wgmma micro-kernels only.  Serve this result from its JSON artifact "
                          "(autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn', 'hgemm_wgmma')")
     wg = [i for i, f in enumerate(fams) if f == "hgemm_wgmma"]

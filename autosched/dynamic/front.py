@@ -90,10 +90,11 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
     from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
+    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
     from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
     known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
              "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate,
-             "hgemm_wgmma_swap": HgemmWgmmaSwapDynTemplate}
+             "hgemm_wgmma_swap": HgemmWgmmaSwapDynTemplate, "hgemm_wgmma_sched": HgemmWgmmaSchedDynTemplate}
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
         bad = [t for t in templates if t not in known]
@@ -104,6 +105,10 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             raise AutoschedError("hgemm_wgmma_splitk micro-kernels are switched off (AUTOSCHED_DYN_SPLIT_K=0 in the "
                                  "environment, or templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
                                  "AUTOSCHED_DYN_SPLIT_K=1 turns them on for one process")
+        if "hgemm_wgmma_sched" in templates and not dyn_sched_enabled():
+            raise AutoschedError("hgemm_wgmma_sched micro-kernels are switched off (AUTOSCHED_DYN_SCHED=0 in the "
+                                 "environment, or templates/hgemm_wgmma_sched.py DYN_SCHED_VERIFIED); "
+                                 "AUTOSCHED_DYN_SCHED=1 turns them on for one process")
         if "hgemm_wgmma_swap" in templates and not swap_enabled():
             raise AutoschedError("hgemm_wgmma_swap micro-kernels are switched off (AUTOSCHED_WGMMA_SWAP=0 in the "
                                  "environment, or templates/hgemm_wgmma_swap.py SWAP_VERIFIED); "
@@ -120,7 +125,8 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else []) + (
                 ["hgemm_wgmma_splitk"] if wg_ok and dyn_split_k_enabled() else []) + (
                 ["hgemm_stream"] if dyn_stream_enabled() and dw.layout == "nt" else []) + (
-                ["hgemm_wgmma_swap"] if wg_ok and swap_enabled() and dw.layout == "nt" else [])
+                ["hgemm_wgmma_swap"] if wg_ok and swap_enabled() and dw.layout == "nt" else []) + (
+                ["hgemm_wgmma_sched"] if wg_ok and dyn_sched_enabled() else [])
         else:
             names = templates
         template = [known[n]() for n in names]

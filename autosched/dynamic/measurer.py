@@ -33,7 +33,7 @@ from concurrent.futures import as_completed
 import dataclasses
 from dataclasses import dataclass
 
-from autosched.dynamic.sketch import STR, SWP, WG_FAMILIES, tile_of
+from autosched.dynamic.sketch import SCH, STR, SWP, WG_FAMILIES, tile_of
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
 from autosched.templates.gemm_tiles import threads
@@ -125,6 +125,11 @@ def compile_report(template, config: dict, workload, device, builder=None, built
         smem = stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
         regs, spills, smem, source = _ptxas(built, min(255, stream_regs(c["rw"], c["mt"])), 0, smem)
         return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
+    if template.family == SCH:         # persistent, two consumers taking 232 registers by setmaxnreg
+        t, smem = 384, template.smem(c)
+        regs, spills, smem, source = _ptxas(built, 168, 0, smem)
+        fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
+        return CompileReport(t, regs, smem, spills, int(fits), source)
     if template.family == SWP:         # persistent, one CTA an SM, as hgemm_wgmma
         from autosched.templates.hgemm_wgmma_swap import THREADS
         t, smem = THREADS, template.smem(c)

@@ -365,6 +365,73 @@ def swap_describe(config: dict) -> str:
     return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} unroll {swap_unroll(c)}"
 
 
+# -- hgemm_wgmma_sched micro-kernels ------------------------------------------------------------------
+# hgemm_wgmma's producer and raster with two consumer warpgroups (cooperative: the tile's rows split
+# between them; ping-pong: whole tiles in turn) and an epilogue staged whole or a box at a time
+# (templates/hgemm_wgmma_sched.py, behind dyn_sched_enabled).  Its threads are fixed (384), so
+# `sample_sched` draws the schedule first (which sets the tile heights a consumer's accumulators
+# allow), then (BM, BN) jointly under the accumulators and the largest extents, then the staging,
+# swizzle, ring depth and raster group; the unroll (wgmma a consumer issues per slot: its m64 blocks x
+# BK / 16) is derived, never drawn.
+SCH = "hgemm_wgmma_sched"
+
+
+def _sched_mw(config: dict) -> int:
+    return config["bm"] // 64 if config["schedule"] == "pingpong" else config["bm"] // 128
+
+
+def sched_unroll(config: dict) -> int:
+    return _sched_mw(config) * (config["swizzle"] // 32)
+
+
+def _sched_inner(space: Space, schedule: str, extents) -> list[tuple[int, int]]:
+    cap_m, cap_n = _wg_caps(extents)
+    return [(bm, bn) for bm in space.knob("bm").values for bn in space.knob("bn").values
+            if _sched_mw({"bm": bm, "schedule": schedule}) * bn // 2 <= 128
+            and bm <= max(64 if schedule == "pingpong" else 128, cap_m) and bn <= max(64, cap_n)]
+
+
+def sample_sched(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_wgmma_sched micro-kernel of HgemmWgmmaSchedDynTemplate's space, drawn jointly for the
+    largest extents (M_max, N): ConfigError if none is found."""
+    vals = {k.name: k.values for k in space.knobs}
+    for _ in range(max_tries):
+        sched = rng.choice(vals["schedule"])
+        inner = _sched_inner(space, sched, extents)
+        if not inner:
+            continue
+        bm, bn = rng.choice(inner)
+        cfg = {"bm": bm, "bn": bn, "swizzle": rng.choice(vals["swizzle"]), "stages": rng.choice(vals["stages"]),
+               "group": rng.choice(vals["group"]), "schedule": sched, "epi_boxes": rng.choice(vals["epi_boxes"])}
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no hgemm_wgmma_sched micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_sched(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                 max_tries: int = 50) -> dict | None:
+    """A neighbour keeping the schedule: BM or BN resampled within the accumulators, or the staging,
+    swizzle, ring depth or raster group changed."""
+    vals = {k.name: k.values for k in space.knobs}
+    inner = _sched_inner(space, config["schedule"], extents)
+    for _ in range(max_tries):
+        c = dict(config)
+        if rng.random() < 0.4 and inner:
+            c["bm"], c["bn"] = rng.choice(inner)
+        else:
+            knob = rng.choice(("epi_boxes", "swizzle", "stages", "stages", "group"))
+            c[knob] = rng.choice(vals[knob])
+        if c != config and space.contains(c):
+            return c
+    return None
+
+
+def sched_describe(config: dict) -> str:
+    c = config
+    return (f"sched {c['schedule']} {c['bm']}x{c['bn']}x{c['swizzle'] // 2} boxes {c['epi_boxes']} st{c['stages']} "
+            f"g{c['group']} unroll {sched_unroll(c)}")
+
+
 def tile_of(family: str, config: dict) -> tuple[int, int]:
     """(rows of the output, columns) one tile (a CTA, or a persistent loop's step) covers."""
     if family == STR:
@@ -386,6 +453,8 @@ def sample_any(spaces: dict, extents: tuple[int, int], rng: random.Random, local
         return fam, sample_stream(spaces[fam], extents, rng)
     if fam == SWP:
         return fam, sample_swap(spaces[fam], extents, rng)
+    if fam == SCH:
+        return fam, sample_sched(spaces[fam], extents, rng)
     return fam, sample(spaces[fam], extents, rng, local_pad=local_pad)
 
 
@@ -396,6 +465,8 @@ def mutate_any(spaces: dict, family: str, config: dict, rng: random.Random, exte
         return mutate_stream(spaces[family], config, rng, extents)
     if family == SWP:
         return mutate_swap(spaces[family], config, rng, extents)
+    if family == SCH:
+        return mutate_sched(spaces[family], config, rng, extents)
     return mutate(spaces[family], config, rng, extents)
 
 
@@ -406,6 +477,8 @@ def threads_of(family: str, config: dict) -> int:
         return 32 * config["wn"] * config["wk"]
     if family == SWP:
         return 256
+    if family == SCH:
+        return 384
     from autosched.templates.gemm_tiles import threads
     return threads(config["bm"], config["bn"], config["wm"], config["wn"])
 
@@ -415,6 +488,8 @@ def unroll_of(family: str, config: dict) -> int:
         return stream_unroll(config)
     if family == SWP:
         return swap_unroll(config)
+    if family == SCH:
+        return sched_unroll(config)
     return wgmma_unroll(config) if family in WG_FAMILIES else unroll(config)
 
 
@@ -423,6 +498,8 @@ def describe_any(family: str, config: dict) -> str:
         return stream_describe(config)
     if family == SWP:
         return swap_describe(config)
+    if family == SCH:
+        return sched_describe(config)
     return wgmma_describe(config) if family in WG_FAMILIES else describe(config)
 
 
@@ -442,6 +519,9 @@ def _measured_seeds(family: str) -> list[tuple[int, int, dict]] | None:
     if family == SWP:
         from autosched.templates.hgemm_wgmma_swap import SWAP_SEEDS
         return list(SWAP_SEEDS)
+    if family == SCH:
+        from autosched.templates.hgemm_wgmma_sched import SCHED_SEEDS
+        return list(SCHED_SEEDS)
     return None
 
 

@@ -31,6 +31,10 @@ Backends (`backend=`):
     hgemm_wgmma's, with its own boxes) while templates/hgemm_wgmma_swap.py's switch is on
     (SWAP_VERIFIED, off until its GPU stage has passed; AUTOSCHED_WGMMA_SWAP=1); off, such an artifact
     is not served.
+  * The wgmma backend serves a result's hgemm_wgmma_sched micro-kernels (cooperative or ping-pong
+    consumers, the output staged whole or a box at a time, wgmma N up to 256 and 168) while
+    templates/hgemm_wgmma_sched.py's dynamic switch is on (DYN_SCHED_VERIFIED, off until
+    tests/gpu/test_dynamic_sched_gpu.py has passed; AUTOSCHED_DYN_SCHED=1).
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);
@@ -75,6 +79,7 @@ from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTem
 from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, bn_of, dyn_stream_enabled
 from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate, counter_bytes, dyn_split_k_enabled,
                                                     dynamic_workspace)
+from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
 from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
@@ -82,9 +87,10 @@ from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap
 # on wgmma against 171.9 ms on mma.  The environment variable overrides it for one process (=0: mma).
 WGMMA_IN_AUTO = True
 BACKENDS = ("auto", "wgmma", "mma")
-DYN, WG, WGS, STR, SWP = "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap"
+DYN, WG, WGS, STR, SWP, SCH = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap",
+                                "hgemm_wgmma_sched")
 WORKSPACE_FAMILIES = (WGS, STR)     # kernels that take a workspace of tile counters and FP32 partials
-TMA_FAMILIES = (WG, WGS, SWP)       # kernels that take TMA maps of X, W and Y and walk a persistent grid
+TMA_FAMILIES = (WG, WGS, SWP, SCH)  # kernels that take TMA maps of X, W and Y and walk a persistent grid
 
 
 def wgmma_in_auto() -> bool:
@@ -251,7 +257,8 @@ class HgemmDispatch:
         self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
         self.backend = resolve_backend(backend, N, K, dtype, device)
         self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate(), WGS: HgemmWgmmaSplitKDynTemplate(),
-                          STR: HgemmStreamDynTemplate(), SWP: HgemmWgmmaSwapDynTemplate()}
+                          STR: HgemmStreamDynTemplate(), SWP: HgemmWgmmaSwapDynTemplate(),
+                          SCH: HgemmWgmmaSchedDynTemplate()}
         self.template = self.templates[self.backend]
         if result is None and db_path is not None:
             result = find_dynamic_result(db_path, N, K, device.key, dtype)
@@ -265,6 +272,10 @@ class HgemmDispatch:
         if result is not None and any(k.family == WGS for k in result.kernels) and not dyn_split_k_enabled():
             self.note = (f"the dynamic artifact holds {WGS} micro-kernels, and their switch is "
                          "off (AUTOSCHED_DYN_SPLIT_K=0 or DYN_SPLIT_K_VERIFIED; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
+            result = None
+        if result is not None and any(k.family == SCH for k in result.kernels) and not dyn_sched_enabled():
+            self.note = (f"the dynamic artifact holds {SCH} micro-kernels, and their switch is off "
+                         "(AUTOSCHED_DYN_SCHED=0 or DYN_SCHED_VERIFIED; AUTOSCHED_DYN_SCHED=1 serves them): its ladder serves every M")
             result = None
         if result is not None and any(k.family == SWP for k in result.kernels) and not swap_enabled():
             self.note = (f"the dynamic artifact holds {SWP} micro-kernels, and their switch is off "
@@ -330,8 +341,8 @@ class HgemmDispatch:
         return self.configs[self.index(M)]
 
     def family(self, M: int) -> str:
-        """hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk, hgemm_stream or hgemm_wgmma_swap: the template of
-        the kernel that serves M."""
+        """hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk, hgemm_stream, hgemm_wgmma_swap or
+        hgemm_wgmma_sched: the template of the kernel that serves M."""
         return self.families[self.index(M)]
 
     def source(self, M: int) -> str:
@@ -437,6 +448,8 @@ def _short(family: str, c: dict) -> str:
         return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
     if family == SWP:
         return f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']}"
+    if family == SCH:
+        return f"sched {c['schedule']} {c['bm']}x{c['bn']} boxes{c['epi_boxes']} sw{c['swizzle']} st{c['stages']}"
     if family in (WG, WGS):
         split = f" split{c['split_k']}" if family == WGS else ""
         return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}{split}"

@@ -51,6 +51,26 @@ def sched_enabled() -> bool:
     return env_switch("AUTOSCHED_WGMMA_SCHED", SCHED_VERIFIED)
 
 
+# As a dynamic-M micro-kernel (DietCode's search, ops.HgemmDispatch's serving: its maps encoded per M at
+# each call), a switch of its own: off until a GPU test of the dispatcher serving it over ragged Ms
+# (tests/gpu/test_dynamic_sched_gpu.py) has passed.  AUTOSCHED_DYN_SCHED=1 tries it.
+DYN_SCHED_VERIFIED = False
+# (first M, last M, config): where DietCode's search starts with this template: the configs measured
+# fastest in the one-process sweeps on the H100 (2026-11-27, checks/sched-sweep-*.json): 128 x 128 with
+# 6 slots at 512 rows of N = 4096, 128 x 168 with 4 slots at 512-2048 rows of N = 11008, 128 x 256 with
+# 4 slots from 2048 rows
+SCHED_SEEDS = ((129, 1024, {"bm": 128, "bn": 128, "swizzle": 128, "stages": 6, "group": 4, "schedule": "cooperative",
+                            "epi_boxes": 2}),
+               (257, 4096, {"bm": 128, "bn": 168, "swizzle": 128, "stages": 4, "group": 8, "schedule": "cooperative",
+                            "epi_boxes": 2}),
+               (1025, 4096, {"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 8,
+                             "schedule": "cooperative", "epi_boxes": 2}))
+
+
+def dyn_sched_enabled() -> bool:
+    return env_switch("AUTOSCHED_DYN_SCHED", DYN_SCHED_VERIFIED)
+
+
 def consumer_m_blocks(bm: int, schedule: str) -> int:
     """m64 blocks a consumer runs: all of a ping-pong tile's, half of a cooperative one's."""
     return bm // 64 if schedule == "pingpong" else bm // 128
@@ -164,3 +184,10 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         out["pingpong"] = int(config["schedule"] == "pingpong")
         out["epi_boxes"] = config["epi_boxes"]
         return out
+
+
+class HgemmWgmmaSchedDynTemplate(HgemmWgmmaSchedTemplate):
+    """hgemm_wgmma_sched as a dynamic-M micro-kernel (as HgemmWgmmaDynTemplate is hgemm_wgmma's): the
+    same kernel, family and knobs; its space reads no M (hgemm_wgmma's rules on M are left to the cost
+    model), so one binary serves every M, its A and C maps encoded per M at the call."""
+    dynamic_m = True
