@@ -293,8 +293,8 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         import numpy as np
         import torch
 
-        from autosched.benchmarks.common import pool_tensor
-        from autosched.benchmarks.hgemm import _checked, _launchable, cublas_operands, cublas_out, paired_ratio
+        from autosched.benchmarks.hgemm import (_checked, _launchable, cublas_operands, cublas_out, paired_ratio,
+                                                pool_operands)
         from autosched.measure.protocol import Protocol, Timer
         from cuda.core import Device, Stream
         w = dw.at(M)
@@ -308,11 +308,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
             torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
             inputs = w.inputs(seed=1234)
             ref, bound = w.reference(inputs), w.error_bound(inputs)
-            on_device = {n: pool_tensor(dev, stream, inputs[n].shape, inputs[n].dtype) for n in ("A", "B")}
-            for n, t in on_device.items():
-                t.copy_(torch.from_numpy(np.ascontiguousarray(inputs[n])))
-            shape, dtype = w.output_spec()
-            out = pool_tensor(dev, stream, shape, dtype)
+            on_device, out = pool_operands(dev, stream, w, inputs)
             run = _launchable(spec, binary, inputs, out, on_device)
             _checked(lambda: run(stream), w, out, ref, bound, f"dispatched kernel at M = {M}")
             a, b = cublas_operands(w, on_device["A"], on_device["B"])

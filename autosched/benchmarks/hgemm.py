@@ -404,6 +404,19 @@ def paired_ratio(timer, ours, theirs, rounds: int = PAIRED_ROUNDS) -> dict:
             "rounds": rounds, "us": us_ours, "cublas_us": us_theirs, "host_late": late}
 
 
+def pool_operands(dev, stream, w, inputs: dict) -> tuple[dict, object]:
+    """A and B of `inputs` copied into torch tensors of the memory pool the tuner measures in, and an
+    output tensor there: what ours and cuBLAS are both given, so they run on the same buffers."""
+    import torch
+
+    from autosched.benchmarks.common import pool_tensor
+    on_device = {n: pool_tensor(dev, stream, inputs[n].shape, inputs[n].dtype) for n in ("A", "B")}
+    for n, t in on_device.items():
+        t.copy_(torch.from_numpy(np.ascontiguousarray(inputs[n])))
+    shape, dtype = w.output_spec()
+    return on_device, pool_tensor(dev, stream, shape, dtype)
+
+
 def _launchable(spec, binary, inputs, out, on_device):
     from cuda.core import Device
 
@@ -431,7 +444,7 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
     import torch
     from cuda.core import Device, Stream
 
-    from autosched.benchmarks.common import err_text, pool_tensor, rerank_configs, write_results
+    from autosched.benchmarks.common import err_text, rerank_configs, write_results
     from autosched.build import Builder
     from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
@@ -502,11 +515,7 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
                 row = row_head(w, is_prefill(w))
                 inputs = w.inputs(seed=1234)
                 ref, bound = w.reference(inputs), w.error_bound(inputs)
-                on_device = {n: pool_tensor(dev, stream, inputs[n].shape, inputs[n].dtype) for n in ("A", "B")}
-                for n, tns in on_device.items():
-                    tns.copy_(torch.from_numpy(np.ascontiguousarray(inputs[n])))
-                out_shape, out_dtype = w.output_spec()
-                out = pool_tensor(dev, stream, out_shape, out_dtype)
+                on_device, out = pool_operands(dev, stream, w, inputs)
                 tuned_runs = {}
                 for fam_name, b in budgets[w.key].items():
                     t = template_named(fam_name)
