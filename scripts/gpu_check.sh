@@ -41,6 +41,7 @@
 #                                        # Timer's host_late count), memcheck + racecheck of its
 #                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and few-row
 #                                        # Llama shapes (swap_sweep.py)
+#   bash scripts/gpu_check.sh bench-swap # the quick DietCode bench with hgemm_wgmma_swap micro-kernels on (at most 240 s)
 #   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
 #                                        # whole or a box at a time (switch on for the stage): GPU tests vs float64
 #                                        # in every layout, memcheck + racecheck of its corners, then
@@ -264,6 +265,14 @@ swap)
   timeout 300 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   unset AUTOSCHED_WGMMA_SWAP
+  ;;
+bench-swap)
+  # the quick DietCode bench (4096 x 4096 and BERT's 768 x 768) with hgemm_wgmma_swap micro-kernels among
+  # the templates; its rows' cublas_paired hold the same-buffer pairing, the series and the host_late counts
+  stage "DietCode bench with swap micro-kernels (quick)"
+  AUTOSCHED_WGMMA_SWAP=1 timeout ${DYNAMIC_S:-240} "$PY" -m autosched.benchmarks.dynamic --quick \
+    --out "$OUT/with-swap" 2>&1 | tee "$OUT/bench-dynamic-swap.log" | tail -8
+  echo "rc=${PIPESTATUS[0]}"
   ;;
 cluster)
   export AUTOSCHED_WGMMA_CLUSTER=1
