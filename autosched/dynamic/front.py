@@ -92,6 +92,7 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
     from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
     from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
+    from autosched.templates.dynamic_switches import dynamic_switches
     known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
              "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate,
              "hgemm_wgmma_swap": HgemmWgmmaSwapDynTemplate, "hgemm_wgmma_sched": HgemmWgmmaSchedDynTemplate}
@@ -100,23 +101,11 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
         bad = [t for t in templates if t not in known]
         if bad or not templates:
             raise AutoschedError(f"templates must be among {', '.join(known)}, got {templates!r}")
-        if "hgemm_wgmma_splitk" in templates and not dyn_split_k_enabled():
-            # its kernels would be tuned into an artifact that ops.HgemmDispatch then refuses to serve
-            raise AutoschedError("hgemm_wgmma_splitk micro-kernels are switched off (AUTOSCHED_DYN_SPLIT_K=0 in the "
-                                 "environment, or templates/hgemm_wgmma_splitk.py DYN_SPLIT_K_VERIFIED); "
-                                 "AUTOSCHED_DYN_SPLIT_K=1 turns them on for one process")
-        if "hgemm_wgmma_sched" in templates and not dyn_sched_enabled():
-            raise AutoschedError("hgemm_wgmma_sched micro-kernels are switched off (AUTOSCHED_DYN_SCHED=0 in the "
-                                 "environment, or templates/hgemm_wgmma_sched.py DYN_SCHED_VERIFIED); "
-                                 "AUTOSCHED_DYN_SCHED=1 turns them on for one process")
-        if "hgemm_wgmma_swap" in templates and not swap_enabled():
-            raise AutoschedError("hgemm_wgmma_swap micro-kernels are switched off (AUTOSCHED_WGMMA_SWAP=0 in the "
-                                 "environment, or templates/hgemm_wgmma_swap.py SWAP_VERIFIED); "
-                                 "AUTOSCHED_WGMMA_SWAP=1 turns them on for one process")
-        if "hgemm_stream" in templates and not dyn_stream_enabled():
-            raise AutoschedError("hgemm_stream micro-kernels are switched off (AUTOSCHED_DYN_STREAM=0 in the environment, "
-                                 "or templates/hgemm_stream.py DYN_STREAM_VERIFIED); AUTOSCHED_DYN_STREAM=1 "
-                                 "turns them on for one process")
+        for fam, switch in dynamic_switches().items():
+            # asked for by name while off, its kernels would be tuned into an artifact that
+            # ops.HgemmDispatch then refuses to serve
+            if fam in templates and not switch.enabled():
+                raise AutoschedError(switch.refusal(fam))
     r, note = open_dynamic_runner(runner)
     with r, _database(db) as database:
         if templates is None:

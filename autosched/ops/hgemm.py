@@ -76,11 +76,11 @@ from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
 from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
                                               wgmma_estimate, wgmma_ladder)
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
-from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, bn_of, dyn_stream_enabled
-from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate, counter_bytes, dyn_split_k_enabled,
-                                                    dynamic_workspace)
-from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
-from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
+from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, bn_of
+from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, counter_bytes, dynamic_workspace
+from autosched.templates.dynamic_switches import dynamic_switches
+from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate
+from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
 # H100 (2026-11-23): the 45 prefill-wgmma GPU tests pass, and the 7B prefill of 2048 tokens takes 94.3 ms
@@ -269,22 +269,10 @@ class HgemmDispatch:
             self.note = (f"the dynamic artifact holds {WG} micro-kernels, which backend mma does not launch: "
                          "its ladder serves every M")
             result = None
-        if result is not None and any(k.family == WGS for k in result.kernels) and not dyn_split_k_enabled():
-            self.note = (f"the dynamic artifact holds {WGS} micro-kernels, and their switch is "
-                         "off (AUTOSCHED_DYN_SPLIT_K=0 or DYN_SPLIT_K_VERIFIED; AUTOSCHED_DYN_SPLIT_K=1 serves them): its ladder serves every M")
-            result = None
-        if result is not None and any(k.family == SCH for k in result.kernels) and not dyn_sched_enabled():
-            self.note = (f"the dynamic artifact holds {SCH} micro-kernels, and their switch is off "
-                         "(AUTOSCHED_DYN_SCHED=0 or DYN_SCHED_VERIFIED; AUTOSCHED_DYN_SCHED=1 serves them): its ladder serves every M")
-            result = None
-        if result is not None and any(k.family == SWP for k in result.kernels) and not swap_enabled():
-            self.note = (f"the dynamic artifact holds {SWP} micro-kernels, and their switch is off "
-                         "(AUTOSCHED_WGMMA_SWAP=0 or SWAP_VERIFIED; AUTOSCHED_WGMMA_SWAP=1 serves them): its ladder serves every M")
-            result = None
-        if result is not None and any(k.family == STR for k in result.kernels) and not dyn_stream_enabled():
-            self.note = (f"the dynamic artifact holds {STR} micro-kernels, and their switch is "
-                         "off (AUTOSCHED_DYN_STREAM=0 or DYN_STREAM_VERIFIED; AUTOSCHED_DYN_STREAM=1 serves them): its ladder serves every M")
-            result = None
+        for fam, switch in dynamic_switches().items():
+            if result is not None and any(k.family == fam for k in result.kernels) and not switch.enabled():
+                self.note = switch.not_served(fam)
+                result = None
         self.result = result
         self.configs: list[dict] = []
         self.families: list[str] = []
