@@ -125,21 +125,12 @@ def compile_report(template, config: dict, workload, device, builder=None, built
         smem = stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
         regs, spills, smem, source = _ptxas(built, min(255, stream_regs(c["rw"], c["mt"])), 0, smem)
         return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
-    if template.family == SCH:         # persistent, two consumers taking 232 registers by setmaxnreg
-        t, smem = 384, template.smem(c)
-        regs, spills, smem, source = _ptxas(built, 168, 0, smem)
-        fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
-        return CompileReport(t, regs, smem, spills, int(fits), source)
-    if template.family == SWP:         # persistent, one CTA an SM, as hgemm_wgmma
-        from autosched.templates.hgemm_wgmma_swap import THREADS
-        t, smem = THREADS, template.smem(c)
-        regs, spills, smem, source = _ptxas(built, swap_registers(c), 0, smem)
-        fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
-        return CompileReport(t, regs, smem, spills, int(fits), source)
-    if template.family in WG_FAMILIES:
-        from autosched.templates.hgemm_wgmma import smem_bytes as wg_smem
-        t, smem = 128 * (c["consumers"] + 1), wg_smem(c["bm"], c["bn"], c["swizzle"], c["stages"])
-        regs, spills, smem, source = _ptxas(built, wgmma_registers(c), 0, smem)
+    if template.family in (*WG_FAMILIES, SCH, SWP):
+        # persistent: one CTA an SM if its block fits, whatever more the resources would admit
+        t, smem = template.threads(c), template.smem(c)
+        regs = swap_registers(c) if template.family == SWP else wgmma_registers(c if template.family != SCH
+                                                                                else {"consumers": 2})
+        regs, spills, smem, source = _ptxas(built, regs, 0, smem)
         fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
         return CompileReport(t, regs, smem, spills, int(fits), source)
     t = threads(c["bm"], c["bn"], c["wm"], c["wn"])

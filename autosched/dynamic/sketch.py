@@ -376,18 +376,16 @@ def swap_describe(config: dict) -> str:
 SCH = "hgemm_wgmma_sched"
 
 
-def _sched_mw(config: dict) -> int:
-    return config["bm"] // 64 if config["schedule"] == "pingpong" else config["bm"] // 128
-
-
 def sched_unroll(config: dict) -> int:
-    return _sched_mw(config) * (config["swizzle"] // 32)
+    from autosched.templates.hgemm_wgmma_sched import consumer_m_blocks
+    return consumer_m_blocks(config["bm"], config["schedule"]) * (config["swizzle"] // 32)
 
 
 def _sched_inner(space: Space, schedule: str, extents) -> list[tuple[int, int]]:
+    from autosched.templates.hgemm_wgmma_sched import consumer_m_blocks
     cap_m, cap_n = _wg_caps(extents)
     return [(bm, bn) for bm in space.knob("bm").values for bn in space.knob("bn").values
-            if _sched_mw({"bm": bm, "schedule": schedule}) * bn // 2 <= 128
+            if consumer_m_blocks(bm, schedule) * bn // 2 <= 128
             and bm <= max(64 if schedule == "pingpong" else 128, cap_m) and bn <= max(64, cap_n)]
 
 
@@ -476,9 +474,11 @@ def threads_of(family: str, config: dict) -> int:
     if family == STR:
         return 32 * config["wn"] * config["wk"]
     if family == SWP:
-        return 256
+        from autosched.templates.hgemm_wgmma_swap import THREADS
+        return THREADS
     if family == SCH:
-        return 384
+        from autosched.templates.hgemm_wgmma_sched import THREADS
+        return THREADS
     from autosched.templates.gemm_tiles import threads
     return threads(config["bm"], config["bn"], config["wm"], config["wn"])
 

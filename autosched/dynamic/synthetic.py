@@ -214,8 +214,9 @@ class SyntheticRunner(Runner):
             return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=wgmma_registers(cfg),
                                smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
         if spec.family == "hgemm_wgmma_sched":
+            from autosched.dynamic.measurer import wgmma_registers
             us = modelled_sched_us(cfg, args["M"], args["N"], args["K"], self._device)
-            return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=168,
+            return Measurement(Status.OK, 0.99 * us, us, 0.01 * us, 0.0, registers=wgmma_registers({"consumers": 2}),
                                smem_bytes=spec.smem_bytes, source="synthetic:model", runs=1)
         if spec.family == "hgemm_wgmma_swap":
             from autosched.dynamic.measurer import swap_registers
