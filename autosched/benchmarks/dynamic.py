@@ -73,15 +73,15 @@ def untuned_sample(dw: DynamicWorkload, n: int = SAMPLED, seed: int = 0) -> list
 @dataclass
 class Harness:
     """What the benchmark measures with.  tune_dynamic(dw) -> DynamicResult; tune_instance(w, budget)
-    -> (template family, config, us[, trials]); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or None;
-    cublas_pair(dw, result, M) -> dict or None: the dispatched kernel and cuBLAS timed together on the same
-    buffers (vs_cublas, cublas_us, ours_us, the rounds' range), which the ratio to cuBLAS is then read from
-    in place of cublas_us(w) / time_dispatched."""
+    -> (template family, config, us[, trials]); time_dispatched(dw, result, M) -> us; cublas_us(w) -> us or
+    None (or no callable: no cuBLAS figure); cublas_pair(dw, result, M) -> dict or None: the dispatched kernel
+    and cuBLAS timed together on the same buffers (vs_cublas, cublas_us, ours_us, the rounds' range), which
+    the ratio to cuBLAS is then read from in place of cublas_us(w) / time_dispatched (the GPU harness's)."""
     device: object
     tune_dynamic: Callable
     tune_instance: Callable
     time_dispatched: Callable
-    cublas_us: Callable
+    cublas_us: Callable | None
     templates: tuple = ()       # the micro-kernel templates of the dynamic run (for the record)
     # seconds and counts so far (runner.time_split's, the builders' compiled and compile_s): run()
     # records each tuning's differences, where its wall time went
@@ -139,7 +139,7 @@ def run(h: Harness, dws, log=print, sampled: int = SAMPLED, on_row=None, done=()
             trials = got[3] if len(got) > 3 else None
             disp_us = h.time_dispatched(dw, res, M)
             pair = h.cublas_pair(dw, res, M) if h.cublas_pair else None
-            cub = pair["cublas_us"] if pair else h.cublas_us(w)
+            cub = pair["cublas_us"] if pair else (h.cublas_us(w) if h.cublas_us else None)
             per.append({"M": M, "per_instance_template": fam, "per_instance_config": cfg,
                         "per_instance_us": inst_us, "per_instance_tune_s": tune_s, "per_instance_trials": trials,
                         "dispatched_kernel": res.dispatcher(M), "dispatched_us": disp_us, "cublas_us": cub,
@@ -199,8 +199,8 @@ def micro_kernel_templates(device, wgmma: bool = True) -> list:
 
 def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool = True, row_probe: bool = True):
     """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
-    the tuner's protocol), the dispatched kernel timed through the same runner, cuBLAS through torch
-    in this process under the protocol's Timer."""
+    the tuner's protocol), the dispatched kernel timed through the same runner, and again in this
+    process beside cuBLAS through torch, the two in alternation on the same buffers (cublas_pair)."""
     import tempfile
 
     from autosched.build import BuildCache, Builder
@@ -265,27 +265,6 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         ms = [runner.measure(spec, binary) for _ in range(2)]
         return min(m.median_us for m in ms) if all(m.ok for m in ms) else float("nan")
 
-    def cublas(w):
-        import torch
-
-        from autosched.measure.protocol import Protocol, Timer
-        from cuda.core import Device, Stream
-        dev = Device(0)
-        dev.set_current()
-        stream = Stream.from_handle(torch.cuda.current_stream().cuda_stream)
-        timer = Timer(dev, stream, Protocol())
-        try:
-            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-            x = torch.randn(w.M, w.K, device="cuda", dtype=torch.float16)
-            wt = torch.randn(w.N, w.K, device="cuda", dtype=torch.float16)
-            out = torch.empty(w.M, w.N, device="cuda", dtype=torch.float16)
-            # the faster median of two timings: one of the H100 run's (2026-11-26) timed cuBLAS at
-            # 32 us for 192 x 768 x 768, where it took 7.6 us in the run before; a baseline slowed by
-            # a transient would flatter the ratio against it
-            return min(timer.summary(lambda: torch.matmul(x, wt.t(), out=out))["median_us"] for _ in range(2))
-        finally:
-            timer.close()
-
     def cublas_pair(dw, res, M):
         # cuBLAS is compared with the dispatched kernel on the same A, B and C: where buffers lie moves
         # both by 0.5-0.7 us at BERT's 7-13 us (checks/placement-2026-11-27.json, the same offsets fast or
@@ -326,7 +305,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         finally:
             timer.close()
 
-    return (Harness(runner.device_info, dyn, inst, dispatched, cublas, templates=tuple(dyn_t), spent=spent,
+    return (Harness(runner.device_info, dyn, inst, dispatched, None, templates=tuple(dyn_t), spent=spent,
                     cublas_pair=cublas_pair),
             (scratch, timing_builder, runner))
 
