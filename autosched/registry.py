@@ -150,7 +150,7 @@ def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
     single = [c for c in cfgs if c["stages"] == 1] or cfgs
     picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
              max(single, key=tile)] + _default_and_random(template, workload, device)
-    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+    return _distinct(picks)
 
 
 def _hgemm_stream_picks(template, workload, device) -> list[dict]:
@@ -166,7 +166,7 @@ def _hgemm_stream_picks(template, workload, device) -> list[dict]:
              max(cfgs, key=lambda c: (registers_needed(c["rw"], c["mt"]), c["wn"] * c["wk"])),
              max(cfgs, key=lambda c: (c["wk"], c["kw"], c["split_k"]))]
     picks += _default_and_random(template, workload, device)
-    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+    return _distinct(picks)
 
 
 def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
@@ -180,7 +180,7 @@ def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
     picks = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (c["bm"] * c["bn"], -c["group"]))]
     picks += _default_and_random(template, workload, device)
-    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+    return _distinct(picks)
 
 
 def _hgemm_sched_picks(template, workload, device) -> list[dict]:
@@ -202,7 +202,7 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
             picks.append(max(odd, key=lambda c: (template.smem(c), c["bm"])))
     if cfgs:
         picks += _default_and_random(template, workload, device)
-    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+    return _distinct(picks)
 
 
 def _hgemm_swap_picks(template, workload, device) -> list[dict]:
@@ -223,7 +223,7 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     if odd:
         picks.append(max(odd, key=smem))
     picks += _default_and_random(template, workload, device)
-    return [c for i, c in enumerate(picks) if c not in picks[:i]]
+    return _distinct(picks)
 
 
 def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
@@ -251,11 +251,13 @@ def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
         small = lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])  # noqa: E731
         picks = [pick(p) for pick in (lambda p: min(p, key=small), lambda p: max(p, key=smem))
                  for p in ([c for c in pairs if c["cluster_dim"] == d] for d in ("m", "n")) if p] + picks
-    out = []
-    for c in picks:
-        if c not in out:
-            out.append(c)
-    return out
+    return _distinct(picks)
+
+
+def _distinct(picks: list[dict]) -> list[dict]:
+    """`picks` with each config once, where it first comes (the pick functions list corners that may
+    coincide on a small space)."""
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
 
 def _families() -> dict[str, Family]:
