@@ -153,10 +153,11 @@ class HgemmWgmmaTemplate(Template):
     def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
         """Tiles, the persistent waves over the SMs, tile use in M and N, shared memory."""
         c, M, N = config, params["M"], params["N"]
-        tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+        rows, cols = self.tile(c)
+        tiles = -(-M // rows) * -(-N // cols)
         out = {"tiles": tiles, "waves": tiles / device.sm_count,
                "smem_bytes": self.smem(c),
-               **tile_use(M, N, c["bm"], c["bn"])}
+               **tile_use(M, N, rows, cols)}
         return out
 
     def default_config(self, workload, device) -> dict:
@@ -230,12 +231,17 @@ class HgemmWgmmaTemplate(Template):
         """A producer warpgroup and the consumers."""
         return 128 * (cfg["consumers"] + 1)
 
+    def tile(self, cfg: dict) -> tuple[int, int]:
+        """(rows, columns) of C one tile of `cfg` covers (a variant with the roles swapped says its own)."""
+        return cfg["bm"], cfg["bn"]
+
     def _kernel(self, workload, cfg: dict, device) -> tuple:
         """(header, name expression, grid.x, cluster shape or None, arguments after M, N, K) of a
         validated config: what a variant of this kernel (HgemmWgmmaSplitKTemplate) renders differently.
         Here the kernel named as the family, its template arguments kernel_values' in their order (a
         variant with other arguments, hgemm_wgmma_nsplit or _sched, says them there)."""
-        tiles = -(-workload.M // cfg["bm"]) * -(-workload.N // cfg["bn"])
+        rows, cols = self.tile(cfg)
+        tiles = -(-workload.M // rows) * -(-workload.N // cols)
         targs = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
         # persistent, a CTA per SM at most
         return self.header, f"{self.family}<{targs}>", min(tiles, device.sm_count), None, ()

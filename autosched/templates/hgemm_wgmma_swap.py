@@ -25,7 +25,6 @@ from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec
 from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
                                              tensormap_params)
-from autosched.templates.gemm_tiles import tile_use
 from autosched.workloads.base import WorkloadError
 
 # THE switch: off until `bash scripts/gpu_check.sh swap` has passed on an H100.
@@ -55,10 +54,6 @@ def smem_bytes(bw, bt, swizzle, stages) -> int:
     BW / 64 output boxes of BT x 64, full and empty barriers per slot, 1024 bytes to align the base."""
     ring = -(-stages * (bw + bt) * swizzle // 1024) * 1024
     return ring + (bw // 64) * bt * C_BOX * 2 + 2 * stages * 8 + 1024
-
-
-def tiles_of(M: int, N: int, bw: int, bt: int) -> int:
-    return -(-N // bw) * -(-M // bt)
 
 
 class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
@@ -111,7 +106,7 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
         pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128]
         if not pool:
             return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8})
-        one_wave = [c for c in pool if tiles_of(M, N, 64, c["bt"]) <= device.sm_count]
+        one_wave = [c for c in pool if -(-M // c["bt"]) * -(-N // 64) <= device.sm_count]
         bt = min(c["bt"] for c in one_wave) if one_wave else max(c["bt"] for c in pool)
         # among that BT's rings, the shortest that holds all of K, else the deepest
         rings = sorted(c["stages"] for c in pool if c["bt"] == bt)
@@ -136,23 +131,16 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
                 ArgSpec("B", "tensormap", layout_params=w, ctype=ctype),
                 ArgSpec("C", "tensormap", layout_params=c, ctype=ctype))
 
-    def _kernel(self, workload, cfg: dict, device) -> tuple:
-        targs = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())
-        tiles = tiles_of(workload.M, workload.N, cfg["bw"], cfg["bt"])
-        return self.header, f"{self.family}<{targs}>", min(tiles, device.sm_count), None, ()
-
     def smem(self, cfg: dict) -> int:
         return smem_bytes(cfg["bw"], cfg["bt"], cfg["swizzle"], cfg["stages"])
 
     def threads(self, cfg: dict) -> int:
         return THREADS
 
-    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
-        """Tiles, waves, tile use (tokens as rows, weight rows as columns), shared memory."""
-        c, M, N = config, params["M"], params["N"]
-        tiles = tiles_of(M, N, c["bw"], c["bt"])
-        return {"tiles": tiles, "waves": tiles / device.sm_count, "smem_bytes": self.smem(c),
-                **tile_use(M, N, c["bt"], c["bw"])}
+    def tile(self, cfg: dict) -> tuple[int, int]:
+        """BT tokens (rows of C) by BW weight rows (columns of C): hgemm_wgmma's grid, features and tile
+        use then count this kernel's tiles."""
+        return cfg["bt"], cfg["bw"]
 
 
 class HgemmWgmmaSwapDynTemplate(HgemmWgmmaSwapTemplate):
