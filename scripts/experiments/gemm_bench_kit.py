@@ -73,6 +73,22 @@ class Session:
                 row.setdefault(name, []).append(self.time(spec, ops, f"{label} {name}"))
         self.keep(row)
 
+    def screen_then_alternate(self, ops: "Operands", template, configs, name: str, baselines, rounds: int,
+                              keep: int = 4, **extra) -> dict:
+        """`configs` of `template` on `ops`, built side by side, each checked and timed once; then the
+        `keep` fastest (named "`name` <config>"), the (name, spec) pairs of `baselines` and cuBLAS in
+        `rounds` alternating rounds (alternate).  The row, with `extra` beside the screen's results."""
+        w = ops.w
+        specs = [template.render(w, c, self.info) for c in configs]
+        list(self.builder.build_many(specs))        # in parallel; time() then finds them in the cache
+        screen = [{"config": c, **self.time(spec, ops, f"{w.shape_str} {name} {c}")} for c, spec in zip(configs, specs)]
+        ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
+        row = {"shape": w.shape_str, "screened": len(screen), "failed": [r for r in screen if "us" not in r],
+               "screen_best": ok[:8], **extra}
+        variants = [(f"{name} {r['config']}", template.render(w, r["config"], self.info)) for r in ok[:keep]]
+        self.alternate(row, ops, variants + list(baselines), rounds, w.shape_str)
+        return row
+
     def time(self, spec, ops: "Operands", label: str, flush: bool = True) -> dict:
         """{"us", "p10", "p90"} of `spec` under the protocol after its check, or {"error"}."""
         k = self.launchable(spec, ops, label)

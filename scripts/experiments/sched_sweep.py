@@ -42,20 +42,9 @@ def main():
         for shape in sys.argv[1:] or SHAPES:
             ops = s.operands(shape)
             w = ops.w
-            cands = candidates(sched.space(w, s.info))
-            specs = [sched.render(w, c, s.info) for c in cands]
-            s.builder.build_many(specs)             # in parallel; time() finds them in the cache
-            screen = []
-            for c, spec in zip(cands, specs):
-                r = s.time(spec, ops, f"{shape} sched {c}")
-                screen.append({"config": c, **r})
-            ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
-            row = {"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r],
-                   "screen_best": ok[:8]}
-            variants = [(f"sched {r['config']}", sched.render(w, r["config"], s.info)) for r in ok[:4]]
             space = wg.space(w, s.info)
-            variants += [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)]
-            s.alternate(row, ops, variants, ROUNDS, shape)
+            s.screen_then_alternate(ops, sched, candidates(sched.space(w, s.info)), "sched",
+                                    [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)], ROUNDS)
         s.write("sched-sweep.json")
 
 

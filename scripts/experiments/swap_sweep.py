@@ -41,17 +41,10 @@ def main():
         for shape in sys.argv[1:] or SHAPES:
             ops = s.operands(shape)
             w = ops.w
-            cands = candidates(swap.space(w, s.info), w.K)
-            specs = [swap.render(w, c, s.info) for c in cands]
-            list(s.builder.build_many(specs))       # in parallel; time() finds them in the cache
-            screen = [{"config": c, **s.time(spec, ops, f"{shape} swap {c}")} for c, spec in zip(cands, specs)]
-            ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
-            row = {"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r],
-                   "screen_best": ok[:8], "default": swap.default_config(w, s.info)}
-            variants = [(f"swap {r['config']}", swap.render(w, r["config"], s.info)) for r in ok[:4]]
             space = wg.space(w, s.info)
-            variants += [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)]
-            s.alternate(row, ops, variants, ROUNDS, shape)
+            s.screen_then_alternate(ops, swap, candidates(swap.space(w, s.info), w.K), "swap",
+                                    [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)], ROUNDS,
+                                    default=swap.default_config(w, s.info))
         s.write("swap-sweep.json")
 
 
