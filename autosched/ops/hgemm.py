@@ -29,12 +29,12 @@ Backends (`backend=`):
   * The wgmma backend serves a result's hgemm_wgmma_swap micro-kernels (the roles swapped for few rows:
     the weight's rows on wgmma's M side, the tokens on its N side; TMA maps of X, W and Y as
     hgemm_wgmma's, with its own boxes) while templates/hgemm_wgmma_swap.py's switch is on
-    (SWAP_VERIFIED, off until its GPU stage has passed; AUTOSCHED_WGMMA_SWAP=1); off, such an artifact
-    is not served.
+    (SWAP_VERIFIED, on since its GPU stage passed on an H100 on 2026-11-27; AUTOSCHED_WGMMA_SWAP=0
+    turns it off); off, such an artifact is not served.
   * The wgmma backend serves a result's hgemm_wgmma_sched micro-kernels (cooperative or ping-pong
     consumers, the output staged whole or a box at a time, wgmma N up to 256 and 168) while
-    templates/hgemm_wgmma_sched.py's dynamic switch is on (DYN_SCHED_VERIFIED, off until
-    tests/gpu/test_dynamic_sched_gpu.py has passed; AUTOSCHED_DYN_SCHED=1).
+    templates/hgemm_wgmma_sched.py's dynamic switch is on (DYN_SCHED_VERIFIED, on since
+    tests/gpu/test_dynamic_sched_gpu.py passed on an H100 on 2026-11-27; AUTOSCHED_DYN_SCHED=0 turns it off).
   * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
     WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
     7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);

@@ -52,9 +52,9 @@ def sched_enabled() -> bool:
 
 
 # As a dynamic-M micro-kernel (DietCode's search, ops.HgemmDispatch's serving: its maps encoded per M at
-# each call), a switch of its own: off until a GPU test of the dispatcher serving it over ragged Ms
-# (tests/gpu/test_dynamic_sched_gpu.py) has passed.  AUTOSCHED_DYN_SCHED=1 tries it.
-DYN_SCHED_VERIFIED = False
+# each call), a switch of its own: on since the GPU test of the dispatcher serving it over ragged Ms
+# (tests/gpu/test_dynamic_sched_gpu.py) passed on an H100 (2026-11-27).  AUTOSCHED_DYN_SCHED=0 turns it off.
+DYN_SCHED_VERIFIED = True
 # (first M, last M, config): where DietCode's search starts with this template: the configs measured
 # fastest in the one-process sweeps on the H100 (2026-11-27, checks/sched-sweep-*.json): 128 x 128 with
 # 6 slots at 512 rows of N = 4096, 128 x 168 with 4 slots at 512-2048 rows of N = 11008, 128 x 256 with

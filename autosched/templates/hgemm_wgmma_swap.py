@@ -14,8 +14,10 @@ token tiles of one weight tile are walked first, side by side).
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
 
-Gated by SWAP_VERIFIED: off until its GPU stage has passed (tests vs float64, memcheck and racecheck
-of its corners, `scripts/gpu_check.sh swap`).
+Gated by SWAP_VERIFIED: on since its GPU stage passed on an H100 (2026-11-27, `scripts/gpu_check.sh
+swap`: the static and dynamic GPU tests vs float64, memcheck and racecheck of its corners clean; in
+swap_sweep.py it beat hgemm_wgmma at every BERT shape, 0.975 vs 0.858 of cuBLAS at 160 x 3072 x 768,
+checks/swap-sweep-2026-11-27.json).  AUTOSCHED_WGMMA_SWAP=0 turns it off for one process.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAG
                                              tensormap_params)
 from autosched.workloads.base import WorkloadError
 
-# THE switch: off until `bash scripts/gpu_check.sh swap` has passed on an H100.
-# AUTOSCHED_WGMMA_SWAP=1 in the environment tries it.
-SWAP_VERIFIED = False
+# THE switch: on since `bash scripts/gpu_check.sh swap` passed on an H100 (2026-11-27).
+# AUTOSCHED_WGMMA_SWAP=0 in the environment turns it off.
+SWAP_VERIFIED = True
 THREADS = 256           # a producer warpgroup and one consumer
 BW_VALUES = (64, 128)
 BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)

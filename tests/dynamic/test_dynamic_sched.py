@@ -49,8 +49,10 @@ def off(monkeypatch):
     monkeypatch.setenv("AUTOSCHED_DYN_SCHED", "0")
 
 
-def test_switch_is_off_until_its_gpu_test(monkeypatch):
+def test_switch_is_on_since_its_gpu_test(monkeypatch):
     monkeypatch.delenv("AUTOSCHED_DYN_SCHED", raising=False)
+    assert dyn_sched_enabled()
+    monkeypatch.setenv("AUTOSCHED_DYN_SCHED", "0")
     assert not dyn_sched_enabled()
 
 

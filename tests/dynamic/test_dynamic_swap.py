@@ -48,8 +48,10 @@ def off(monkeypatch):
     monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
 
 
-def test_switch_is_off_until_its_gpu_stage(monkeypatch):
+def test_switch_is_on_since_its_gpu_stage(monkeypatch):
     monkeypatch.delenv("AUTOSCHED_WGMMA_SWAP", raising=False)
+    assert swap_enabled()
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
     assert not swap_enabled()
 
 

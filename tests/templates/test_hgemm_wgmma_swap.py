@@ -28,10 +28,12 @@ def t():
     return HgemmWgmmaSwapTemplate()
 
 
-def test_switch_is_off_until_its_gpu_stage_and_puts_the_template_last(monkeypatch):
+def test_switch_is_on_since_its_gpu_stage_and_puts_the_template_last(monkeypatch):
     names = lambda fams: [x.family for x in fams["hgemm"].templates]  # noqa: E731
     monkeypatch.delenv("AUTOSCHED_WGMMA_SWAP", raising=False)
-    assert hw.swap_enabled() is hw.SWAP_VERIFIED is False
+    assert hw.swap_enabled() is hw.SWAP_VERIFIED is True
+    assert names(registry._families())[-1] == "hgemm_wgmma_swap"
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
     assert "hgemm_wgmma_swap" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "1")
     assert names(registry._families())[-1] == "hgemm_wgmma_swap"
