@@ -22,6 +22,24 @@ def test_dynamic_table_geomeans_and_verdicts():
     assert "| `tuning_time_speedup` | 6.000 | >= 5.0 | met |" in t
 
 
+def test_a_cublas_geomean_whose_paired_rounds_straddle_the_bar_is_not_called_met():
+    def pt(M, v, lo, hi):
+        return {"M": M, "vs_per_instance": 1.0, "vs_cublas": v, "cublas_paired": {"vs_cublas_range": [lo, hi]}}
+    rows = [{"shape": "Mx64x64_bt", "range": [1, 512], "dynamic_tune_s": 2.0, "per_instance_tune_s": 12.0,
+             "tuning_time_speedup": 6.0, "untuned": [pt(10, 1.02, 0.98, 1.03), pt(40, 1.0, 0.99, 1.01),
+                                                      pt(300, 0.5, 0.4, 0.6)]}]
+    bars = {"geomean_vs_cublas_m_le_256": 1.0}
+    t = dynamic_table(_doc("dynamic", rows, {"geomean_vs_cublas_m_le_256": 1.01, "bars": bars}))
+    lo, hi = (0.98 * 0.99) ** 0.5, (1.03 * 1.01) ** 0.5          # M = 300 left out
+    assert f"| 1.010 ({lo:.3f} to {hi:.3f} over its paired rounds) | >= 1.0 | within its spread (low {lo:.3f}) |" in t
+    rows[0]["untuned"][:2] = [pt(10, 1.05, 1.03, 1.06), pt(40, 1.04, 1.02, 1.05)]
+    assert "over its paired rounds) | >= 1.0 | met |" in dynamic_table(
+        _doc("dynamic", rows, {"geomean_vs_cublas_m_le_256": 1.045, "bars": bars}))
+    rows[0]["untuned"][0].pop("cublas_paired")                  # a run before the pairing: no range, plain verdict
+    assert "| `geomean_vs_cublas_m_le_256` | 1.045 | >= 1.0 | met |" in dynamic_table(
+        _doc("dynamic", rows, {"geomean_vs_cublas_m_le_256": 1.045, "bars": bars}))
+
+
 def test_transfer_and_model_tables_say_not_met_and_not_measured():
     tr = _doc("model-transfer", [{"N": 8, "K": 16, "model": "m", "trials512_us": 1.0, "zero_trial_vs_512": 0.8,
                                   "trials32_vs_512": 0.9, "default_vs_512": 0.7}],
