@@ -35,13 +35,13 @@
 #                                        # racecheck of its corners, then the hgemm bench on the three prefill
 #                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
 #                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
-#   bash scripts/gpu_check.sh swap       # hgemm_wgmma_swap, the operands' roles swapped for few rows (switch on
-#                                        # for the stage): GPU tests vs float64 (static, and served for a dynamic
-#                                        # M by ops.HgemmDispatch; hgemm_wgmma_sched served so too, and the
-#                                        # Timer's host_late count), memcheck + racecheck of its
-#                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and few-row
-#                                        # Llama shapes (swap_sweep.py)
-#   bash scripts/gpu_check.sh bench-swap # the quick DietCode bench with hgemm_wgmma_swap micro-kernels on (at most 240 s)
+#   bash scripts/gpu_check.sh swap       # hgemm_wgmma_swap, the operands' roles swapped for few rows, K split
+#                                        # or not (on since 2026-11-27): GPU tests vs float64 (static, and
+#                                        # served for a dynamic M by ops.HgemmDispatch; hgemm_wgmma_sched served
+#                                        # so too, and the Timer's host_late count), memcheck + racecheck of its
+#                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and
+#                                        # few-row Llama shapes (swap_sweep.py) (at most ~560 s)
+#   bash scripts/gpu_check.sh bench-swap # the quick DietCode bench (at most 240 s)
 #   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
 #                                        # whole or a box at a time (switch on for the stage): GPU tests vs float64
 #                                        # in every layout, memcheck + racecheck of its corners, then
@@ -249,28 +249,27 @@ sched)
   unset AUTOSCHED_WGMMA_SCHED
   ;;
 swap)
-  export AUTOSCHED_WGMMA_SWAP=1
   stage "pytest hgemm_wgmma_swap"
   timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_swap_gpu.py \
     tests/gpu/test_dynamic_swap_gpu.py tests/gpu/test_dynamic_sched_gpu.py tests/gpu/test_timer_gpu.py \
     tests/gpu/test_dynamic_bench_gpu.py 2>&1 \
     | tee "$OUT/pytest-swap.log" | tail -15
   echo "rc=${PIPESTATUS[0]}"
-  # the registry's picks: the smallest tile (BT 8, 32B swizzle, 2 slots), the most shared memory, two m64
-  # blocks at the widest BT, a 64B-swizzled ring ending off the staging's 1024-byte boundary; 5 rows (one
-  # token tile, mostly past M), 300 x 2120 BF16 (clipped in both), 112 x 768 (BERT)
-  TEMPLATES=hgemm_wgmma_swap PER_TEMPLATE=6 sanitize_both swap "hgemm_wgmma_swap corners" 90 "$SANITIZE_HGEMM" \
-    scripts/sanitize.py hgemm 5x264x200_bt 300x2120x136_bt_bf16 112x768x768_bt
-  stage "timing: hgemm_wgmma_swap vs hgemm_wgmma vs cuBLAS at few rows"
-  timeout 300 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
+  # the registry's picks: the smallest tile (BT 8, 32B swizzle, 2 slots), the deepest K split of the widest
+  # tile, the most shared memory, two m64 blocks at the widest BT, a 64B-swizzled ring ending off the
+  # staging's 1024-byte boundary; 5 rows (one token tile, mostly past M), 300 x 2120 BF16 (clipped in
+  # both), 112 x 768 and 160 x 768 x 3072 (BERT)
+  TEMPLATES=hgemm_wgmma_swap PER_TEMPLATE=6 sanitize_both swap "hgemm_wgmma_swap corners" 120 "$SANITIZE_HGEMM" \
+    scripts/sanitize.py hgemm 5x264x200_bt 300x2120x136_bt_bf16 112x768x768_bt 160x768x3072_bt
+  stage "timing: hgemm_wgmma_swap (K split or not) vs hgemm_wgmma vs cuBLAS at few rows"
+  timeout 360 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
-  unset AUTOSCHED_WGMMA_SWAP
   ;;
 bench-swap)
   # the quick DietCode bench (4096 x 4096 and BERT's 768 x 768) with hgemm_wgmma_swap micro-kernels among
   # the templates; its rows' cublas_paired hold the same-buffer pairing, the series and the host_late counts
   stage "DietCode bench with swap micro-kernels (quick)"
-  AUTOSCHED_WGMMA_SWAP=1 timeout ${DYNAMIC_S:-240} "$PY" -m autosched.benchmarks.dynamic --quick \
+  timeout ${DYNAMIC_S:-240} "$PY" -m autosched.benchmarks.dynamic --quick \
     --out "$OUT/with-swap" 2>&1 | tee "$OUT/bench-dynamic-swap.log" | tail -8
   echo "rc=${PIPESTATUS[0]}"
   ;;

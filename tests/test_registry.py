@@ -118,7 +118,8 @@ def test_every_hgemm_layout_and_dtype_has_a_template():
             # hgemm_stream streams a linear layer's weight: nt only
             assert [t.family for t in templates_for(h.parse("16x16x16", layout=layout, dtype=dtype))] == [
                 "hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk",
-                *(["hgemm_stream"] if layout == "nt" else []), "hgemm_wgmma_cluster", "hgemm_wgmma_sched"], (layout, dtype)
+                *(["hgemm_stream"] if layout == "nt" else []), "hgemm_wgmma_cluster", "hgemm_wgmma_sched",
+                *(["hgemm_wgmma_swap"] if layout == "nt" else [])], (layout, dtype)
         assert [t.family for t in templates_for(h.parse("16x16x16_bb", dtype=dtype))] == ["hgemm_wmma"]
         # hgemm_wgmma's TMA store needs C's rows 16-byte aligned: N % 8 (and so its split-K's)
         assert [t.family for t in templates_for(h.parse("16x12x16_bt", dtype=dtype))] == [

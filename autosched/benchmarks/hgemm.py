@@ -83,10 +83,11 @@ def first_configs(t, w, device) -> list[dict]:
 # per-config costs, from the H100 on 2026-11-23: best-config throughput at 4096^3 (wgmma 710 TFLOP/s:
 # 0.19 ms; mma / wmma 0.49-0.56 ms), a searched config taken as SLOWDOWN x the best; a timed run also
 # pays the 256 MB flush and its events; each config is checked twice (output to the host, compared
-# on 16 cores), and NVRTC takes 0.3-0.7 s a build, 16 at a time
+# on 16 cores), and NVRTC takes 0.3-0.7 s a build, 16 at a time; hgemm_wgmma_swap's rate is a guess
+# (a kernel for few rows, one consumer warpgroup: a large shape runs it well below wgmma's)
 RATE_TFLOPS = {"hgemm_wgmma": 700.0, "hgemm_mma": 270.0, "hgemm_wmma": 270.0, "hgemm_wgmma_splitk": 700.0,
                "hgemm_stream": 300.0, "hgemm_wgmma_nsplit": 700.0, "hgemm_wgmma_cluster": 700.0,
-               "hgemm_wgmma_sched": 700.0}
+               "hgemm_wgmma_sched": 700.0, "hgemm_wgmma_swap": 300.0}
 SLOWDOWN = 1.8
 FLUSH_US = 100.0        # 256 MB memset at ~2.6 TB/s
 RUN_OVERHEAD_US = 15.0  # launch and two events a timed run

@@ -180,7 +180,7 @@ class ProbeModel:
                 float(c["schedule"] == "pingpong"), float(c["epi_boxes"]),
                 math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
         if family == SWP:
-            return [math.log2(c[k]) for k in ("bw", "bt", "swizzle", "stages")] + [
+            return [math.log2(c[k]) for k in ("bw", "bt", "swizzle", "stages", "split_k")] + [
                 math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
         if family in WG_FAMILIES:
             return [math.log2(c[k]) for k in ("bm", "bn", "consumers", "swizzle", "stages", "group")] + [

@@ -306,8 +306,9 @@ def stream_describe(config: dict) -> str:
 #     K:                slots (K / BK)          | k16 steps of a slot: swizzle / 32
 #
 # Its threads are fixed (a producer and one consumer warpgroup), so `sample_swap` draws (BW, BT) jointly
-# under the accumulator budget (mw x BT / 2 <= 128) and the largest extents, then the swizzle and the
-# ring depth; the unroll (wgmma per slot: mw x BK / 16) is derived, never drawn.
+# under the accumulator budget (mw x BT / 2 <= 128) and the largest extents, then the swizzle, the
+# ring depth and split_k (K cut in slices: an inner tile of K, as hgemm_wgmma_splitk's); the unroll
+# (wgmma per slot: mw x BK / 16) is derived, never drawn.
 SWP = "hgemm_wgmma_swap"
 
 
@@ -328,8 +329,11 @@ def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_
     inner = _swap_inner(space, extents)
     for _ in range(max_tries if inner else 0):
         bw, bt = rng.choice(inner)
+        splits = space.knob("split_k").values
+        # K unsplit half the time: a split only pays where the tiles leave SMs idle
         cfg = {"bw": bw, "bt": bt, "swizzle": rng.choice(space.knob("swizzle").values),
-               "stages": rng.choice(space.knob("stages").values)}
+               "stages": rng.choice(space.knob("stages").values),
+               "split_k": 1 if 1 in splits and rng.random() < 0.5 else rng.choice(splits)}
         if space.contains(cfg):
             return cfg
     raise ConfigError(f"no hgemm_wgmma_swap micro-kernel found for extents {extents} in {max_tries} draws")
@@ -338,7 +342,7 @@ def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_
 def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
                 max_tries: int = 50) -> dict | None:
     """A neighbour (the threads are the template's): BT moved to a neighbouring wgmma N or resampled, BW
-    flipped, or the swizzle or the ring depth changed."""
+    flipped, or the swizzle, the ring depth or split_k changed."""
     inner = set(_swap_inner(space, extents))
     bts = list(space.knob("bt").values)
     for _ in range(max_tries):
@@ -353,7 +357,7 @@ def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[i
         elif move < 0.65:
             c["bw"] = 192 - c["bw"]
         else:
-            knob = rng.choice(("swizzle", "stages"))
+            knob = rng.choice(("swizzle", "stages", "split_k"))
             c[knob] = rng.choice(space.knob(knob).values)
         if c != config and (c["bw"], c["bt"]) in inner and space.contains(c):
             return c
@@ -362,7 +366,7 @@ def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[i
 
 def swap_describe(config: dict) -> str:
     c = config
-    return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} unroll {swap_unroll(c)}"
+    return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} split{c['split_k']} unroll {swap_unroll(c)}"
 
 
 # -- hgemm_wgmma_sched micro-kernels ------------------------------------------------------------------

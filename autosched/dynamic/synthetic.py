@@ -150,18 +150,22 @@ SM_L2_BYTES_S = 1.1e11       # what one SM's loads draw from L2: ~64 bytes a clo
 
 
 def modelled_swap_us(config: dict, M: int, N: int, K: int, device) -> float:
-    """hgemm_wgmma_swap, persistent: ceil(tiles / #SMs) rounds of one tile an SM, tiles BT tokens x BW
-    weight rows; a tile's time the slower of its wgmma work (at the efficiency of `modelled_wgmma_us`,
-    one consumer) and its (BW + BT) x K operands at an SM's rate from L2 (the token tiles of one W tile
-    run side by side, so W comes from DRAM about once), so narrow token tiles make many CTAs that each
-    read little; the memory floor, launch and noise.  MODELLED, not measured."""
+    """hgemm_wgmma_swap, persistent: ceil(tiles x split_k / #SMs) rounds of one work unit an SM, tiles
+    BT tokens x BW weight rows over K / split_k; a unit's time the slower of its wgmma work (at the
+    efficiency of `modelled_wgmma_us`, one consumer) and its (BW + BT) x K / split_k operands at an
+    SM's rate from L2 (the token tiles of one W tile run side by side, so W comes from DRAM about
+    once), so narrow token tiles make many CTAs that each read little, plus a split unit's partial
+    written and read back; the memory floor, launch and noise.  MODELLED, not measured."""
     c = config
-    bt, bw = c["bt"], c["bw"]
-    tiles = -(-M // bt) * -(-N // bw)
+    bt, bw, sk = c["bt"], c["bw"], c["split_k"]
+    units = -(-M // bt) * -(-N // bw) * sk
     eff = wgmma_efficiency({"bm": bw, "bn": bt, "consumers": 1, "stages": c["stages"], "swizzle": c["swizzle"]})
-    tile_us = max(2.0 * bw * bt * K / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6,
-                  (bw + bt) * K * 2 / SM_L2_BYTES_S * 1e6)
-    us = -(-tiles // device.sm_count) * tile_us
+    kk = K / sk
+    unit_us = max(2.0 * bw * bt * kk / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6,
+                  (bw + bt) * kk * 2 / SM_L2_BYTES_S * 1e6)
+    if sk > 1:
+        unit_us += 2 * bw * bt * 4 / SM_L2_BYTES_S * 1e6
+    us = -(-units // device.sm_count) * unit_us
     floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
     return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "swap")
 

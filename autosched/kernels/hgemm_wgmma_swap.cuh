@@ -17,14 +17,21 @@
 // columns a warp's store touches land in four distinct 16-byte units (the swizzle XORs the unit with
 // the row), so the stores are conflict-free; TMA stores the boxes (clipped at M and N).
 //
+// Split-K (SPLIT_K 2 to 8; 1 is none): the persistent grid walks work units u = tile * SPLIT_K + slice,
+// so a GEMM with few tiles and a long K (BERT's 768 x 3072 at M = 160: 24 tiles of 64 x 80 for 132
+// SMs, each streaming 48 k-blocks through one SM) spreads its K over more SMs; the slices meet in a
+// workspace of tile counters and FP32 partials (splitk_reduce.cuh), and the last to finish stores C.
+// cuBLAS runs split-K kernels of this layout there at M <= 80 (checks/cublas-kernels-2026-11-27.json).
+//
 // Accumulator fragment of m64nBTk16 (warp w, lane l, register i < BT / 2): weight row
 // 16 w + l / 4 + 8 ((i / 2) % 2) of the m64 block, token 8 (i / 4) + 2 (l % 4) + i % 2.
 #pragma once
 #include "wgmma_narrow.cuh"   // inlines hgemm_wgmma.cuh
+#include "splitk_reduce.cuh"
 
 namespace autosched_wgmma {
 
-template <int BF16, int BW, int BT, int SWZ, int STAGES>
+template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K>
 struct HgemmWgmmaSwap {
   static constexpr int BK = SWZ / 2;                        // elements of K a slot holds
   static constexpr int MW = BW / 64;                        // m64 blocks (of weight rows) a tile holds
@@ -40,6 +47,7 @@ struct HgemmWgmmaSwap {
   static constexpr int BAR_OFFSET = C_OFFSET + C_BYTES;
   static constexpr int SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024;
   static constexpr int ACC = BT / 2;
+  using Reduce = SplitKReduce<SPLIT_K, 128, MW * ACC / 4, 2>;   // named barrier 2: 1 is the epilogue's
 
   static_assert(SWZ == 32 || SWZ == 64 || SWZ == 128, "swizzle 32, 64 or 128 bytes");
   static_assert(BW == 64 || BW == 128, "BW = 64 or 128 weight rows: one or two m64 blocks");
@@ -47,6 +55,7 @@ struct HgemmWgmmaSwap {
                 BT == 80 || BT == 96 || BT == 128, "a wgmma N of this file");
   static_assert(MW * ACC <= 128, "accumulators: MW x BT / 2 <= 128 floats a consumer thread");
   static_assert(STAGES >= 2 && STAGES <= 16, "a ring of 2 to 16 slots");
+  static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "1 to 8 K slices");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
 
   // token tile fastest: the CTAs of one W tile are neighbours in the grid
@@ -60,10 +69,11 @@ struct HgemmWgmmaSwap {
     tensormap_prefetch(tmX);
     tensormap_prefetch(tmW);
     unsigned it = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      int w0, t0;
-      tile_coords(tile, tiles_t, w0, t0);
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
+    for (int u = blockIdx.x; u < tiles * SPLIT_K; u += gridDim.x) {
+      int w0, t0, kb0, nk;
+      tile_coords(u / SPLIT_K, tiles_t, w0, t0);
+      Reduce::slice_range(u % SPLIT_K, kslots, kb0, nk);
+      for (int kb = kb0; kb < kb0 + nk; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
         mbar_wait(empty, phase ^ 1);
@@ -81,19 +91,21 @@ struct HgemmWgmmaSwap {
   }
 
   static __device__ void consumer(const TensorMap* tmC, unsigned ring, unsigned cstage, unsigned bars,
-                                  int M, int N, int tiles, int tiles_t, int kslots) {
+                                  int M, int N, int tiles, int tiles_t, int kslots, unsigned char* ws) {
     const int t = threadIdx.x - 128, warp = t / 32, lane = t % 32;
     if (t == 0) tensormap_prefetch(tmC);
     float acc[MW][ACC];
     unsigned it = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-      int w0, t0;
+    for (int u = blockIdx.x; u < tiles * SPLIT_K; u += gridDim.x) {
+      const int tile = u / SPLIT_K, slice = u % SPLIT_K;
+      int w0, t0, kb0, nk;
       tile_coords(tile, tiles_t, w0, t0);
+      Reduce::slice_range(slice, kslots, kb0, nk);
 #pragma unroll
       for (int w = 0; w < MW; ++w)
 #pragma unroll
         for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
+      for (int kb = 0; kb < nk; ++kb, ++it) {
         const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
         mbar_wait(bars + 8 * s, phase);
         __syncwarp();
@@ -109,8 +121,12 @@ struct HgemmWgmmaSwap {
         wgmma_wait<1>();
         if (kb > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
       }
+      // unconditional, as in hgemm_wgmma_splitk.cuh: a wgmma wait under a branch serializes every wgmma
       wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      if (nk > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      if constexpr (SPLIT_K > 1) {
+        if (!Reduce::reduce(&acc[0][0], ws, tiles, tile, slice, t)) continue;   // another slice stores C
+      }
 
       // epilogue: registers -> transposed, swizzled staging -> TMA store
       if (t == 0) bulk_wait_read_all();              // the last tile's stores have read the staging
@@ -141,11 +157,13 @@ struct HgemmWgmmaSwap {
         bulk_commit();
       }
     }
-    if (t == 0) bulk_wait_all();
+    // the staging must outlive the stores' reads of it; the grid's completion orders their writes (as in
+    // hgemm_wgmma_splitk.cuh, where waiting for the writes too cost short split-K GEMMs 0.5-0.7 us)
+    if (t == 0) bulk_wait_read_all();
   }
 
   static __device__ void run(const TensorMap* tmX, const TensorMap* tmW, const TensorMap* tmC, int M, int N,
-                             int K, unsigned char* smem_raw) {
+                             int K, unsigned char* ws, unsigned char* smem_raw) {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned ring = base, cstage = base + C_OFFSET, bars = base + BAR_OFFSET;
     const int tiles_w = (N + BW - 1) / BW, tiles_t = (M + BT - 1) / BT, kslots = (K + BK - 1) / BK;
@@ -162,18 +180,20 @@ struct HgemmWgmmaSwap {
     if (threadIdx.x < 128) {
       if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles, tiles_t, kslots);
     } else {
-      consumer(tmC, ring, cstage, bars, M, N, tiles, tiles_t, kslots);
+      consumer(tmC, ring, cstage, bars, M, N, tiles, tiles_t, kslots, ws);
     }
   }
 };
 
 }  // namespace autosched_wgmma
 
-template <int BF16, int BW, int BT, int SWZ, int STAGES>
+// workspace: tile counters and FP32 partials (splitk_reduce.cuh); unread at SPLIT_K = 1
+template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K>
 __global__ void __launch_bounds__(256, 1)
 hgemm_wgmma_swap(const __grid_constant__ autosched_wgmma::TensorMap tmX,
                  const __grid_constant__ autosched_wgmma::TensorMap tmW,
-                 const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K) {
+                 const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K,
+                 unsigned char* workspace) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES>::run(&tmX, &tmW, &tmC, M, N, K, smem);
+  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K>::run(&tmX, &tmW, &tmC, M, N, K, workspace, smem);
 }

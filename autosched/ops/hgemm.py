@@ -28,7 +28,8 @@ Backends (`backend=`):
     AUTOSCHED_DYN_STREAM=0 turns it off); off, such an artifact is not served.
   * The wgmma backend serves a result's hgemm_wgmma_swap micro-kernels (the roles swapped for few rows:
     the weight's rows on wgmma's M side, the tokens on its N side; TMA maps of X, W and Y as
-    hgemm_wgmma's, with its own boxes) while templates/hgemm_wgmma_swap.py's switch is on
+    hgemm_wgmma's, with its own boxes; split-K through hgemm_wgmma_splitk's workspace layout) while
+    templates/hgemm_wgmma_swap.py's switch is on
     (SWAP_VERIFIED, on since its GPU stage passed on an H100 on 2026-11-27; AUTOSCHED_WGMMA_SWAP=0
     turns it off); off, such an artifact is not served.
   * The wgmma backend serves a result's hgemm_wgmma_sched micro-kernels (cooperative or ping-pong
@@ -89,7 +90,13 @@ WGMMA_IN_AUTO = True
 BACKENDS = ("auto", "wgmma", "mma")
 DYN, WG, WGS, STR, SWP, SCH = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap",
                                 "hgemm_wgmma_sched")
-WORKSPACE_FAMILIES = (WGS, STR)     # kernels that take a workspace of tile counters and FP32 partials
+WORKSPACE_FAMILIES = (WGS, STR, SWP)   # kernels that take a workspace of tile counters and FP32 partials
+
+
+def reads_workspace(family: str, config: dict) -> bool:
+    """Whether a kernel of `family` and `config` reads its workspace (hgemm_wgmma_swap only where it
+    splits K: unsplit it is passed a null pointer)."""
+    return family in (WGS, STR) or (family == SWP and config["split_k"] > 1)
 TMA_FAMILIES = (WG, WGS, SWP, SCH)  # kernels that take TMA maps of X, W and Y and walk a persistent grid
 
 
@@ -302,7 +309,7 @@ class HgemmDispatch:
         top = max(m_max, self.hi)
         self.counter_region = max([counter_bytes(-(-top // bm) * -(-N // bn))
                                    for bm, bn in (self._tile(i) for i, f in enumerate(self.families)
-                                                  if f in WORKSPACE_FAMILIES)] or [0])
+                                                  if reads_workspace(f, self.configs[i]))] or [0])
         self.workspaces = WorkspaceCache()
 
     def _tile(self, i: int) -> tuple[int, int]:
@@ -417,9 +424,11 @@ class HgemmDispatch:
             b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa)
             cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya)
             args = (a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
-            if fam == WGS:
+            if reads_workspace(fam, self.configs[i]):
                 off, need = self.workspace(i, M)
                 args += (np.uint64(self.workspaces.address(stream, need) + off),)
+            elif fam in WORKSPACE_FAMILIES:
+                args += (np.uint64(0),)
             self._kernels[i].launch(stream, grid, *args)
             return
         if fam == STR:
@@ -435,7 +444,7 @@ def _short(family: str, c: dict) -> str:
     if family == STR:
         return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
     if family == SWP:
-        return f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']}"
+        return f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']} split{c['split_k']}"
     if family == SCH:
         return f"sched {c['schedule']} {c['bm']}x{c['bn']} boxes{c['epi_boxes']} sw{c['swizzle']} st{c['stages']}"
     if family in (WG, WGS):

@@ -8,8 +8,10 @@ kernels there are of this kind (nvjet ..._64x24_..._TNT, checks/cublas-kernels-*
 A template of its own beside hgemm_wgmma (its own build id; hgemm_wgmma's recordings stay valid).
 Serves B stored (N, K) with A stored (M, K) (nt, `_bt`: a linear layer; both operands K-major), FP16
 and BF16, on sm_90.  Knobs: `bw` (weight rows a tile, 64 or 128: one consumer warpgroup's m64
-blocks), `bt` (tokens a tile: the wgmma N), the swizzle and the ring depth; no raster group (the
-token tiles of one weight tile are walked first, side by side).
+blocks), `bt` (tokens a tile: the wgmma N), the swizzle, the ring depth and `split_k` (K slices of a
+tile summed through a workspace by the slice that finishes last, as hgemm_wgmma_splitk's; 1 is none:
+for few tiles and a long K, BERT's 768 x 3072); no raster group (the token tiles of one weight tile
+are walked first, side by side).
 
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
@@ -27,6 +29,7 @@ from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec
 from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
                                              tensormap_params)
+from autosched.templates.hgemm_wgmma_splitk import WORKSPACE_CAP, counter_bytes, k_slices_rule
 from autosched.workloads.base import WorkloadError
 
 # THE switch: on since `bash scripts/gpu_check.sh swap` passed on an H100 (2026-11-27).
@@ -35,20 +38,34 @@ SWAP_VERIFIED = True
 THREADS = 256           # a producer warpgroup and one consumer
 BW_VALUES = (64, 128)
 BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
+SPLIT_VALUES = (1, 2, 3, 4, 6, 8)       # the .cuh's static_assert allows 1 to 8
 
 
 # (first M, last M, config): where DietCode's search starts with this template, the token tiles cuBLAS's
 # own kernels of this layout use at BERT's shapes on the H100 (8 at M <= 48, 24 at 80-160, 40-80 at
 # 3072 x 768; checks/cublas-kernels-2026-11-27.json), a 64-row weight tile, 128B swizzle, deep rings.
-# Not measured as ours yet.
-SWAP_SEEDS = ((1, 64, {"bw": 64, "bt": 8, "swizzle": 128, "stages": 12}),
-              (33, 192, {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12}),
-              (65, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 10}),
-              (129, 512, {"bw": 64, "bt": 64, "swizzle": 128, "stages": 8}))
+# Measured on the H100 in swap_sweep.py (2026-11-27): unsplit, 64 x 24 deep rings best at 33 x 4096 x 4096,
+# 64 x 64 at 128 x 4096 x 4096, 32-40 tokens x 128 rows or 80-96 x 64 at 160 x 768 x 768
+# (checks/swap-sweep-2026-11-27.json);
+# split, where cuBLAS splits K too (768 x 3072), 32 tokens in 3 slices best at M = 80 and 40 in 2 at
+# M = 160 (checks/swap-splitk-sweep-2026-11-27.json, swap-exit-read-sweep-2026-11-27.json).
+SWAP_SEEDS = ((1, 64, {"bw": 64, "bt": 8, "swizzle": 128, "stages": 12, "split_k": 1}),
+              (33, 192, {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1}),
+              (65, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 10, "split_k": 1}),
+              (129, 512, {"bw": 64, "bt": 64, "swizzle": 128, "stages": 8, "split_k": 1}),
+              (1, 128, {"bw": 64, "bt": 32, "swizzle": 128, "stages": 16, "split_k": 3}),
+              (129, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2}))
 
 
 def swap_enabled() -> bool:
     return env_switch("AUTOSCHED_WGMMA_SWAP", SWAP_VERIFIED)
+
+
+def workspace_bytes(M: int, N: int, bw: int, bt: int, split_k: int) -> int:
+    """HgemmWgmmaSwap's workspace (splitk_reduce.cuh): a u32 counter per tile padded to 256 bytes, then
+    split_k x tiles FP32 partial tiles of bw x bt; counters only at split_k 1 (unread there)."""
+    tiles = -(-M // bt) * -(-N // bw)
+    return counter_bytes(tiles) + (split_k if split_k > 1 else 0) * tiles * bw * bt * 4
 
 
 def smem_bytes(bw, bt, swizzle, stages) -> int:
@@ -78,6 +95,7 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
             Knob("bt", BT_VALUES, "tokens (rows of C) a tile holds: the wgmma N"),
             Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
             Knob("stages", STAGE_VALUES, "slots in the TMA ring"),
+            Knob("split_k", SPLIT_VALUES, "K slices of a tile, summed by the slice that finishes last (1: none)"),
         ]
         C = Constraint
         cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
@@ -85,8 +103,17 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
             C(f"accumulators (BW / 64) x BT / 2 <= {MAX_ACC} a consumer thread", ("bw", "bt"),
               lambda bw, bt: (bw // 64) * bt // 2 <= MAX_ACC),
             C("BW no larger than the smallest tile that covers N", ("bw",), lambda bw: bw == 64 or bw // 2 < N),
+            k_slices_rule(workload.K),
             *([] if self.dynamic_m else [
-                C("BT no wider than M rounded up to 8", ("bt",), lambda bt: bt == 8 or bt - 8 < M)]),
+                C("BT no wider than M rounded up to 8", ("bt",), lambda bt: bt == 8 or bt - 8 < M),
+                # a GPU full of tiles gains nothing from splitting K: the partials only cost
+                C(f"split_k above 1 only while the tiles fill at most {device.sm_count} SMs", ("bw", "bt", "split_k"),
+                  lambda bw, bt, sk: sk == 1 or -(-M // bt) * -(-N // bw) < device.sm_count),
+                C(f"split_k above 4 only while its work units fill at most 2 x {device.sm_count} SMs",
+                  ("bw", "bt", "split_k"),
+                  lambda bw, bt, sk: sk <= 4 or -(-M // bt) * -(-N // bw) * sk <= 2 * device.sm_count),
+                C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bw", "bt", "split_k"),
+                  lambda bw, bt, sk: workspace_bytes(M, N, bw, bt, sk) <= WORKSPACE_CAP)]),
             C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
               ("bw", "bt", "swizzle", "stages"), lambda bw, bt, sw, st: smem_bytes(bw, bt, sw, st) <= cap),
         ]
@@ -105,20 +132,39 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
         space = self.space(workload, device)
         M, N, K = workload.M, workload.N, workload.K
-        pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128]
+        pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128 and c["split_k"] == 1]
         if not pool:
-            return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8})
+            return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8, "split_k": 1})
         one_wave = [c for c in pool if -(-M // c["bt"]) * -(-N // 64) <= device.sm_count]
         bt = min(c["bt"] for c in one_wave) if one_wave else max(c["bt"] for c in pool)
         # among that BT's rings, the shortest that holds all of K, else the deepest
         rings = sorted(c["stages"] for c in pool if c["bt"] == bt)
         kslots = -(-K // 64)
         stages = next((s for s in rings if s >= kslots), rings[-1])
-        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages}
+        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages, "split_k": 1}
 
     def kernel_values(self, workload, cfg: dict) -> dict:
         return {"BF16": workload.bf16, "BW": cfg["bw"], "BT": cfg["bt"], "SWZ": cfg["swizzle"],
-                "STAGES": cfg["stages"]}
+                "STAGES": cfg["stages"], "SPLIT_K": cfg["split_k"]}
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        """hgemm_wgmma's (tiles counted as BT x BW), the waves counted in work units, and the split's."""
+        c, M, N = config, params["M"], params["N"]
+        out = super().derived_features(c, params, device)
+        sk = c["split_k"]
+        out.update({"split_k": sk, "work_units": out["tiles"] * sk, "waves": out["tiles"] * sk / device.sm_count,
+                    "k_blocks_per_unit": -(-params["K"] // (c["swizzle"] // 2)) / sk,
+                    "workspace_bytes": workspace_bytes(M, N, c["bw"], c["bt"], sk)})
+        return out
+
+    def _kernel(self, workload, cfg: dict, device) -> tuple:
+        """Persistent over work units (tile, K slice), a CTA per SM at most; the workspace after K."""
+        header, expr, _, cluster, _ = super()._kernel(workload, cfg, device)
+        M, N, sk = workload.M, workload.N, cfg["split_k"]
+        units = -(-M // cfg["bt"]) * -(-N // cfg["bw"]) * sk
+        workspace = ArgSpec("workspace", "workspace", value=workspace_bytes(M, N, cfg["bw"], cfg["bt"], sk),
+                            ctype="unsigned char*")
+        return header, expr, min(units, device.sm_count), cluster, (workspace,)
 
     def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
         """X (A) in boxes of (BK, BT), W (B) in boxes of (BK, BW), both K-major; C in boxes of 64 weight

@@ -1,18 +1,20 @@
 """Does hgemm_wgmma_swap (weight rows on wgmma's M side, tokens on its N side) close the few-row gap to
 cuBLAS that hgemm_wgmma leaves at BERT's dense layers (0.81-0.88 of cuBLAS on the same buffers, H100,
-2026-11-27, checks/alloc-pairs-*.json)?  For each shape, its configs of 128B swizzle (every BW and BT,
-the ring that holds all of K or the deepest, and the one below it) are built, checked against float64
+2026-11-27, checks/alloc-pairs-*.json), and does splitting K close the rest at 768 x 3072?  For each
+shape, its configs of 128B swizzle (every BW, BT and split_k, the ring that holds all of a slice's K
+or the deepest, and the one below it) are built, checked against float64
 and timed once in this process on the operands cuBLAS gets; then the best four, hgemm_wgmma's configs
 measured best there and cuBLAS in three alternating rounds.  Rows to $OUT/swap-sweep.json.
 
-    AUTOSCHED_WGMMA_SWAP=1 python3 scripts/experiments/swap_sweep.py [SHAPE...]"""
+    python3 scripts/experiments/swap_sweep.py [SHAPE...]"""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-SHAPES = ["80x768x768_bt", "112x768x768_bt", "160x768x768_bt", "112x768x3072_bt", "160x768x3072_bt",
-          "192x768x3072_bt", "160x3072x768_bt", "33x4096x4096_bt", "128x4096x4096_bt"]
+SHAPES = ["80x768x768_bt", "112x768x768_bt", "160x768x768_bt", "192x768x768_bt", "80x768x3072_bt",
+          "112x768x3072_bt", "160x768x3072_bt", "192x768x3072_bt", "160x3072x768_bt", "192x3072x768_bt",
+          "33x4096x4096_bt", "128x4096x4096_bt"]
 S = {"consumers": 1, "swizzle": 128, "bm": 64, "group": 1}
 # hgemm_wgmma's configs the DietCode runs and placement.py measured best on these shapes
 WGMMA = [{**S, "bn": 64, "stages": 5}, {**S, "bn": 64, "stages": 8}, {**S, "bn": 64, "stages": 12},
@@ -21,15 +23,17 @@ ROUNDS = 3
 
 
 def candidates(space, K):
-    kslots = -(-K // 64)
+    """Per (BW, BT, split_k) of 128B swizzle: the ring that holds all of a slice's K, or the deepest,
+    and the one below it."""
     out = []
-    for key in sorted({(c["bw"], c["bt"]) for c in space}):
-        rings = sorted(c["stages"] for c in space if (c["bw"], c["bt"]) == key and c["swizzle"] == 128)
+    for key in sorted({(c["bw"], c["bt"], c["split_k"]) for c in space}):
+        rings = sorted(c["stages"] for c in space if (c["bw"], c["bt"], c["split_k"]) == key and c["swizzle"] == 128)
         if not rings:
             continue
+        kslots = -(-K // (64 * key[2]))
         full = next((s for s in rings if s >= kslots), rings[-1])
         keep = {full, rings[max(0, rings.index(full) - 1)]}
-        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s} for s in sorted(keep)]
+        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2]} for s in sorted(keep)]
     return out
 
 

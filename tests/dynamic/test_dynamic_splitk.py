@@ -313,7 +313,10 @@ def test_the_synthetic_model_splits_at_small_m_only(h100):
         modelled_wgmma_us(big, 4096, 4096, 4096, h100)
 
 
-def test_the_front_adds_split_k_with_the_switch_on(tmp_path, on):
+def test_the_front_adds_split_k_with_the_switch_on(tmp_path, on, monkeypatch):
+    # the families that would compete with it for few rows have switches of their own (their tests)
+    monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
+    monkeypatch.setenv("AUTOSCHED_DYN_SCHED", "0")
     res = front_tune(DynamicWorkload.parse("hgemm", "Mx4096x4096_bt", (1, 4096)), runner="synthetic",
                      db=str(tmp_path / "t.db"), rounds=2, per_round=10, seed=1)
     assert WGS in res.template.split("+")
@@ -353,7 +356,8 @@ def test_the_bench_runs_the_family_only_when_on(monkeypatch, h100):
     from autosched.benchmarks.dynamic import micro_kernel_templates
     from autosched.device import DeviceInfo
     fams = lambda dev, **kw: [t.family for t in micro_kernel_templates(dev, **kw)]  # noqa: E731
-    monkeypatch.setenv("AUTOSCHED_DYN_STREAM", "0")      # its own switch: tests/dynamic/test_dynamic_stream.py
+    for other in ("AUTOSCHED_DYN_STREAM", "AUTOSCHED_WGMMA_SWAP", "AUTOSCHED_DYN_SCHED"):
+        monkeypatch.setenv(other, "0")                   # their own switches: their own tests
     monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", "1")
     assert fams(h100) == ["hgemm_dyn", "hgemm_wgmma", WGS]
     assert fams(h100, wgmma=False) == ["hgemm_dyn"]

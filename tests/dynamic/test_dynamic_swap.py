@@ -18,7 +18,8 @@ from autosched.dynamic.measurer import compile_report, probe_workloads
 from autosched.dynamic.synthetic import SyntheticRunner, modelled_swap_us, modelled_wgmma_us
 from autosched.dynamic.tune import tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
-from autosched.ops.hgemm import HgemmDispatch
+from autosched.dynamic.handmade import handmade_result
+from autosched.ops.hgemm import HgemmDispatch, _short
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
 from autosched.templates.hgemm_wgmma_swap import (SWAP_SEEDS, THREADS, HgemmWgmmaSwapDynTemplate,
                                                   HgemmWgmmaSwapTemplate, swap_enabled)
@@ -106,7 +107,7 @@ def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_pa
 
 
 def test_the_synthetic_model_favours_it_at_few_rows_only(h100):
-    swap = {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12}
+    swap = {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1}
     wg = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1}
     assert modelled_swap_us(swap, 112, 768, 3072, h100) < modelled_wgmma_us(wg, 112, 768, 3072, h100)
     big = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
@@ -127,7 +128,6 @@ def test_the_tuner_seeds_it_and_verifies_what_it_picks(mixed, dw):
 
 
 def _with_swap(dw):
-    from autosched.dynamic.handmade import handmade_result
     wg = {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 5, "group": 8}
     return handmade_result(dw, [(SWP, dict(SWAP_SEEDS[0][2])), (SWP, dict(SWAP_SEEDS[1][2])),
                                 ("hgemm_wgmma", wg)], [48, 192], "H100|x", runner="gpu")
@@ -144,14 +144,43 @@ def test_the_dispatcher_serves_swap_kernels_their_grid_and_maps(h100, dw, monkey
         c = g.configs[i]
         grid, args = g._kernels[i].calls[-1]
         assert grid == (min(-(-M // c["bt"]) * (768 // c["bw"]), h100.sm_count), 1, 1) == g.grid(M)
-        assert [int(a) for a in args[3:]] == [M, 768, 768]
+        assert [int(a) for a in args[3:6]] == [M, 768, 768] and len(args) == 7     # the workspace last
     # X in (BK, BT) boxes over (K, M), W in (BK, BW) over (K, N), Y in (64, BT) over (N, M): the swap's own
     c = g.configs[g.index(112)]
     assert (0x7F0000000000, (768, 112), (64, c["bt"])) in seen
     assert (0x7F1000000000, (768, 768), (64, c["bw"])) in seen
     assert (0x7F2000000000, (768, 112), (64, c["bt"])) in seen
-    from autosched.ops.hgemm import _short
-    assert _short(g.families[0], g.configs[0]) == "swap 8x64 sw128 st12"
+    assert _short(g.families[0], g.configs[0]) == "swap 8x64 sw128 st12 split1"
+
+
+def test_a_split_swap_kernel_gets_its_workspace_an_unsplit_one_none(h100, monkeypatch, on):
+    from autosched.ops.hgemm import WorkspaceCache
+    from autosched.templates.hgemm_wgmma_splitk import counter_bytes
+
+    class Stream:
+        handle = 3
+    split = {"bw": 64, "bt": 48, "swizzle": 128, "stages": 8, "split_k": 3}
+    long_k = DynamicWorkload.parse("hgemm", "Mx768x3072_bt", (16, 2048), step=16)
+    res = handmade_result(long_k, [(SWP, dict(SWAP_SEEDS[0][2])), (SWP, split)], [48], "H100|x", runner="gpu")
+    g = HgemmDispatch(768, 3072, h100, result=res, backend="wgmma")
+    load_fakes(g, monkeypatch, lambda p, a: bytes(128))
+    allocs = []
+    g.workspaces = WorkspaceCache(lambda n, s: (allocs.append(n) or 0x10000000, "buf"), lambda a, n, s: None,
+                                  lambda h, s: None)
+    # the counters' place: room for the most tiles the split kernel makes at the largest M served
+    assert g.counter_region == counter_bytes(-(-max(g.m_max, 2048) // 48) * (768 // 64))
+    g(Stream(), 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, 16)        # unsplit: a null workspace
+    assert int(g._kernels[g.index(16)].calls[-1][1][6]) == 0 and not allocs
+    for M in (100, 160):
+        g(Stream(), 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, M)
+        i = g.index(M)
+        grid, args = g._kernels[i].calls[-1]
+        tiles = -(-M // 48) * (768 // 64)
+        assert grid == (min(tiles * 3, h100.sm_count), 1, 1) == g.grid(M)
+        off, need = g.workspace(i, M)
+        assert int(args[6]) == 0x10000000 + off and off + counter_bytes(tiles) == g.counter_region
+        assert need == g.counter_region + 3 * tiles * 64 * 48 * 4                # three slices' FP32 partials
+    assert _short(SWP, split) == "swap 48x64 sw128 st8 split3"
 
 
 def test_switch_off_the_artifact_is_not_served(h100, dw, off):

@@ -3,7 +3,7 @@ the output written transposed through 128B-swizzled staging) is correct against 
 shapes, FP16 and BF16: token tiles clipped at M (M below one tile, M one past a tile), weight tiles
 clipped at N, a K of one partial slot, one tile a CTA and many (the persistent loop reusing its
 staging), at every wgmma N of the file and both tile heights, at the smallest or the largest
-swizzle in turn.  The worker checks each config, times it and checks it again."""
+swizzle in turn, K split in every way the shape's space allows.  The worker checks each config, times it and checks it again."""
 
 import random
 
@@ -28,7 +28,11 @@ def picks(t, w, device):
         out.append((max if i % 2 else min)(mine, key=lambda c: (c["swizzle"], c["stages"])))
     odd = [c for c in cfgs if c["swizzle"] == 64 and (c["bw"] + c["bt"]) % 16 and c["stages"] % 2]
     out += odd[:1]
-    out += random.Random(w.key).sample(cfgs, min(2, len(cfgs)))
+    rng = random.Random(w.key)
+    # every K split the shape's space holds (the slices meet in the workspace), on a random tile
+    for sk in sorted({c["split_k"] for c in cfgs} - {1}):
+        out.append(rng.choice([c for c in cfgs if c["split_k"] == sk]))
+    out += rng.sample(cfgs, min(2, len(cfgs)))
     return [c for i, c in enumerate(out) if c not in out[:i]]
 
 

@@ -95,10 +95,11 @@ def test_serves_a_col_and_bf16(t, h100, shape, expr, smem):
 ])
 def test_still_serves_fp16_nn_and_nt_as_before(t, h100, shape, size, default):
     w = Hgemm.from_shape(shape)
-    # hgemm_stream serves the linear layer's few rows (nt, M <= 256) besides
-    streams = w.layout == "nt" and w.M <= 256
+    # hgemm_stream serves the linear layer's few rows (nt, M <= 256) besides, hgemm_wgmma_swap its layout (nt)
+    streams, swaps = w.layout == "nt" and w.M <= 256, w.layout == "nt"
     assert t.refuses(w) is None and [x.family for x in templates_for(w)] == \
-        HGEMM_TEMPLATES + ["hgemm_stream"] * streams + ["hgemm_wgmma_cluster", "hgemm_wgmma_sched"]
+        HGEMM_TEMPLATES + ["hgemm_stream"] * streams + ["hgemm_wgmma_cluster", "hgemm_wgmma_sched"] + \
+        ["hgemm_wgmma_swap"] * swaps
     cfgs = t.space(w, h100).enumerate()
     assert len(cfgs) == size
     spec = t.render(w, t.default_config(w, h100), h100)

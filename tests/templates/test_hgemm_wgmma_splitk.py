@@ -64,10 +64,10 @@ def test_the_switch_puts_the_template_in_the_family_or_leaves_it_out(monkeypatch
     from autosched.selection import default_candidate
     names = lambda fams: [x.family for x in fams["hgemm"].templates]  # noqa: E731
     assert names(registry.FAMILIES) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream",
-                                        "hgemm_wgmma_cluster", "hgemm_wgmma_sched"]
+                                        "hgemm_wgmma_cluster", "hgemm_wgmma_sched", "hgemm_wgmma_swap"]
     monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "0")
     assert names(registry._families()) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_stream", "hgemm_wgmma_cluster",
-                                           "hgemm_wgmma_sched"]
+                                           "hgemm_wgmma_sched", "hgemm_wgmma_swap"]
     monkeypatch.setattr(hs, "SPLIT_K_VERIFIED", False)
     monkeypatch.delenv("AUTOSCHED_WGMMA_SPLIT_K")
     assert "hgemm_wgmma_splitk" not in names(registry._families())

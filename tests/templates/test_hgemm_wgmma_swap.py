@@ -61,16 +61,16 @@ def test_it_serves_the_linear_layers_layout_only(t, shape):
 def test_knobs_rules_and_default(t, h100):
     w = Hgemm.from_shape(BERT)
     space = t.space(w, h100)
-    assert space.names == ["bw", "bt", "swizzle", "stages"]
+    assert space.names == ["bw", "bt", "swizzle", "stages", "split_k"]
     # 768 / 64 = 12 weight tiles; 16 tokens a tile make 7 of 112: 84 CTAs, one wave (8: 168, two)
-    assert t.default_config(w, h100) == {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12}
+    assert t.default_config(w, h100) == {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12, "split_k": 1}
     # no token tile wider than M rounded up to 8 needs; 5 rows take the narrowest only
     assert max(c["bt"] for c in space) == 96                 # 128 would hold 16 rows past 112
     assert {c["bt"] for c in t.space(Hgemm.from_shape("5x264x200_bt"), h100)} == {8}
     # accumulators: two m64 blocks x BT / 2 <= 128
-    assert space.contains({"bw": 128, "bt": 96, "swizzle": 128, "stages": 2})
+    assert space.contains({"bw": 128, "bt": 96, "swizzle": 128, "stages": 2, "split_k": 1})
     big = t.space(Hgemm.from_shape("4096x4096x4096_bt"), h100)
-    assert big.contains({"bw": 128, "bt": 128, "swizzle": 32, "stages": 2})        # 2 x 64: the limit
+    assert big.contains({"bw": 128, "bt": 128, "swizzle": 32, "stages": 2, "split_k": 1})        # 2 x 64: the limit
     assert all(t.smem(c) <= 232448 for c in space)
     # no default needs a second wave where one fits; a large M takes the widest token tile
     assert t.default_config(Hgemm.from_shape("4096x4096x4096_bt"), h100)["bt"] == 128
@@ -86,7 +86,7 @@ def test_render_of_the_default(t, h100):
     w = Hgemm.from_shape(BERT)
     cfg = t.default_config(w, h100)
     spec = t.render(w, cfg, h100)
-    assert spec.name_expression == "hgemm_wgmma_swap<0, 64, 16, 128, 12>"
+    assert spec.name_expression == "hgemm_wgmma_swap<0, 64, 16, 128, 12, 1>"
     assert spec.block == (256, 1, 1) and spec.grid == (84, 1, 1) and spec.smem_bytes == t.smem(cfg)
     x, wt, c = (dict(a.layout_params) for a in spec.args[:3])
     assert x["dims"] == (768, 112) and x["box"] == (64, 16) and x["of"] == "input"
@@ -95,16 +95,17 @@ def test_render_of_the_default(t, h100):
     f = t.derived_features(cfg, w.params, h100)
     assert f["tiles"] == 84 and f["m_used"] == 112 / 112 and f["smem_bytes"] == spec.smem_bytes
     bf = t.render(Hgemm.from_shape(BERT + "_bf16"), cfg, h100)
-    assert bf.name_expression == "hgemm_wgmma_swap<1, 64, 16, 128, 12>"
+    assert bf.name_expression == "hgemm_wgmma_swap<1, 64, 16, 128, 12, 1>"
 
 
 def test_static_asserts_agree_with_the_rules(t, h100):
-    ok = t.render(Hgemm.from_shape(BERT), {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12}, h100)
+    ok = t.render(Hgemm.from_shape(BERT), {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12, "split_k": 1}, h100)
     assert compile_spec(ok).ok
-    for bad in ("hgemm_wgmma_swap<0, 64, 12, 128, 4>",     # no wgmma N of the file
-                "hgemm_wgmma_swap<0, 192, 16, 128, 4>",    # three m64 blocks
-                "hgemm_wgmma_swap<0, 64, 16, 128, 17>",    # past the ring's bound
-                "hgemm_wgmma_swap<0, 128, 128, 128, 16>"):  # shared memory
+    for bad in ("hgemm_wgmma_swap<0, 64, 12, 128, 4, 1>",     # no wgmma N of the file
+                "hgemm_wgmma_swap<0, 192, 16, 128, 4, 1>",    # three m64 blocks
+                "hgemm_wgmma_swap<0, 64, 16, 128, 17, 1>",    # past the ring's bound
+                "hgemm_wgmma_swap<0, 128, 128, 128, 16, 1>",  # shared memory
+                "hgemm_wgmma_swap<0, 64, 16, 128, 4, 9>"):    # past the split's bound
         assert not compile_spec(dataclasses.replace(ok, name_expression=bad)).ok, bad
 
 
@@ -117,6 +118,11 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
         specs += [t.render(w, c, h100) for c in cfgs[:6]]
     # every wgmma N of the file
     w = Hgemm.from_shape("300x2120x136_bt")
-    specs += [t.render(w, {"bw": 64, "bt": bt, "swizzle": 128, "stages": 4}, h100) for bt in hw.BT_VALUES]
+    specs += [t.render(w, {"bw": 64, "bt": bt, "swizzle": 128, "stages": 4, "split_k": 1}, h100) for bt in hw.BT_VALUES]
+    # every split, at the widest accumulators (two m64 blocks of 128 tokens) and the narrowest (the
+    # dynamic template's space: the static one splits only where the tiles leave SMs idle)
+    w = Hgemm.from_shape("160x768x3072_bt")
+    specs += [hw.HgemmWgmmaSwapDynTemplate().render(w, {"bw": bw, "bt": bt, "swizzle": 128, "stages": 2, "split_k": sk}, h100)
+              for sk in hw.SPLIT_VALUES[1:] for bw, bt in ((64, 8), (128, 128))]
     assert_wgmma_builds_clean(specs, tmp_path, h100)
     assert registry._hgemm_picks(t, Hgemm.from_shape("300x264x200"), h100) == []
