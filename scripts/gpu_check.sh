@@ -68,6 +68,8 @@
 #   bash scripts/gpu_check.sh dynamic    # issue 16's DietCode bench, quick and bounded (at most 480 s; rows kept
 #                                        # in dynamic-partial.json as each workload finishes); DYNAMIC_NO_ROW_PROBE=1:
 #                                        # without the row probe (measurer.py; on by default since 2026-11-26)
+#   bash scripts/gpu_check.sh dynamic-full  # issue 16's full DietCode bench (two calls of ~565 s: the second with
+#                                           # DYNAMIC_RESUME=<the first's dynamic-partial.json, carried back>)
 #   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
 #                                        # finished shapes kept in model-transfer-partial.json)
 #   bash scripts/gpu_check.sh scale-gpu  # issue 18 on two GPUs: measuring rate on one vs both, NVRTC rate, tune
@@ -313,6 +315,15 @@ dynamic)
   stage "DietCode bench (quick: one Llama and one BERT workload; 2 rounds of 8 micro-kernels)"
   timeout ${DYNAMIC_S:-480} "$PY" -m autosched.benchmarks.dynamic --quick --rounds 2 --per-round 8 --out "$OUT" \
     --db "$OUT/dynamic.db" ${DYNAMIC_NO_ROW_PROBE:+--no-row-probe} 2>&1 | tee "$OUT/bench-dynamic.log" | tail -20
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+dynamic-full)
+  # issue 16's official figures: the full DietCode bench, ~16 min on the H100, so two calls; each finished
+  # workload's row is kept in $OUT/dynamic-partial.json: carry it back and pass DYNAMIC_RESUME=<its path>
+  # to go on where the last call stopped (the results file is written when the last workload is done)
+  stage "DietCode bench, full${DYNAMIC_RESUME:+ (resuming $DYNAMIC_RESUME)}"
+  timeout ${DYNAMIC_S:-565} "$PY" -m autosched.benchmarks.dynamic --out "$OUT" \
+    ${DYNAMIC_RESUME:+--resume "$DYNAMIC_RESUME"} 2>&1 | grep -v "━" | tee "$OUT/bench-dynamic-full.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
   ;;
 transfer)
