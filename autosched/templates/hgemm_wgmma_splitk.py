@@ -85,6 +85,13 @@ def dynamic_workspace(M: int, N: int, bm: int, bn: int, split_k: int, counter_re
     return counter_region - cb, counter_region + split_k * tiles * bm * bn * 4
 
 
+def split_features(tiles: int, K: int, swizzle: int, split_k: int, sm_count: int, workspace: int) -> dict:
+    """The cost-model features a K split adds to a persistent wgmma kernel's (this template's and
+    hgemm_wgmma_swap's): its waves counted in work units (tile, K slice)."""
+    return {"split_k": split_k, "work_units": tiles * split_k, "waves": tiles * split_k / sm_count,
+            "k_blocks_per_unit": -(-K // bk_of(swizzle)) / split_k, "workspace_bytes": workspace}
+
+
 def split_k_knob() -> Knob:
     return Knob("split_k", SPLIT_K_VALUES, "K slices of a tile, summed by the slice that finishes last")
 
@@ -131,11 +138,8 @@ class HgemmWgmmaSplitKTemplate(HgemmWgmmaVariant):
         template has the same features, so its rows of the cost model are all of one length."""
         c, M, N = config, params["M"], params["N"]
         out = super().derived_features(c, params, device)
-        sk = c["split_k"]
-        k_blocks = -(-params["K"] // bk_of(c["swizzle"]))
-        out.update({"split_k": sk, "work_units": out["tiles"] * sk, "waves": out["tiles"] * sk / device.sm_count,
-                    "k_blocks_per_unit": k_blocks / sk,
-                    "workspace_bytes": workspace_bytes(M, N, c["bm"], c["bn"], sk)})
+        out.update(split_features(out["tiles"], params["K"], c["swizzle"], c["split_k"], device.sm_count,
+                                  workspace_bytes(M, N, c["bm"], c["bn"], c["split_k"])))
         return out
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:

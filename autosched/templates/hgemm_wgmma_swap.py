@@ -29,7 +29,7 @@ from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec
 from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
                                              tensormap_params)
-from autosched.templates.hgemm_wgmma_splitk import WORKSPACE_CAP, counter_bytes, k_slices_rule
+from autosched.templates.hgemm_wgmma_splitk import WORKSPACE_CAP, counter_bytes, k_slices_rule, split_features
 from autosched.workloads.base import WorkloadError
 
 # THE switch: on since `bash scripts/gpu_check.sh swap` passed on an H100 (2026-11-27).
@@ -151,10 +151,8 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
         """hgemm_wgmma's (tiles counted as BT x BW), the waves counted in work units, and the split's."""
         c, M, N = config, params["M"], params["N"]
         out = super().derived_features(c, params, device)
-        sk = c["split_k"]
-        out.update({"split_k": sk, "work_units": out["tiles"] * sk, "waves": out["tiles"] * sk / device.sm_count,
-                    "k_blocks_per_unit": -(-params["K"] // (c["swizzle"] // 2)) / sk,
-                    "workspace_bytes": workspace_bytes(M, N, c["bw"], c["bt"], sk)})
+        out.update(split_features(out["tiles"], params["K"], c["swizzle"], c["split_k"], device.sm_count,
+                                  workspace_bytes(M, N, c["bw"], c["bt"], c["split_k"])))
         return out
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:

@@ -94,6 +94,14 @@ def test_render_of_the_default(t, h100):
     assert c["dims"] == (768, 112) and c["box"] == (64, 16) and c["swizzle"] == 128 and c["of"] == "output"
     f = t.derived_features(cfg, w.params, h100)
     assert f["tiles"] == 84 and f["m_used"] == 112 / 112 and f["smem_bytes"] == spec.smem_bytes
+    assert f["work_units"] == 84 and f["workspace_bytes"] == 512                # 84 counters, no partials
+    # split in 3: 3 x 84 work units over 132 SMs, a third of K's 12 k-blocks each, 3 x 84 partial tiles
+    sk = t.derived_features({**cfg, "split_k": 3}, w.params, h100)
+    assert (sk["work_units"], sk["waves"], sk["k_blocks_per_unit"]) == (252, 252 / 132, 4.0)
+    assert sk["workspace_bytes"] == 512 + 3 * 84 * 64 * 16 * 4
+    split = t.render(w, {**cfg, "split_k": 2}, h100)      # 84 tiles leave SMs idle: a split is in the space
+    assert split.name_expression == "hgemm_wgmma_swap<0, 64, 16, 128, 12, 2>" and split.grid == (132, 1, 1)
+    assert [a.value for a in split.args if a.role == "workspace"] == [512 + 2 * 84 * 64 * 16 * 4]
     bf = t.render(Hgemm.from_shape(BERT + "_bf16"), cfg, h100)
     assert bf.name_expression == "hgemm_wgmma_swap<1, 64, 16, 128, 12, 1>"
 
