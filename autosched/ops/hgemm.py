@@ -28,10 +28,10 @@ Backends (`backend=`):
     AUTOSCHED_DYN_STREAM=0 turns it off); off, such an artifact is not served.
   * The wgmma backend serves a result's hgemm_wgmma_swap micro-kernels (the roles swapped for few rows:
     the weight's rows on wgmma's M side, the tokens on its N side; TMA maps of X, W and Y as
-    hgemm_wgmma's, with its own boxes; split-K through hgemm_wgmma_splitk's workspace layout) while
-    templates/hgemm_wgmma_swap.py's switch is on
-    (SWAP_VERIFIED, on since its GPU stage passed on an H100 on 2026-11-27; AUTOSCHED_WGMMA_SWAP=0
-    turns it off); off, such an artifact is not served.
+    hgemm_wgmma's, with its own boxes; split-K through hgemm_wgmma_splitk's workspace layout, a null
+    workspace where K is not split) while templates/hgemm_wgmma_swap.py's switch is on (SWAP_VERIFIED,
+    on since its GPU stage passed on an H100 on 2026-11-27; AUTOSCHED_WGMMA_SWAP=0 turns it off); off,
+    such an artifact is not served.
   * The wgmma backend serves a result's hgemm_wgmma_sched micro-kernels (cooperative or ping-pong
     consumers, the output staged whole or a box at a time, wgmma N up to 256 and 168) while
     templates/hgemm_wgmma_sched.py's dynamic switch is on (DYN_SCHED_VERIFIED, on since
@@ -91,13 +91,13 @@ BACKENDS = ("auto", "wgmma", "mma")
 DYN, WG, WGS, STR, SWP, SCH = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap",
                                 "hgemm_wgmma_sched")
 WORKSPACE_FAMILIES = (WGS, STR, SWP)   # kernels that take a workspace of tile counters and FP32 partials
+TMA_FAMILIES = (WG, WGS, SWP, SCH)  # kernels that take TMA maps of X, W and Y and walk a persistent grid
 
 
 def reads_workspace(family: str, config: dict) -> bool:
     """Whether a kernel of `family` and `config` reads its workspace (hgemm_wgmma_swap only where it
     splits K: unsplit it is passed a null pointer)."""
     return family in (WGS, STR) or (family == SWP and config["split_k"] > 1)
-TMA_FAMILIES = (WG, WGS, SWP, SCH)  # kernels that take TMA maps of X, W and Y and walk a persistent grid
 
 
 def wgmma_in_auto() -> bool:
