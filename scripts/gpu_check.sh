@@ -41,6 +41,8 @@
 #                                        # so too, and the Timer's host_late count), memcheck + racecheck of its
 #                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and
 #                                        # few-row Llama shapes (swap_sweep.py) (at most ~560 s)
+#   bash scripts/gpu_check.sh pair-order # scripts/experiments/pair_order.py: does the kernel before it move a short
+#                                        # GEMM's time (series / pairing / cuBLAS against itself)? (at most 150 s)
 #   bash scripts/gpu_check.sh bench-swap # the quick DietCode bench (at most 240 s)
 #   bash scripts/gpu_check.sh sched      # hgemm_wgmma_sched, cooperative or ping-pong consumers staging their output
 #                                        # whole or a box at a time (switch on for the stage): GPU tests vs float64
@@ -265,6 +267,13 @@ swap)
     scripts/sanitize.py hgemm 5x264x200_bt 300x2120x136_bt_bf16 112x768x768_bt 160x768x3072_bt
   stage "timing: hgemm_wgmma_swap (K split or not) vs hgemm_wgmma vs cuBLAS at few rows"
   timeout 360 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
+  echo "rc=${PIPESTATUS[0]}"
+  ;;
+pair-order)
+  # whether the kernel before it moves a few-microsecond GEMM's time: series vs the bench's pairing vs
+  # cuBLAS alternating with itself, at BERT's and a few-row Llama shape
+  stage "pair order: series / pair / self-pair / ours-pair"
+  timeout 150 "$PY" scripts/experiments/pair_order.py 2>&1 | tee "$OUT/pair-order.log" | tail -6
   echo "rc=${PIPESTATUS[0]}"
   ;;
 bench-swap)
