@@ -178,22 +178,13 @@ def summarize(rows: list) -> dict:
 
 
 def micro_kernel_templates(device, wgmma: bool = True) -> list:
-    """The dynamic run's micro-kernel templates on `device`: hgemm_dyn everywhere; wgmma's where the
-    GPU has it (sm_90), as the per-instance tuning searches every registry template, wgmma included;
-    the split-K micro-kernels beside wgmma's while their dynamic switch is on (off until the
-    dyn-splitk GPU stage passed); hgemm_stream's while its switch is (on since the
-    dyn-stream GPU stage passed; the per-instance side searches it for M <= 256 too).  The results' settings record which ran."""
-    from autosched.templates.hgemm_dyn import HgemmDynTemplate
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
-    from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
-    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
-    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
-    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
-    cands = [HgemmDynTemplate()] + ([HgemmWgmmaDynTemplate()] if wgmma else []) + (
-        [HgemmWgmmaSplitKDynTemplate()] if wgmma and dyn_split_k_enabled() else []) + (
-        [HgemmStreamDynTemplate()] if dyn_stream_enabled() else []) + (
-        [HgemmWgmmaSwapDynTemplate()] if wgmma and swap_enabled() else []) + (
-        [HgemmWgmmaSchedDynTemplate()] if wgmma and dyn_sched_enabled() else [])
+    """The dynamic run's micro-kernel templates on `device`: the front's default families
+    (templates/dynamic_switches.default_families: hgemm_dyn everywhere, wgmma's where `wgmma`, every
+    switched family while its switch is on), less those the GPU refuses, as the per-instance tuning
+    searches every registry template the GPU runs.  The results' settings record which ran."""
+    from autosched.templates.dynamic_switches import default_families, dynamic_templates
+    # every workload of the bench is a linear layer's (nt)
+    cands = [dynamic_templates()[f]() for f in default_families(wgmma, "nt")]
     return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]
 
 

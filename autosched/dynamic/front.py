@@ -81,21 +81,14 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     from autosched.build import Builder
     from autosched.dynamic.export import save_result
     from autosched.dynamic.tune import tune_dynamic as run
-    from autosched.templates.hgemm_dyn import HgemmDynTemplate
     if not hasattr(dw, "instances"):
         raise AutoschedError(f"tune_dynamic takes a dynamic workload (autosched.dynamic_workload), got {dw!r}")
     for label, v in (("rounds", rounds), ("per_round", per_round), ("max_kernels", max_kernels)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
+    from autosched.templates.dynamic_switches import default_families, dynamic_switches, dynamic_templates
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
-    from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, dyn_stream_enabled
-    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, dyn_split_k_enabled
-    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate, dyn_sched_enabled
-    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate, swap_enabled
-    from autosched.templates.dynamic_switches import dynamic_switches
-    known = {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
-             "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate,
-             "hgemm_wgmma_swap": HgemmWgmmaSwapDynTemplate, "hgemm_wgmma_sched": HgemmWgmmaSchedDynTemplate}
+    known = dynamic_templates()
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
         bad = [t for t in templates if t not in known]
@@ -111,11 +104,7 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
         if templates is None:
             from autosched.ops.hgemm import wgmma_in_auto
             wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and wgmma_in_auto()
-            names = ["hgemm_dyn"] + (["hgemm_wgmma"] if wg_ok else []) + (
-                ["hgemm_wgmma_splitk"] if wg_ok and dyn_split_k_enabled() else []) + (
-                ["hgemm_stream"] if dyn_stream_enabled() and dw.layout == "nt" else []) + (
-                ["hgemm_wgmma_swap"] if wg_ok and swap_enabled() and dw.layout == "nt" else []) + (
-                ["hgemm_wgmma_sched"] if wg_ok and dyn_sched_enabled() else [])
+            names = default_families(wg_ok, dw.layout)
         else:
             names = templates
         template = [known[n]() for n in names]

@@ -73,15 +73,13 @@ import numpy as np
 
 from autosched.dynamic.sketch import tile_of
 from autosched.switches import env_switch
-from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
+from autosched.templates.hgemm_dyn import micro_kernel_space
 from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
                                               wgmma_estimate, wgmma_ladder)
-from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, HgemmWgmmaTemplate
-from autosched.templates.hgemm_stream import HgemmStreamDynTemplate, bn_of
-from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate, counter_bytes, dynamic_workspace
-from autosched.templates.dynamic_switches import dynamic_switches
-from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate
-from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate
+from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+from autosched.templates.hgemm_stream import bn_of
+from autosched.templates.hgemm_wgmma_splitk import counter_bytes, dynamic_workspace
+from autosched.templates.dynamic_switches import dynamic_switches, dynamic_templates
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
 # H100 (2026-11-23): the 45 prefill-wgmma GPU tests pass, and the 7B prefill of 2048 tokens takes 94.3 ms
@@ -263,9 +261,7 @@ class HgemmDispatch:
             raise ValueError(f"K={K}: rows of X and W are read in 16-byte chunks, so K must be a multiple of 8")
         self.N, self.K, self.device, self.m_max, self.dtype = N, K, device, m_max, dtype
         self.backend = resolve_backend(backend, N, K, dtype, device)
-        self.templates = {DYN: HgemmDynTemplate(), WG: HgemmWgmmaDynTemplate(), WGS: HgemmWgmmaSplitKDynTemplate(),
-                          STR: HgemmStreamDynTemplate(), SWP: HgemmWgmmaSwapDynTemplate(),
-                          SCH: HgemmWgmmaSchedDynTemplate()}
+        self.templates = {f: cls() for f, cls in dynamic_templates().items()}
         self.template = self.templates[self.backend]
         if result is None and db_path is not None:
             result = find_dynamic_result(db_path, N, K, device.key, dtype)

@@ -41,3 +41,32 @@ def dynamic_switches() -> dict[str, DynamicSwitch]:
         "hgemm_stream": DynamicSwitch(dyn_stream_enabled, "AUTOSCHED_DYN_STREAM", "DYN_STREAM_VERIFIED",
                                       "hgemm_stream"),
     }
+
+
+def dynamic_templates() -> dict[str, type]:
+    """Every dynamic-M micro-kernel template by family, in the order a run samples and reports them:
+    what tune_dynamic takes by name, what ops.HgemmDispatch renders, what the DietCode bench runs."""
+    from autosched.templates.hgemm_dyn import HgemmDynTemplate
+    from autosched.templates.hgemm_stream import HgemmStreamDynTemplate
+    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedDynTemplate
+    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKDynTemplate
+    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate
+    return {"hgemm_dyn": HgemmDynTemplate, "hgemm_wgmma": HgemmWgmmaDynTemplate,
+            "hgemm_wgmma_splitk": HgemmWgmmaSplitKDynTemplate, "hgemm_stream": HgemmStreamDynTemplate,
+            "hgemm_wgmma_swap": HgemmWgmmaSwapDynTemplate, "hgemm_wgmma_sched": HgemmWgmmaSchedDynTemplate}
+
+
+# the families that run on wgmma (sm_90) and those that read only a linear layer's layout (nt)
+_ON_WGMMA = ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_swap", "hgemm_wgmma_sched")
+_NT_ONLY = ("hgemm_stream", "hgemm_wgmma_swap")
+
+
+def default_families(wgmma: bool, layout: str) -> list[str]:
+    """The families a dynamic run samples unless told which: hgemm_dyn always; hgemm_wgmma where
+    `wgmma` (the GPU has it and the caller serves it); every switched family while its switch is on,
+    where the GPU (wgmma's variants) and the layout (hgemm_stream and hgemm_wgmma_swap: nt) allow."""
+    switches = dynamic_switches()
+    return [f for f in dynamic_templates()
+            if (wgmma or f not in _ON_WGMMA) and (layout == "nt" or f not in _NT_ONLY)
+            and (f not in switches or switches[f].enabled())]
