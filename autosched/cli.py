@@ -175,6 +175,12 @@ def cmd_tune(args) -> int:
     return 0 if run.result.best else 1
 
 
+def _exports_all(dw) -> bool:
+    """Whether the standalone .cu launches every micro-kernel family for `dw` (the layout of a linear
+    layer, FP16: dynamic/export.py); elsewhere --export tunes hgemm_dyn alone."""
+    return dw.layout == "nt" and dw.dtype == "fp16"
+
+
 def cmd_tune_dynamic(args) -> int:
     """One tuning run for a whole range of M (DietCode); prints the kernels, the verification and
     the tree's table, and writes the .cu with --export."""
@@ -189,7 +195,7 @@ def cmd_tune_dynamic(args) -> int:
                            max_kernels=args.kernels, seed=args.seed, jobs=args.jobs, build=args.build,
                            row_probe=not args.no_row_probe,
                            templates=(args.templates.split(",") if args.templates
-                                      else ["hgemm_dyn"] if args.export else None),
+                                      else ["hgemm_dyn"] if args.export and not _exports_all(dw) else None),
                            on_start=lambda note: console.print(note),
                            on_progress=lambda h: console.print(
                                f"round {h['round'] + 1}: {h['measured']} micro-kernels probed, weighted best "
@@ -603,9 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--templates", default=None, metavar="hgemm_dyn,hgemm_wgmma",
                    help="micro-kernel templates sampled (default: hgemm_dyn, with hgemm_wgmma on an sm_90 GPU, "
                    "and hgemm_wgmma_splitk beside it unless AUTOSCHED_DYN_SPLIT_K=0, and hgemm_stream (layout nt) "
-                   "unless AUTOSCHED_DYN_STREAM=0, and hgemm_wgmma_swap (layout nt, sm_90) with AUTOSCHED_WGMMA_SWAP=1, and "
-                   "hgemm_wgmma_sched (sm_90) with AUTOSCHED_DYN_SCHED=1; "
-                   "with --export hgemm_dyn only, since a result with other kernels has no .cu export)")
+                   "unless AUTOSCHED_DYN_STREAM=0, and hgemm_wgmma_swap (layout nt, sm_90) unless AUTOSCHED_WGMMA_SWAP=0, "
+                   "and hgemm_wgmma_sched (sm_90) unless AUTOSCHED_DYN_SCHED=0; with --export the same for FP16 "
+                   "and layout nt, hgemm_dyn alone otherwise, since the .cu launches the others for that case only)")
     s.set_defaults(fn=cmd_tune_dynamic)
 
     s = sub.add_parser("record", help="measure a whole pruned space on the GPU and write a recording")

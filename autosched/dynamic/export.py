@@ -1,12 +1,13 @@
 """A dynamic tuning result as files: the JSON artifact beside the database, and one standalone .cu.
 
-The .cu holds the selected micro-kernels (hgemm_dyn.cuh and, where the result has hgemm_wgmma
-micro-kernels, hgemm_wgmma.cuh, once each; one instantiation a micro-kernel), the decision tree as C
-host code, and a launcher that dispatches on M.  A wgmma micro-kernel's three TMA maps are encoded
-at each call by the driver (cuTensorMapEncodeTiled, from <cuda.h>: link with -lcuda) over the
-caller's A, B and C and passed by value, as autosched.ops.HgemmDispatch passes them.  The CUDA parts
-sit inside `#ifdef __CUDACC__`, so the same file, compiled as C++ by a plain host compiler, is just
-the dispatch function: CI checks it against the Python dispatcher that way; nvcc builds the whole file.
+The .cu holds the selected micro-kernels (the headers of their families, each once; one instantiation
+a micro-kernel), the decision tree as C host code, the size of the split-K workspace, and a launcher
+that dispatches on M and launches each micro-kernel as autosched.ops.HgemmDispatch does: a wgmma
+family's three TMA maps encoded at each call by the driver (cuTensorMapEncodeTiled, from <cuda.h>:
+link with -lcuda) over the caller's A, B and C and passed by value; a split-K micro-kernel's slice of
+the caller's workspace at HgemmDispatch's offset.  The CUDA parts sit inside `#ifdef __CUDACC__`, so
+the same file, compiled as C++ by a plain host compiler, is just the dispatch and workspace-size
+functions: CI checks them against the Python dispatcher that way; nvcc builds the whole file.
 
     nvcc -arch=sm_90 -c hgemm_dyn_4096x4096.cu               # hgemm_dyn micro-kernels only
     nvcc -gencode arch=compute_90a,code=sm_90a -c hgemm_4096x4096.cu    # with wgmma ones; link -lcuda
@@ -22,7 +23,8 @@ from pathlib import Path
 from autosched.cuda_export import encode_map_call
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.dynamic.dispatch import c_dispatch_source
-from autosched.templates.base import kernel_source
+from autosched.dynamic.sketch import tile_of
+from autosched.templates.base import kernel_sources
 from autosched.templates.gemm_tiles import threads
 from autosched.templates.hgemm_dyn import name_expression, unroll
 from autosched.templates.hgemm_mma import smem_bytes
@@ -56,42 +58,47 @@ def c_name(result) -> str:
     return f"autosched_hgemm_dyn_{dw.N}x{dw.K}_{dw.layout}"
 
 
+# micro-kernel families whose launch the .cu writes besides hgemm_dyn's: those that walk a persistent grid
+# over TMA maps of A, B and C (the wgmma family), and hgemm_stream (plain pointers, a 3-d grid)
+TMA_EXPORTED = ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_swap", "hgemm_wgmma_sched")
+STREAM = "hgemm_stream"
+
+
 def export_cu(result, out, device) -> Path:
-    """The standalone .cu of a result whose micro-kernels are hgemm_dyn and hgemm_wgmma (the latter
-    for B stored (N, K), a linear layer's weight, as HgemmDispatch serves them).  hgemm_stream and
-    hgemm_wgmma_splitk micro-kernels are refused by name: they take a workspace whose size follows M
-    and whose tile counters must stay zeroed between launches (HgemmDispatch's WorkspaceCache), which
-    a plain (A, B, C, M) launcher would have to allocate and lay out itself; such a result is served
-    from its JSON artifact by autosched.ops.HgemmDispatch."""
+    """The standalone .cu of a dynamic result: every micro-kernel's source (each header once), the
+    decision tree as C, and a launcher that dispatches on M:
+
+        cudaError_t NAME(const half* A, const half* B, half* C, int M, void* workspace, cudaStream_t stream)
+        size_t NAME_workspace_bytes(void)
+
+    Split-K micro-kernels (hgemm_wgmma_splitk, hgemm_stream, hgemm_wgmma_swap with split_k > 1) sum
+    their slices through a workspace of tile counters and FP32 partials: the caller allocates
+    NAME_workspace_bytes() once, zeroed, and passes it to every call of one stream (the kernels leave
+    it zeroed; calls on two streams need two); NULL where that is 0.  Its layout is
+    ops.HgemmDispatch's (the counters end at a fixed place, so every M leaves them zeroed), and its
+    size covers M up to the range's top, so such a micro-kernel refuses a larger M.  Every family but
+    hgemm_dyn is exported for B stored (N, K) (layout nt) and FP16, as HgemmDispatch serves them."""
     dw = result.workload
     fams = [getattr(k, "family", "hgemm_dyn") for k in result.kernels]
-    scratch = [i for i, f in enumerate(fams) if f in ("hgemm_stream", "hgemm_wgmma_splitk")]
-    if scratch:
-        raise ValueError(f"export_cu: micro-kernels {scratch} of {dw.key} are "
-                         f"{' and '.join(sorted({fams[i] for i in scratch}))}, which take a workspace of FP32 "
-                         "partials and tile counters sized by M and kept zeroed between launches: the standalone "
-                         ".cu exports hgemm_dyn and hgemm_wgmma micro-kernels only.  Serve this result from its JSON "
-                         "artifact (autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn', 'hgemm_wgmma')")
-    other = [i for i, f in enumerate(fams) if f in ("hgemm_wgmma_swap", "hgemm_wgmma_sched")]
-    if other:
-        raise ValueError(f"export_cu: micro-kernels {other} of {dw.key} are "
-                         f"{' and '.join(sorted({fams[i] for i in other}))}, whose launchers (their own tensor maps "
-                         "and template arguments) the standalone .cu does not write yet: it exports "
-                         "hgemm_dyn and hgemm_wgmma micro-kernels only.  Serve this result from its JSON artifact "
-                         "(autosched.ops.HgemmDispatch), or tune with templates=('hgemm_dyn', 'hgemm_wgmma')")
-    wg = [i for i, f in enumerate(fams) if f == "hgemm_wgmma"]
-    if wg and dw.layout != "nt":
-        raise ValueError(f"export_cu: micro-kernels {wg} of {dw.key} are hgemm_wgmma, exported for B stored (N, K) "
-                         f"(layout nt) only, and this result is layout {dw.layout}")
-    if wg and dw.dtype != "fp16":
+    other = [i for i, f in enumerate(fams) if f != "hgemm_dyn"]
+    if other and dw.layout != "nt":
+        raise ValueError(f"export_cu: micro-kernels {other} of {dw.key} are {' and '.join(sorted({fams[i] for i in other}))}, "
+                         f"exported for B stored (N, K) (layout nt) only, and this result is layout {dw.layout}")
+    if other and dw.dtype != "fp16":
         raise ValueError(f"export_cu: {dw.key} is {dw.dtype}; the standalone .cu's launcher takes half pointers")
+    unknown = sorted({f for f in fams if f not in ("hgemm_dyn", STREAM, *TMA_EXPORTED)})
+    if unknown:
+        raise ValueError(f"export_cu: the standalone .cu does not write launchers of {', '.join(unknown)} micro-kernels; "
+                         "serve this result from its JSON artifact (autosched.ops.HgemmDispatch)")
     name = c_name(result)
     b_col = int(dw.layout == "nt")
+    layout = _workspace_layout(result, fams)
+    tma = any(f in TMA_EXPORTED for f in fams)
     cases = []
     for i, k in enumerate(result.kernels):
         c = k.config
-        if fams[i] == "hgemm_wgmma":
-            cases.append(_wgmma_case(i, c, dw, device))
+        if fams[i] != "hgemm_dyn":
+            cases.append(_served_case(i, fams[i], c, dw, device, layout))
             continue
         values = {"B_COL": b_col, "BM": c["bm"], "BN": c["bn"], "BK": c["bk"], "WM": c["wm"], "WN": c["wn"],
                   "STAGES": c["stages"], "PAD": c["pad"], "LOCAL_PAD": c["local_pad"], "UNROLL": unroll(c)}
@@ -101,32 +108,42 @@ def export_cu(result, out, device) -> Path:
                      f"      {expr}<<<dim3({-(-dw.N // c['bn'])}, (M + {c['bm'] - 1}) / {c['bm']}, 1), "
                      f"dim3({threads(c['bm'], c['bn'], c['wm'], c['wn'])}, 1, 1), {smem}, stream>>>"
                      f"(A, B, C, M, {dw.N}, {dw.K});\n      break;\n    }}")
-    build = "-gencode arch=compute_90a,code=sm_90a" if wg else f"-arch={device.arch}"   # wgmma needs sm_90a
+    build = "-gencode arch=compute_90a,code=sm_90a" if tma else f"-arch={device.arch}"   # wgmma needs sm_90a
     ver = "\n".join(f"//   M = {v['M']}: kernel {v['kernel']}, predicted {v['predicted_us']:.2f} us, measured "
                     f"{v['measured_us']:.2f} us" for v in result.verification)
+    headers = ["hgemm_dyn.cuh"] + [_header(f) for f in dict.fromkeys(fams) if f != "hgemm_dyn"] + (
+        ["tensormap_host.cuh"] if tma else [])
+    sources = kernel_sources(headers).replace("#pragma once", "// (was: #pragma once)")
     text = f"""// Exported by autosched: {dw.key} ({dw.range_str}), dynamic tuning (DietCode)
 // target: {device.name} ({device.arch}); runner: {result.runner}
 // {len(result.kernels)} micro-kernels chosen by a decision tree on M; verification at the tuning instances:
 {ver}
 //
-// nvcc {build} -c {Path(out).name}     builds everything{"; link with -lcuda" if wg else ""};
-// a plain C++ compiler sees only {name}_dispatch (the CUDA parts are under __CUDACC__).
+// nvcc {build} -c {Path(out).name}     builds everything{"; link with -lcuda" if tma else ""};
+// a plain C++ compiler sees only {name}_dispatch and {name}_workspace_bytes (the CUDA parts are
+// under __CUDACC__).
 #ifdef __CUDACC__
-{kernel_source("hgemm_dyn.cuh").replace("#pragma once", "// (was: #pragma once)")}
-{_wgmma_prelude() if wg else ""}#endif  // __CUDACC__
+#include <cuda_fp16.h>
+// the kernels declare the dynamic shared array with the alignments they need (16 to 1024 bytes), which
+// nvcc warns of in one file (#1886); those that need 1024 align their base themselves
+#pragma nv_diag_suppress 1886
+{sources}#endif  // __CUDACC__
 
+#include <stddef.h>
 #ifdef __cplusplus
 extern "C" {{
 #endif
 // M -> index of the micro-kernel (the decision tree; M in {dw.lo}..{dw.hi})
 {c_dispatch_source(result.dispatcher.nodes, name + "_dispatch")}
+// bytes of the zeroed workspace the launcher's split-K micro-kernels share (0: pass NULL)
+size_t {name}_workspace_bytes(void) {{ return {layout["bytes"]}; }}
 #ifdef __cplusplus
 }}
 #endif
 
 #ifdef __CUDACC__
 // C (M, N) = A (M, K) . B{"^T, B stored (N, K)" if b_col else ", B (K, N)"}; N = {dw.N}, K = {dw.K}
-extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, cudaStream_t stream) {{
+extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, void* workspace, cudaStream_t stream) {{
   if (M < 1) return cudaErrorInvalidValue;
   switch ({name}_dispatch(M)) {{
 {chr(10).join(cases)}
@@ -142,6 +159,118 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, cuda
     return out
 
 
+def _header(family: str) -> str:
+    from autosched.templates.dynamic_switches import dynamic_templates
+    return dynamic_templates()[family].header
+
+
+def _served(family: str):
+    from autosched.templates.dynamic_switches import dynamic_templates
+    return dynamic_templates()[family]()
+
+
+def _workspace_layout(result, fams) -> dict:
+    """{"region": where every launch's counters end (ops.HgemmDispatch's counter_region at the range's
+    top), "bytes": what the launches of M in the range need at most}: 0 and 0 without split-K."""
+    from autosched.ops.hgemm import reads_workspace
+    from autosched.templates.hgemm_wgmma_splitk import counter_bytes, dynamic_workspace
+    dw = result.workload
+    split = {i for i, (f, k) in enumerate(zip(fams, result.kernels)) if reads_workspace(f, k.config)}
+    if not split:
+        return {"region": 0, "bytes": 0, "kernels": split}
+    tile = {i: tile_of(fams[i], result.kernels[i].config) for i in split}
+    region = max(counter_bytes(-(-dw.hi // r) * -(-dw.N // c)) for r, c in tile.values())
+    need = 0
+    for m in range(dw.lo, dw.hi + 1):
+        i = result.dispatcher(m)
+        if i in split:
+            need = max(need, dynamic_workspace(m, dw.N, *tile[i], result.kernels[i].config["split_k"], region)[1])
+    return {"region": region, "bytes": need, "kernels": split}
+
+
+def _served_case(i: int, family: str, c: dict, dw, device, layout: dict) -> str:
+    """The launcher's case for micro-kernel i of `family`, launched as ops.HgemmDispatch launches it: its
+    arguments in the order its template renders them (TMA maps encoded over A, B and C at each call,
+    as the template describes them at M, checked here at Ms across the range; the workspace at its
+    offset in the shared layout), its grid as the template's rule at M."""
+    from autosched.workloads import Hgemm
+    t = _served(family)
+    N, K = dw.N, dw.K
+    probe = sorted({m for m in (dw.lo, dw.hi, 1, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 300) if dw.lo <= m <= dw.hi})
+    specs = {m: t.render(Hgemm(m, N, K, b_col=1), c, device) for m in probe}
+    spec = specs[dw.hi]
+    rows, cols = tile_of(family, c)
+    sk = c.get("split_k", 1)
+    if family == STREAM:
+        grid = (f"dim3({-(-N // cols)}, {sk}, (M + {rows - 1}) / {rows})",
+                lambda m: (-(-N // cols), sk, -(-m // rows)))
+    else:
+        grid = (f"dim3(units < {device.sm_count} ? units : {device.sm_count}, 1, 1)",
+                lambda m: (min(-(-m // rows) * -(-N // cols) * sk, device.sm_count), 1, 1))
+    lines, names = [], []
+    for a in spec.args:
+        if a.role == "tensormap":
+            names.append(_map_lines(i, a.name, t, c, dw, probe, lines))
+        elif a.role in ("input", "output"):
+            names.append(a.name)
+        elif a.role == "workspace":
+            names.append("ws")
+        elif a.name in ("M", "N", "K"):
+            names.append({"M": "M", "N": str(N), "K": str(K)}[a.name])
+        else:
+            raise ValueError(f"export_cu: {family} micro-kernel {i} takes an argument {a.name!r} ({a.role}) this "
+                             "exporter does not write (please report it)")
+    for m, sp in specs.items():          # what the case writes is what the template renders, whatever M
+        if (sp.name_expression, sp.block, sp.smem_bytes) != (spec.name_expression, spec.block, spec.smem_bytes) or \
+                sp.grid != grid[1](m) or sp.cluster is not None:
+            raise ValueError(f"export_cu: {family} micro-kernel {i} {c} of {dw.key} launches at M = {m} in a way "
+                             "this exporter does not write (please report it)")
+    if i in layout["kernels"]:
+        # the counters of this launch's tiles end at the region's end (ops.HgemmDispatch.workspace)
+        lines[:0] = [f"      if (M > {dw.hi} || workspace == nullptr) return cudaErrorInvalidValue;   "
+                  "// the workspace covers the range",
+                  f"      const long long tiles = (long long)((M + {rows - 1}) / {rows}) * {-(-N // cols)};",
+                  f"      unsigned char* ws = (unsigned char*)workspace + {layout['region']} - (tiles * 4 + 255) / 256 * 256;"]
+    elif any(a.role == "workspace" for a in spec.args):
+        lines.insert(0, "      unsigned char* ws = nullptr;   // K not split: the kernel never reads it")
+    if family != STREAM:
+        lines.append(f"      const long long units = (long long)((M + {rows - 1}) / {rows}) * {-(-N // cols)} * {sk};")
+    body = "".join(f"{x}\n" for x in lines)
+    return (f"    case {i}: {{   // {family} {json.dumps(c, sort_keys=True)}\n{_optin(spec.name_expression, spec.smem_bytes)}"
+            f"{body}      {spec.name_expression}<<<{grid[0]}, dim3({spec.block[0]}, 1, 1), {spec.smem_bytes}, stream>>>"
+            f"({', '.join(names)});\n      break;\n    }}")
+
+
+def _map_lines(i: int, which: str, t, c: dict, dw, probe, lines: list) -> str:
+    """Declares and encodes micro-kernel i's TMA map of `which` (A, B or C) into `lines`; its name.  A
+    and C span M rows, B N; a box's outer extent is fixed, or follows M as hgemm_wgmma's A box does
+    (a_box_rows: M rounded up to 16 below BM), which the maps at every M of `probe` must show."""
+    from autosched.templates.hgemm_wgmma import a_box_rows
+    from autosched.workloads import Hgemm
+    var = {"A": "ma", "B": "mb", "C": "mc"}[which]
+    k = "ABC".index(which)
+    N, K = dw.N, dw.K
+    at = {m: t.tensormaps(Hgemm(m, N, K, b_col=1), c)[k].params() for m in probe}
+    p = at[dw.hi]
+    outer = None if which == "B" else "M"
+    boxes = {m: q["box"][1] for m, q in at.items()}
+    box_outer = None
+    if len(set(boxes.values())) > 1:
+        bm = c.get("bm")
+        if bm is None or any(b != a_box_rows(m, bm) for m, b in boxes.items()):
+            raise ValueError(f"export_cu: micro-kernel {i} {c} of {dw.key} maps {which} with a box that follows M in "
+                             "a way this exporter does not write (please report it)")
+        box_outer = f"(M < {bm} ? (M + 15) / 16 * 16 : {bm})"
+    for m, q in at.items():
+        want = (N if which == "B" else m, 2 * (N if which == "C" else K))
+        if (q["dims"][1], q["strides"][0]) != want:
+            raise ValueError(f"export_cu: micro-kernel {i} {c} of {dw.key} maps {which} over {q['dims']} at M = {m}, "
+                             "which this exporter does not write (please report it)")
+    lines.append(f"      autosched_wgmma::TensorMap {var};")
+    lines.append(f"      if (!{encode_map_call(p, var, which, outer, box_outer)}) return cudaErrorInvalidValue;")
+    return var
+
+
 def _optin(expr: str, smem: int) -> str:
     """A launcher case's one-time opt-in to `smem` bytes of dynamic shared memory (none at or under
     the 48 KB every launch gets)."""
@@ -152,41 +281,3 @@ def _optin(expr: str, smem: int) -> str:
             f"        cudaError_t e = cudaFuncSetAttribute({expr}, "
             f"cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n"
             f"        if (e != cudaSuccess) return e;\n        opted = true;\n      }}\n")
-
-
-def _wgmma_prelude() -> str:
-    """hgemm_wgmma.cuh and the host helper that encodes its TMA maps (tensormap_host.cuh)."""
-    return "".join(kernel_source(f).replace("#pragma once", "// (was: #pragma once)") + "\n"
-                   for f in ("hgemm_wgmma.cuh", "tensormap_host.cuh"))
-
-
-def _wgmma_case(i: int, c: dict, dw, device) -> str:
-    """The launcher's case for hgemm_wgmma micro-kernel i: its maps over A (M, K), B (N, K), C (M, N)
-    as HgemmWgmmaTemplate.tensormaps describes them at M (checked here at the range's ends), then a
-    persistent grid of one CTA an SM at most."""
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate, a_box_rows
-    t = HgemmWgmmaDynTemplate()
-    spec = t.render(dw.at(dw.hi), c, device)
-    N, K = dw.N, dw.K
-    at = {m: [a.params() for a in t.tensormaps(dw.at(m), c)] for m in (dw.lo, dw.hi)}
-    maps = at[dw.hi]
-    bm = c["bm"]
-    a_rows = f"(M < {bm} ? (M + 15) / 16 * 16 : {bm})"     # a_box_rows(M, bm): A's box follows M
-    for m, got in at.items():           # the rule below is what the template encodes, whatever M
-        want = [((K, m), 2 * K), ((K, N), 2 * K), ((N, m), 2 * N)]
-        if ([(p["dims"], p["strides"][0]) for p in got] != want or spec.cluster is not None
-                or got[0]["box"][1] != a_box_rows(m, bm)):
-            raise ValueError(f"export_cu: hgemm_wgmma micro-kernel {i} {c} of {dw.key} maps its operands in a way "
-                             "this exporter does not write (please report it)")
-    smem, threads_ = spec.smem_bytes, spec.block[0]
-    tiles_n = -(-N // c["bn"])
-    optin = _optin(spec.name_expression, smem)
-    return (f"    case {i}: {{   // hgemm_wgmma {json.dumps(c, sort_keys=True)}\n{optin}"
-            f"      autosched_wgmma::TensorMap ma, mb, mc;\n"
-            f"      if (!{encode_map_call(maps[0], 'ma', 'A', 'M', a_rows)} ||\n"
-            f"          !{encode_map_call(maps[1], 'mb', 'B')} ||\n"
-            f"          !{encode_map_call(maps[2], 'mc', 'C', 'M')})\n"
-            f"        return cudaErrorInvalidValue;\n"
-            f"      const int tiles = (M + {c['bm'] - 1}) / {c['bm']} * {tiles_n};   // a CTA an SM at most\n"
-            f"      {spec.name_expression}<<<dim3(tiles < {device.sm_count} ? tiles : {device.sm_count}, 1, 1), "
-            f"dim3({threads_}, 1, 1), {smem}, stream>>>(ma, mb, mc, M, {N}, {K});\n      break;\n    }}")

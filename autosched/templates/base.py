@@ -121,6 +121,22 @@ def kernel_source(filename: str, _seen: frozenset = frozenset()) -> str:
     return "".join(out)
 
 
+def kernel_sources(filenames) -> str:
+    """The .cuh files `filenames` as one text, each local include inlined once across all of them: a
+    translation unit holding kernels of several families (an exported dispatcher), where
+    kernel_source's per-file inlining would define a shared header twice."""
+    seen: set = set()
+
+    def one(filename: str) -> str:
+        if filename in seen:
+            return ""
+        seen.add(filename)
+        text = resources.files("autosched.kernels").joinpath(filename).read_text()
+        return "".join(one(m.group(1)) if (m := _LOCAL_INCLUDE.match(line)) else line
+                       for line in text.splitlines(keepends=True))
+    return "".join(one(f) for f in filenames)
+
+
 class Template:
     """A kernel family: its space for a workload and device, a rule-based default, and render."""
 

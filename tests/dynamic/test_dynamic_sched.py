@@ -158,9 +158,13 @@ def test_the_mma_backend_does_not_serve_it(h100, dw, on):
     assert SCH not in g.families and "backend mma does not launch" in g.describe()
 
 
-def test_export_refuses_it_saying_why(h100, dw, tmp_path):
-    with pytest.raises(ValueError, match="hgemm_wgmma_sched"):
-        export_cu(_with_sched(dw), tmp_path / "x.cu", h100)
+def test_export_writes_its_launch(h100, dw, tmp_path):
+    res = _with_sched(dw)
+    text = export_cu(res, tmp_path / "x.cu", h100).read_text()
+    for i, k in enumerate(res.kernels):
+        if k.family == "hgemm_wgmma_sched":
+            expr = HgemmWgmmaSchedDynTemplate().render(dw.largest, k.config, h100).name_expression
+            assert f"{expr}<<<" in text and f"case {i}: {{   // hgemm_wgmma_sched" in text
 
 
 def test_the_front_takes_it_by_name_only_with_the_switch_on(tmp_path, off):

@@ -345,9 +345,13 @@ def test_json_round_trip_keeps_the_family_and_the_tree(mixed):
                for M in range(1, 4097, 37))
 
 
-def test_export_refuses_split_k_saying_why(mixed, h100, tmp_path):
-    with pytest.raises(ValueError, match=r"are hgemm_wgmma_splitk, which take a workspace.*JSON artifact"):
-        export_cu(mixed, tmp_path / "x.cu", h100)
+def test_export_writes_its_launch_through_the_workspace(mixed, h100, tmp_path):
+    text = export_cu(mixed, tmp_path / "x.cu", h100).read_text()
+    split = [i for i, k in enumerate(mixed.kernels) if k.family == WGS]
+    assert split and "_workspace_bytes(void) { return 0; }" not in text
+    for i in split:
+        case = text[text.index(f"case {i}: {{   // {WGS}"):]
+        assert "(ma, mb, mc, M, 4096, 4096, ws)" in case[:case.index("break;")]
 
 
 def test_the_bench_runs_the_family_only_when_on(monkeypatch, h100):

@@ -203,9 +203,13 @@ def test_the_load_check_lets_stream_kernels_take_their_workspace(h100, dw, on):
         g.load(_NoBuild())
 
 
-def test_export_refuses_stream_kernels_saying_why(h100, dw, tmp_path):
-    with pytest.raises(ValueError, match="hgemm_stream"):
-        export_cu(_with_stream(h100, dw), tmp_path / "x.cu", h100)
+def test_export_writes_its_launch_through_the_workspace(h100, dw, tmp_path):
+    res = _with_stream(h100, dw)
+    text = export_cu(res, tmp_path / "x.cu", h100).read_text()
+    for i, k in enumerate(res.kernels):
+        if k.family == STR:
+            case = text[text.index(f"case {i}: {{   // {STR}"):]
+            assert "(A, B, C, ws, M, 4096, 4096)" in case[:case.index("break;")]
 
 
 def test_the_front_takes_it_by_name_only_with_the_switch_on(tmp_path, off):

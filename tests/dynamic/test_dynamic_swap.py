@@ -194,9 +194,15 @@ def test_the_mma_backend_does_not_serve_it(h100, dw, on):
     assert SWP not in g.families and "backend mma does not launch" in g.describe()
 
 
-def test_export_refuses_it_saying_why(h100, dw, tmp_path):
-    with pytest.raises(ValueError, match="hgemm_wgmma_swap"):
-        export_cu(_with_swap(dw), tmp_path / "x.cu", h100)
+def test_export_writes_its_launch(h100, dw, tmp_path):
+    res = _with_swap(dw)
+    text = export_cu(res, tmp_path / "x.cu", h100).read_text()
+    for i, k in enumerate(res.kernels):
+        if k.family == SWP:        # unsplit: a null workspace, never read
+            expr = HgemmWgmmaSwapDynTemplate().render(dw.largest, k.config, h100).name_expression
+            case = text[text.index(f"case {i}: {{   // {SWP}"):]
+            case = case[:case.index("break;")]
+            assert f"{expr}<<<" in case and "(ma, mb, mc, M, 768, 768, ws)" in case and "ws = nullptr" in case
 
 
 def test_the_front_takes_it_by_name_only_with_the_switch_on(tmp_path, off):

@@ -131,7 +131,7 @@ def test_a_mixed_run_exports_with_its_maps_encoded_per_call(h100, dw, mixed, tmp
         assert enc.format("ma", "A") + f", 4096, M, 8192, 64, {a_rows}," in case
         assert enc.format("mb", "B") + f", 4096, 4096, 8192, 64, {c['bn']}," in case
         assert enc.format("mc", "C") + ", 4096, M, 8192, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B)" in case
-        assert f"(M + {c['bm'] - 1}) / {c['bm']} * {-(-4096 // c['bn'])}" in case
+        assert f"((M + {c['bm'] - 1}) / {c['bm']}) * {-(-4096 // c['bn'])} * 1;" in case   # work units
     cxx = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
     if cxx is None:
         pytest.skip("no C++ compiler")

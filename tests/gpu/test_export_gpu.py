@@ -1,7 +1,8 @@
 """On an sm_90 GPU with nvcc: exported .cu files that take TMA maps build on their own (nvcc, linked
 with -lcuda) and their launchers, called through ctypes on torch's stream, compute what they should
-(checked against float32 on the same inputs): the standalone .cu of a dynamic result with hgemm_dyn
-and hgemm_wgmma micro-kernels, for Ms that each micro-kernel serves, ragged ones included; and one
+(checked against float32 or float64 on the same inputs): the standalone .cu of a dynamic result with
+hgemm_dyn and hgemm_wgmma micro-kernels, and one with every family (the split-K ones through one
+workspace), for Ms that each micro-kernel serves, ragged ones included; and one
 hgemm_wgmma config exported by `autosched export`, on ragged shapes in two layouts and dtypes."""
 
 import ctypes
@@ -34,6 +35,14 @@ def _build(cu, tmp_path):
     return ctypes.CDLL(str(lib))
 
 
+def _launcher(lib, res):
+    f = getattr(lib, c_name(res))
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    f.restype = ctypes.c_int
+    getattr(lib, c_name(res) + "_workspace_bytes").restype = ctypes.c_size_t
+    return f
+
+
 def test_exported_dynamic_cu_builds_and_computes(tmp_path):
     torch = pytest.importorskip("torch")
     from autosched.device import query
@@ -48,16 +57,16 @@ def test_exported_dynamic_cu_builds_and_computes(tmp_path):
         if fams == {"hgemm_dyn", "hgemm_wgmma"}:
             break
     assert fams == {"hgemm_dyn", "hgemm_wgmma"}, f"no seed of 1..30 kept both kinds: {fams}"
-    f = getattr(_build(export_cu(res, tmp_path / "k.cu", info), tmp_path), c_name(res))
-    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
-    f.restype = ctypes.c_int
+    lib = _build(export_cu(res, tmp_path / "k.cu", info), tmp_path)
+    f = _launcher(lib, res)
+    assert getattr(lib, c_name(res) + "_workspace_bytes")() == 0          # no split-K micro-kernel: none needed
     g = torch.Generator(device="cuda").manual_seed(0)
     w = (torch.randn((4096, 4096), device="cuda", generator=g) * 0.05).half()
     seen = set()
     for M in (1, 9, 77, 300, 1000, 2048, 4096):
         x = (torch.randn((M, 4096), device="cuda", generator=g) * 0.05).half()
         y = torch.full((M, 4096), float("nan"), device="cuda").half()
-        err = f(x.data_ptr(), w.data_ptr(), y.data_ptr(), M, torch.cuda.current_stream().cuda_stream)
+        err = f(x.data_ptr(), w.data_ptr(), y.data_ptr(), M, None, torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         assert err == 0, (M, err)
         ref = x.float() @ w.float().T
@@ -100,3 +109,44 @@ def test_one_exported_wgmma_config_builds_and_computes(tmp_path, shape, dim):
     assert err == 0
     ref = (a.float().T if w.a_col else a.float()) @ (b.float().T if w.b_col else b.float())
     torch.testing.assert_close(c.float(), ref, atol=2e-2, rtol=2e-2)
+
+
+def test_exported_cu_of_every_family_computes_through_one_workspace(tmp_path):
+    """The .cu of a result holding every micro-kernel family (tests/dynamic/test_dynamic_export.py's),
+    its split-K ones (hgemm_stream, hgemm_wgmma_swap split 3, hgemm_wgmma_splitk) sharing one zeroed
+    workspace of the size the file says, on ragged Ms called in a row that reach every kernel (a stale
+    counter or a map of another M would show), against float64; the counters left zeroed; a split-K
+    kernel called without a workspace refused."""
+    torch = pytest.importorskip("torch")
+    from every_family import KERNELS, SPLIT, TOPS
+
+    from autosched.templates.hgemm_wgmma_splitk import counter_bytes
+
+    from autosched.device import query
+    from autosched.dynamic.handmade import handmade_result
+    info = query(0)
+    res = handmade_result(DynamicWorkload.parse("hgemm", "Mx768x3072_bt", (1, 2048)), KERNELS, TOPS, info.key)
+    lib = _build(export_cu(res, tmp_path / "all.cu", info), tmp_path)
+    f = _launcher(lib, res)
+    nbytes = getattr(lib, c_name(res) + "_workspace_bytes")()
+    ws = torch.zeros(nbytes, dtype=torch.uint8, device="cuda")
+    g = torch.Generator(device="cuda").manual_seed(1)
+    w = (torch.randn((768, 3072), device="cuda", generator=g) / 3072 ** 0.5).half()
+    stream = torch.cuda.current_stream().cuda_stream
+    seen = set()
+    for M in (3, 16, 17, 95, 96, 150, 192, 200, 256, 700, 1024, 2048, 5, 100):
+        x = torch.randn((M, 3072), device="cuda", generator=g).half()
+        y = torch.full((M, 768), float("nan"), device="cuda").half()
+        assert f(x.data_ptr(), w.data_ptr(), y.data_ptr(), M, ws.data_ptr(), stream) == 0, M
+        torch.cuda.synchronize()
+        ref = x.double() @ w.double().T
+        torch.testing.assert_close(y.double(), ref, atol=3e-2, rtol=3e-2, msg=lambda m: f"M={M}: {m}")
+        seen.add(res.dispatcher(M))
+    assert seen == set(range(len(KERNELS))), seen
+    # every launch left its tile counters zeroed (they end where the partials begin, at the region's end)
+    region = max(counter_bytes(-(-2048 // r) * -(-768 // c)) for r, c in SPLIT.values())
+    assert int(ws[:region].count_nonzero()) == 0
+    # a split-K micro-kernel without its workspace is refused, not launched
+    x = torch.randn((50, 3072), device="cuda", generator=g).half()
+    y = torch.empty((50, 768), device="cuda").half()
+    assert res.dispatcher(50) in SPLIT and f(x.data_ptr(), w.data_ptr(), y.data_ptr(), 50, None, stream) != 0
