@@ -69,13 +69,14 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     written to the database `db`, the selected ones verified on every instance, and the result (the
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
     micro-kernel with NVRTC for its register count even where the runner needs no binary.
-    templates: the micro-kernel templates sampled ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk",
-    "hgemm_stream"); default hgemm_dyn, plus hgemm_wgmma on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO
-    is on, plus hgemm_wgmma_splitk beside it while templates/hgemm_wgmma_splitk.py's dynamic switch is
-    on (DYN_SPLIT_K_VERIFIED, AUTOSCHED_DYN_SPLIT_K), plus hgemm_stream (layout nt) while
-    templates/hgemm_stream.py's is (DYN_STREAM_VERIFIED, AUTOSCHED_DYN_STREAM); asking for either by
-    name needs its switch too (a result holding wgmma kernels is served by the wgmma backend only,
-    and a result holding any but hgemm_dyn's has no .cu export).
+    templates: the micro-kernel templates sampled (templates/dynamic_switches.dynamic_templates:
+    "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap",
+    "hgemm_wgmma_sched"); default (dynamic_switches.default_families) hgemm_dyn, plus hgemm_wgmma and
+    its variants on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO is on, each switched family while its
+    switch is on (DYN_SPLIT_K_VERIFIED, DYN_STREAM_VERIFIED, SWAP_VERIFIED, DYN_SCHED_VERIFIED and their
+    AUTOSCHED_ variables), hgemm_stream and hgemm_wgmma_swap for layout nt only; asking for a switched
+    family by name needs its switch too (a result holding wgmma kernels is served by the wgmma
+    backend only; the .cu export launches every family for FP16 nt, hgemm_dyn's elsewhere).
     row_probe: also time each micro-kernel on one row of tiles over all of N (on by default: the
     small-M predictions it bounds were 31-39% too fast without it on an H100)."""
     from autosched.build import Builder
