@@ -2,7 +2,7 @@
 no M, one binary serves every M, sketches and mutations keep the schedule and the accumulators, probes
 hold exactly their grid of tiles, the tuner (synthetic runner: MODELLED times) seeds it with the configs
 the H100 measured fastest, the dispatcher serves it (its grid, its maps per M, 168-column tiles' C boxes
-too) only with its switch on and only on the wgmma backend, and the .cu export refuses it.  Nothing here
+too) only with its switch on and only on the wgmma backend, and the .cu export launches it.  Nothing here
 needs a GPU."""
 
 import random

@@ -2,7 +2,7 @@
 and refuses none, sketches and mutations keep the warps and stay in the space, probes hold exactly
 their grid of CTAs, the cost model counts its (tile, K slice) CTAs, the tuner (synthetic runner:
 MODELLED times) seeds it and never picks it at large M, the dispatcher serves it (grid, workspace)
-only with its switch on, and the .cu export refuses it.  Nothing here needs a GPU."""
+only with its switch on, and the .cu export launches it through the workspace.  Nothing here needs a GPU."""
 
 import random
 

@@ -2,7 +2,7 @@
 no M, one binary serves every M, sketches and mutations stay in the space with BW x BT within the
 accumulators, probes hold exactly their grid of tiles, the tuner (synthetic runner: MODELLED times)
 seeds it, the dispatcher serves it (its grid, its own tensor maps per M) only with its switch on and
-only on the wgmma backend, and the .cu export refuses it.  Nothing here needs a GPU."""
+only on the wgmma backend, and the .cu export launches it.  Nothing here needs a GPU."""
 
 import random
 

@@ -1,7 +1,7 @@
 """DietCode with hgemm_wgmma as a sketch dimension, on the CPU (synthetic runner): sketches obey the
 template's warpgroup rules, mutation keeps the consumer warpgroups, a mixed run selects and
 dispatches both families, the JSON keeps them, ops serves them on the wgmma backend only, and the
-.cu export refuses wgmma kernels by name."""
+.cu export encodes their maps per call."""
 
 import dataclasses
 import random
