@@ -85,11 +85,21 @@ def dynamic_workspace(M: int, N: int, bm: int, bn: int, split_k: int, counter_re
     return counter_region - cb, counter_region + split_k * tiles * bm * bn * 4
 
 
-def split_features(tiles: int, K: int, swizzle: int, split_k: int, sm_count: int, workspace: int) -> dict:
-    """The cost-model features a K split adds to a persistent wgmma kernel's (this template's and
-    hgemm_wgmma_swap's): its waves counted in work units (tile, K slice)."""
-    return {"split_k": split_k, "work_units": tiles * split_k, "waves": tiles * split_k / sm_count,
-            "k_blocks_per_unit": -(-K // bk_of(swizzle)) / split_k, "workspace_bytes": workspace}
+class SplitFeatures:
+    """For a persistent wgmma kernel that splits K (this template, hgemm_wgmma_swap): hgemm_wgmma's
+    features with the waves counted in work units (tile, K slice), and the split's own; every config
+    of such a template has the same features, so its rows of the cost model are all of one length."""
+
+    def workspace_size(self, M: int, N: int, cfg: dict) -> int:
+        raise NotImplementedError
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        c, sk = config, config["split_k"]
+        out = super().derived_features(c, params, device)
+        out.update({"split_k": sk, "work_units": out["tiles"] * sk, "waves": out["tiles"] * sk / device.sm_count,
+                    "k_blocks_per_unit": -(-params["K"] // bk_of(c["swizzle"])) / sk,
+                    "workspace_bytes": self.workspace_size(params["M"], params["N"], c)})
+        return out
 
 
 def split_k_knob() -> Knob:
@@ -102,7 +112,7 @@ def k_slices_rule(K: int) -> Constraint:
                       lambda sw, sk: -(-K // bk_of(sw)) >= sk)
 
 
-class HgemmWgmmaSplitKTemplate(HgemmWgmmaVariant):
+class HgemmWgmmaSplitKTemplate(SplitFeatures, HgemmWgmmaVariant):
     family = "hgemm_wgmma_splitk"
     header = "hgemm_wgmma_splitk.cuh"   # inlines hgemm_wgmma.cuh: an edit to either stales the build id
 
@@ -133,14 +143,8 @@ class HgemmWgmmaSplitKTemplate(HgemmWgmmaVariant):
         cfg = {**HgemmWgmmaTemplate().default_config(workload, device), "split_k": 2}
         return self.space(workload, device).nearest(cfg)
 
-    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
-        """hgemm_wgmma's, the waves counted in work units, and the split's own: every config of this
-        template has the same features, so its rows of the cost model are all of one length."""
-        c, M, N = config, params["M"], params["N"]
-        out = super().derived_features(c, params, device)
-        out.update(split_features(out["tiles"], params["K"], c["swizzle"], c["split_k"], device.sm_count,
-                                  workspace_bytes(M, N, c["bm"], c["bn"], c["split_k"])))
-        return out
+    def workspace_size(self, M: int, N: int, cfg: dict) -> int:
+        return workspace_bytes(M, N, cfg["bm"], cfg["bn"], cfg["split_k"])
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:
         M, N, split = workload.M, workload.N, cfg["split_k"]

@@ -29,7 +29,7 @@ from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec
 from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
                                              tensormap_params)
-from autosched.templates.hgemm_wgmma_splitk import WORKSPACE_CAP, counter_bytes, k_slices_rule, split_features
+from autosched.templates.hgemm_wgmma_splitk import WORKSPACE_CAP, SplitFeatures, counter_bytes, k_slices_rule
 from autosched.workloads.base import WorkloadError
 
 # THE switch: on since `bash scripts/gpu_check.sh swap` passed on an H100 (2026-11-27).
@@ -75,7 +75,7 @@ def smem_bytes(bw, bt, swizzle, stages) -> int:
     return ring + (bw // 64) * bt * C_BOX * 2 + 2 * stages * 8 + 1024
 
 
-class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
+class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
     family = "hgemm_wgmma_swap"
     header = "hgemm_wgmma_swap.cuh"    # inlines wgmma_narrow.cuh and hgemm_wgmma.cuh: an edit to any stales the build id
 
@@ -147,13 +147,8 @@ class HgemmWgmmaSwapTemplate(HgemmWgmmaVariant):
         return {"BF16": workload.bf16, "BW": cfg["bw"], "BT": cfg["bt"], "SWZ": cfg["swizzle"],
                 "STAGES": cfg["stages"], "SPLIT_K": cfg["split_k"]}
 
-    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
-        """hgemm_wgmma's (tiles counted as BT x BW), the waves counted in work units, and the split's."""
-        c, M, N = config, params["M"], params["N"]
-        out = super().derived_features(c, params, device)
-        out.update(split_features(out["tiles"], params["K"], c["swizzle"], c["split_k"], device.sm_count,
-                                  workspace_bytes(M, N, c["bw"], c["bt"], c["split_k"])))
-        return out
+    def workspace_size(self, M: int, N: int, cfg: dict) -> int:
+        return workspace_bytes(M, N, cfg["bw"], cfg["bt"], cfg["split_k"])
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:
         """Persistent over work units (tile, K slice), a CTA per SM at most; the workspace after K."""
