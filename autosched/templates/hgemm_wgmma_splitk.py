@@ -85,6 +85,20 @@ def dynamic_workspace(M: int, N: int, bm: int, bn: int, split_k: int, counter_re
     return counter_region - cb, counter_region + split_k * tiles * bm * bn * 4
 
 
+def split_bound_rules(tile_knobs: tuple[str, str], tiles, workspace, sm_count: int) -> list[Constraint]:
+    """The rules of a static split-K space (this template's, hgemm_wgmma_swap's) that bound the split by
+    the shape: a deep split only within two waves of work units, the workspace under its cap.
+    tiles(a, b) and workspace(a, b, split_k) take the values of `tile_knobs` in that order."""
+    a, b = tile_knobs
+    return [
+        # a deep split pays for partials that only a GPU short of tiles earns back
+        Constraint(f"split_k above 4 only while its work units fill at most 2 x {sm_count} SMs", (a, b, "split_k"),
+                   lambda x, y, sk: sk <= 4 or tiles(x, y) * sk <= 2 * sm_count),
+        Constraint(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", (a, b, "split_k"),
+                   lambda x, y, sk: workspace(x, y, sk) <= WORKSPACE_CAP),
+    ]
+
+
 class SplitFeatures:
     """For a persistent wgmma kernel that splits K (this template, hgemm_wgmma_swap): hgemm_wgmma's
     features with the waves counted in work units (tile, K slice), and the split's own; every config
@@ -127,11 +141,7 @@ class HgemmWgmmaSplitKTemplate(SplitFeatures, HgemmWgmmaVariant):
             # a tile before it reaches the knobs after it)
             C(f"fewer output tiles than 2 x {sms} SMs", ("bm", "bn"), lambda bm, bn: tiles(bm, bn) < 2 * sms),
             k_slices_rule(K),
-            # a deep split pays for partials that only a GPU short of tiles earns back
-            C(f"split_k above 4 only while its work units fill at most 2 x {sms} SMs", ("bm", "bn", "split_k"),
-              lambda bm, bn, sk: sk <= 4 or tiles(bm, bn) * sk <= 2 * sms),
-            C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bm", "bn", "split_k"),
-              lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk) <= WORKSPACE_CAP),
+            *split_bound_rules(("bm", "bn"), tiles, lambda bm, bn, sk: workspace_bytes(M, N, bm, bn, sk), sms),
         ]
         return Space([*base.knobs, split_k_knob()], [*base.constraints, *rules])
 

@@ -29,7 +29,7 @@ from autosched.switches import env_switch
 from autosched.templates.base import ArgSpec
 from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
                                              tensormap_params)
-from autosched.templates.hgemm_wgmma_splitk import WORKSPACE_CAP, SplitFeatures, counter_bytes, k_slices_rule
+from autosched.templates.hgemm_wgmma_splitk import SplitFeatures, counter_bytes, k_slices_rule, split_bound_rules
 from autosched.workloads.base import WorkloadError
 
 # THE switch: on since `bash scripts/gpu_check.sh swap` passed on an H100 (2026-11-27).
@@ -99,6 +99,7 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
         ]
         C = Constraint
         cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
+        tiles = lambda bw, bt: -(-M // bt) * -(-N // bw)  # noqa: E731
         rules = [
             C(f"accumulators (BW / 64) x BT / 2 <= {MAX_ACC} a consumer thread", ("bw", "bt"),
               lambda bw, bt: (bw // 64) * bt // 2 <= MAX_ACC),
@@ -108,12 +109,9 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
                 C("BT no wider than M rounded up to 8", ("bt",), lambda bt: bt == 8 or bt - 8 < M),
                 # a GPU full of tiles gains nothing from splitting K: the partials only cost
                 C(f"split_k above 1 only while the tiles fill at most {device.sm_count} SMs", ("bw", "bt", "split_k"),
-                  lambda bw, bt, sk: sk == 1 or -(-M // bt) * -(-N // bw) < device.sm_count),
-                C(f"split_k above 4 only while its work units fill at most 2 x {device.sm_count} SMs",
-                  ("bw", "bt", "split_k"),
-                  lambda bw, bt, sk: sk <= 4 or -(-M // bt) * -(-N // bw) * sk <= 2 * device.sm_count),
-                C(f"split-K workspace (FP32 partials + counters) <= {WORKSPACE_CAP >> 20} MiB", ("bw", "bt", "split_k"),
-                  lambda bw, bt, sk: workspace_bytes(M, N, bw, bt, sk) <= WORKSPACE_CAP)]),
+                  lambda bw, bt, sk: sk == 1 or tiles(bw, bt) < device.sm_count),
+                *split_bound_rules(("bw", "bt"), tiles, lambda bw, bt, sk: workspace_bytes(M, N, bw, bt, sk),
+                                   device.sm_count)]),
             C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
               ("bw", "bt", "swizzle", "stages"), lambda bw, bt, sw, st: smem_bytes(bw, bt, sw, st) <= cap),
         ]
