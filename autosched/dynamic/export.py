@@ -172,14 +172,14 @@ def _served(family: str):
 def _workspace_layout(result, fams) -> dict:
     """{"region": where every launch's counters end (ops.HgemmDispatch's counter_region at the range's
     top), "bytes": what the launches of M in the range need at most}: 0 and 0 without split-K."""
-    from autosched.ops.hgemm import reads_workspace
-    from autosched.templates.hgemm_wgmma_splitk import counter_bytes, dynamic_workspace
+    from autosched.ops.hgemm import counter_region, reads_workspace
+    from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
     dw = result.workload
     split = {i for i, (f, k) in enumerate(zip(fams, result.kernels)) if reads_workspace(f, k.config)}
     if not split:
         return {"region": 0, "bytes": 0, "kernels": split}
     tile = {i: tile_of(fams[i], result.kernels[i].config) for i in split}
-    region = max(counter_bytes(-(-dw.hi // r) * -(-dw.N // c)) for r, c in tile.values())
+    region = counter_region(dw.N, dw.hi, ((f, k.config) for f, k in zip(fams, result.kernels)))
     need = 0
     for m in range(dw.lo, dw.hi + 1):
         i = result.dispatcher(m)

@@ -98,6 +98,14 @@ def reads_workspace(family: str, config: dict) -> bool:
     return family in (WGS, STR) or (family == SWP and config["split_k"] > 1)
 
 
+def counter_region(N: int, top: int, kernels) -> int:
+    """Where every launch's tile counters end in one workspace shared by `kernels` ((family, config)
+    pairs) for M up to `top`: the counters of the most tiles any of them that reads a workspace makes
+    there (dynamic_workspace puts every launch's counters right before it); 0 where none does."""
+    return max([counter_bytes(-(-top // rows) * -(-N // cols)) for rows, cols in
+                (tile_of(f, c) for f, c in kernels if reads_workspace(f, c))] or [0])
+
+
 def wgmma_in_auto() -> bool:
     return env_switch("AUTOSCHED_WGMMA_IN_AUTO", WGMMA_IN_AUTO)
 
@@ -302,10 +310,7 @@ class HgemmDispatch:
         self._kernels = None
         self.tensormaps = TensorMapCache()
         # the split-K counters' place in the workspace: room for the most tiles any served M makes
-        top = max(m_max, self.hi)
-        self.counter_region = max([counter_bytes(-(-top // bm) * -(-N // bn))
-                                   for bm, bn in (self._tile(i) for i, f in enumerate(self.families)
-                                                  if reads_workspace(f, self.configs[i]))] or [0])
+        self.counter_region = counter_region(N, max(m_max, self.hi), zip(self.families, self.configs))
         self.workspaces = WorkspaceCache()
 
     def _tile(self, i: int) -> tuple[int, int]:
