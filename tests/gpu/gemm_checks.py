@@ -27,6 +27,15 @@ def assert_serves_in_turn(g, w, ms, gen=None) -> list[int]:
     return grants
 
 
+def scaled_weight(n: int, k: int, dtype: str = "fp16"):
+    """(w, gen): an (n, k) weight with entries N(0, 1/k) in `dtype` (so x . w^T stays near unit size),
+    and the CUDA generator, seeded n + k, that drew it and draws the x that follow."""
+    import torch
+    gen = torch.Generator(device="cuda").manual_seed(n + k)
+    w = torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5
+    return w.to(torch.bfloat16 if dtype == "bf16" else torch.float16), gen
+
+
 def handmade_dispatcher(builder, N, K, kernels, tops, *, backend, m_max=2048, dtype="fp16"):
     """An ops.HgemmDispatch serving kernels[i] ((family, config)) for M up to tops[i] (the last one
     the rest of 1..m_max), loaded through `builder`.  A family behind a dynamic switch needs it on."""

@@ -8,7 +8,8 @@ What had to pass (with scripts/gpu_check.sh dyn-splitk's sanitizers) before DYN_
 
 import pytest
 
-from gemm_checks import assert_matches_float64, assert_serves_in_turn, current_stream, handmade_dispatcher
+from gemm_checks import (assert_matches_float64, assert_serves_in_turn, current_stream, handmade_dispatcher,
+                         scaled_weight)
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -43,8 +44,7 @@ def dispatcher(builder, N, K, kernels, tops, m_max=2048):
 def test_dispatched_split_k_on_ragged_ms_through_one_workspace(builder, n, k):
     g = dispatcher(builder, n, k, [(WGS, c) for c in SPLITS] + [(WG, PLAIN)], TOPS)
     assert [g.family(m) for m in (1, 100, 300, 2048)] == [WGS, WGS, WGS, WG]
-    gen = torch.Generator(device="cuda").manual_seed(n + k)
-    w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
+    w, gen = scaled_weight(n, k)
     grants = assert_serves_in_turn(g, w, SEQUENCE, gen)
     assert grants[0] == 1 and grants[-1] >= 2          # M larger than the first call's grew it
     assert grants[-1] < len(SEQUENCE)                  # and smaller ones reused it

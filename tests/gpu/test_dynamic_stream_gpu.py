@@ -8,7 +8,7 @@ scripts/gpu_check.sh dyn-stream's sanitizers) before DYN_STREAM_VERIFIED flipped
 
 import pytest
 
-from gemm_checks import assert_serves_in_turn, handmade_dispatcher
+from gemm_checks import assert_serves_in_turn, handmade_dispatcher, scaled_weight
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -46,8 +46,7 @@ def dispatcher(builder, N, K, kernels, tops, dtype="fp16"):
 def test_dispatched_stream_on_ragged_ms_through_one_workspace(builder, n, k):
     g = dispatcher(builder, n, k, [(STR, c) for c in STREAMS] + [(DYN, PLAIN)], TOPS)
     assert [g.family(m) for m in (1, 50, 200, 2048)] == [STR, STR, STR, DYN]
-    gen = torch.Generator(device="cuda").manual_seed(n + k)
-    w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).half()
+    w, gen = scaled_weight(n, k)
     grants = assert_serves_in_turn(g, w, SEQUENCE, gen)
     assert 1 <= grants[-1] < len(SEQUENCE)
 

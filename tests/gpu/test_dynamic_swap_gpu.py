@@ -6,7 +6,7 @@ to pass before SWAP_VERIFIED flips; it keeps the switch on for the module whatev
 
 import pytest
 
-from gemm_checks import assert_serves_in_turn, handmade_dispatcher
+from gemm_checks import assert_serves_in_turn, handmade_dispatcher, scaled_weight
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -33,7 +33,5 @@ def test_dispatched_swap_on_ragged_ms(builder, wgmma_gpu, n, k, dtype):
     g = handmade_dispatcher(builder, n, k, [(SWP, c) for c in SWAPS] + [(WG, PLAIN)], TOPS, backend="wgmma",
                             dtype=dtype)
     assert [g.family(m) for m in (1, 50, 200, 2048)] == [SWP, SWP, SWP, WG]
-    gen = torch.Generator(device="cuda").manual_seed(n + k)
-    w = (torch.randn((n, k), device="cuda", generator=gen) / k ** 0.5).to(torch.bfloat16 if dtype == "bf16"
-                                                                           else torch.float16)
+    w, gen = scaled_weight(n, k, dtype)
     assert_serves_in_turn(g, w, SEQUENCE, gen)
