@@ -89,6 +89,14 @@ class Session:
         self.alternate(row, ops, variants + list(baselines), rounds, w.shape_str)
         return row
 
+    def wgmma_baselines(self, w, configs) -> list:
+        """(name, spec) of each of hgemm_wgmma's `configs` that its space for `w` holds: the baselines a
+        sweep of one of its variants times beside cuBLAS."""
+        from autosched.templates import HgemmWgmmaTemplate
+        wg = HgemmWgmmaTemplate()
+        space = wg.space(w, self.info)
+        return [(f"wgmma {c}", wg.render(w, c, self.info)) for c in configs if space.contains(c)]
+
     def time(self, spec, ops: "Operands", label: str, flush: bool = True) -> dict:
         """{"us", "p10", "p90"} of `spec` under the protocol after its check, or {"error"}."""
         k = self.launchable(spec, ops, label)

@@ -35,16 +35,15 @@ def candidates(space):
 
 
 def main():
-    from autosched.templates import HgemmWgmmaSchedTemplate, HgemmWgmmaTemplate
+    from autosched.templates import HgemmWgmmaSchedTemplate
     from gemm_bench_kit import Session
-    sched, wg = HgemmWgmmaSchedTemplate(), HgemmWgmmaTemplate()
+    sched = HgemmWgmmaSchedTemplate()
     with Session() as s:
         for shape in sys.argv[1:] or SHAPES:
             ops = s.operands(shape)
             w = ops.w
-            space = wg.space(w, s.info)
             s.screen_then_alternate(ops, sched, candidates(sched.space(w, s.info)), "sched",
-                                    [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)], ROUNDS)
+                                    s.wgmma_baselines(w, WGMMA), ROUNDS)
         s.write("sched-sweep.json")
 
 

@@ -38,17 +38,15 @@ def candidates(space, K):
 
 
 def main():
-    from autosched.templates import HgemmWgmmaSwapTemplate, HgemmWgmmaTemplate
+    from autosched.templates import HgemmWgmmaSwapTemplate
     from gemm_bench_kit import Session
-    swap, wg = HgemmWgmmaSwapTemplate(), HgemmWgmmaTemplate()
+    swap = HgemmWgmmaSwapTemplate()
     with Session() as s:
         for shape in sys.argv[1:] or SHAPES:
             ops = s.operands(shape)
             w = ops.w
-            space = wg.space(w, s.info)
             s.screen_then_alternate(ops, swap, candidates(swap.space(w, s.info), w.K), "swap",
-                                    [(f"wgmma {c}", wg.render(w, c, s.info)) for c in WGMMA if space.contains(c)], ROUNDS,
-                                    default=swap.default_config(w, s.info))
+                                    s.wgmma_baselines(w, WGMMA), ROUNDS, default=swap.default_config(w, s.info))
         s.write("swap-sweep.json")
 
 
