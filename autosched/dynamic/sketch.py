@@ -327,9 +327,9 @@ def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_
     """One hgemm_wgmma_swap micro-kernel of HgemmWgmmaSwapDynTemplate's space, drawn jointly for the
     largest extents (M_max, N): ConfigError if none is found."""
     inner = _swap_inner(space, extents)
+    splits = space.knob("split_k").values
     for _ in range(max_tries if inner else 0):
         bw, bt = rng.choice(inner)
-        splits = space.knob("split_k").values
         # K unsplit half the time: a split only pays where the tiles leave SMs idle
         cfg = {"bw": bw, "bt": bt, "swizzle": rng.choice(space.knob("swizzle").values),
                "stages": rng.choice(space.knob("stages").values),
