@@ -387,7 +387,8 @@ PAIRED_ROUNDS = 3
 
 
 def paired_ratio(timer, ours, theirs, rounds: int = PAIRED_ROUNDS) -> dict:
-    """`rounds` rounds of ours and theirs timed run by run in alternation (Timer.time_alternating):
+    """`rounds` rounds of ours and theirs timed run by run in alternation (Timer.time_alternating, each in
+    an odd and an even place of every round):
     the median of the per-round ratios of their medians, theirs/ours as % (what a drifting clock
     cancels out of), with the spread of the ratios.  (Until 2026-11-27 a round timed the two as two
     series one after the other: at 8192^3 the clock moved between them, and the ratios of one run

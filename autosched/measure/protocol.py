@@ -57,10 +57,22 @@ class Timer:
 
     def time_alternating(self, first: Callable[[], None], second: Callable[[], None],
                          repeat: int | None = None, warmup: int | None = None) -> tuple[list[float], list[float]]:
-        """Microseconds of `repeat` runs of each of two enqueues, timed in alternation (first, second,
-        first, ...), each after a flush: a clock that drifts under sustained load moves both alike
-        within the window, where two separate series would each see a different stretch of it."""
-        return tuple(self._series((first, second), repeat, warmup, True))
+        """Microseconds of `first` and `second` timed in alternation, each run after a flush, in rounds of
+        first, second, second, first (about `repeat` runs of each): per round, the mean of each one's two
+        runs.  A clock that drifts under sustained load moves both alike within the window, where two
+        separate series would each see a different stretch of it.
+
+        Why each appears in an odd and an even place: on an H100 (2026-11-27, checks/slot-bias-*.json)
+        a 7-12 us GEMM alternating with itself read 5-9% apart in the two places of a plain first,
+        second round, one place fast and one slow for a whole series and which one changing from
+        series to series, whatever the flush wrote; so first-then-second rounds gave either kernel
+        that margin by chance.  In these rounds the per-kernel means agreed across series to 0.5%."""
+        repeat = self.protocol.repeat if repeat is None else repeat
+        warmup = self.protocol.warmup if warmup is None else warmup
+        a1, b1, b2, a2 = self._series((first, second, second, first), max(1, repeat // 2), max(1, warmup // 2), True)
+        late = self.host_late
+        self.host_late = [late[0] + late[3], late[1] + late[2]]
+        return ([(x + y) / 2 for x, y in zip(a1, a2)], [(x + y) / 2 for x, y in zip(b1, b2)])
 
     def _series(self, enqueues, repeat: int | None, warmup: int | None, flush: bool) -> list[list[float]]:
         """A list of microseconds per enqueue: `warmup` untimed rounds, then `repeat` rounds, each

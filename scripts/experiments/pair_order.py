@@ -11,7 +11,8 @@ per shape, on the same buffers, each condition in three rounds whose order is sh
 
 If cuBLAS's time in `pair` differs from `series` and `self-pair` by more than the rounds' spread, the
 kernel before it matters (shared-memory carveout, instruction cache, clocks), and the pairing's ratio
-carries that bias.  Rows to $OUT/pair-order.json.
+carries that bias.  Rows to $OUT/pair-order.json.  It did (checks/pair-order-2026-11-27.json; the cause
+in slot_bias.py), and the Timer's alternation became a, b, b, a rounds.
 
     python3 scripts/experiments/pair_order.py [SHAPE...]"""
 import os
@@ -58,12 +59,14 @@ def main():
             def cublas2():
                 torch.matmul(ops.a, ops.bt, out=out2)
 
+            # the pairing as it was when this ran (Timer.time_alternating has timed a, b, b, a rounds since)
+            plain = lambda a, b: timer._series((a, b), None, None, True)  # noqa: E731
             med = lambda xs: float(np.median(xs))  # noqa: E731
             conditions = {
                 "series": lambda: (med(timer.time(ours)), med(timer.time(cublas))),
-                "pair": lambda: tuple(map(med, timer.time_alternating(ours, cublas))),
-                "self-pair": lambda: tuple(map(med, timer.time_alternating(cublas, cublas2))),
-                "ours-pair": lambda: tuple(map(med, timer.time_alternating(ours, ours))),
+                "pair": lambda: tuple(map(med, plain(ours, cublas))),
+                "self-pair": lambda: tuple(map(med, plain(cublas, cublas2))),
+                "ours-pair": lambda: tuple(map(med, plain(ours, ours))),
             }
             row = {"shape": shape, "config": cfg, **{c: [] for c in conditions}, "host_late": {}}
             order = [c for c in conditions for _ in range(ROUNDS)]
