@@ -208,7 +208,7 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
 def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
     most CTAs, the narrowest wgmma), the deepest K split of the widest tile (the most partials summed
-    through the workspace), the most shared memory, two m64 blocks with the widest token tile
+    through the workspace), the same summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest token tile
     (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
     (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
     not nt."""
@@ -218,8 +218,11 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     if not cfgs:
         return []
     smem = template.smem
+    deepest = lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])  # noqa: E731
+    clustered = [c for c in cfgs if c["reduce"] == "cluster"]
     picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"], c["split_k"])),
-             max(cfgs, key=lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])), max(cfgs, key=smem),
+             max((c for c in cfgs if c["reduce"] == "workspace"), key=deepest),
+             *([max(clustered, key=deepest)] if clustered else []), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (c["bw"], c["bt"], -c["stages"]))]
     odd = [c for c in cfgs if c["swizzle"] == 64 and (c["bw"] + c["bt"]) % 16 and c["stages"] % 2]
     if odd:

@@ -23,6 +23,16 @@
 // workspace of tile counters and FP32 partials (splitk_reduce.cuh), and the last to finish stores C.
 // cuBLAS runs split-K kernels of this layout there at M <= 80 (checks/cublas-kernels-2026-11-27.json).
 //
+// Or the slices meet in shared memory (CLUSTER = 1, hgemm_wgmma_swap_cluster): a tile's SPLIT_K slices run
+// as one thread-block cluster (compile-time dims SPLIT_K x 1 x 1; the grid is every work unit, one a CTA,
+// so the producer loads nothing after the unit's last and the ring is free once consumed), each but
+// rank 0 leaves its FP32 accumulators in its own ring in splitk_reduce.cuh's fragment order, and rank 0
+// adds them over DSMEM (ld.shared::cluster) and stores C.
+// Why: the workspace's chain after the main loop (partial stores, a gpu-scope fence, the counter's
+// atomic, a second fence, the partials' L2 reads) is a serial tail of about a microsecond, where the
+// kernel takes 10-12 us (768 x 3072 at M = 80-192); a cluster barrier and DSMEM reads are a few hundred
+// cycles.  No workspace.
+//
 // Accumulator fragment of m64nBTk16 (warp w, lane l, register i < BT / 2): weight row
 // 16 w + l / 4 + 8 ((i / 2) % 2) of the m64 block, token 8 (i / 4) + 2 (l % 4) + i % 2.
 #pragma once
@@ -31,7 +41,7 @@
 
 namespace autosched_wgmma {
 
-template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K>
+template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K, int CLUSTER>
 struct HgemmWgmmaSwap {
   static constexpr int BK = SWZ / 2;                        // elements of K a slot holds
   static constexpr int MW = BW / 64;                        // m64 blocks (of weight rows) a tile holds
@@ -57,6 +67,61 @@ struct HgemmWgmmaSwap {
   static_assert(STAGES >= 2 && STAGES <= 16, "a ring of 2 to 16 slots");
   static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "1 to 8 K slices");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
+  static_assert(!CLUSTER || (SPLIT_K >= 2 && STAGES * STAGE_BYTES >= MW * ACC * 128 * 4),
+                "a cluster reduction: 2 to 8 slices, the ring holds a slice's FP32 accumulators");
+
+  // CLUSTER: rank 0 of the tile's cluster adds the other ranks' accumulators, which each left in its
+  // ring (float4 j of consumer thread ct at j * 128 + ct), read over DSMEM.  Every thread of every CTA
+  // passes the two cluster barriers (the producer warpgroup's after its loop, in run): the first
+  // publishes the partials, the second keeps each CTA's shared memory alive until rank 0 has read it.
+  // (hgemm_wgmma_cluster.cuh has these three too; including it would inline hgemm_wgmma.cuh twice)
+  static __device__ __forceinline__ unsigned cta_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+  }
+  // every thread of every CTA of the cluster; not .aligned: the producer warp reaches it apart
+  static __device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+  }
+  // the shared::cluster address of `local` (a shared::cta address) in the CTA of rank `rank`
+  static __device__ __forceinline__ unsigned peer_addr(unsigned local, unsigned rank) {
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
+    return r;
+  }
+
+  static __device__ __forceinline__ bool cluster_reduce(float* acc, unsigned ring, int ct) {
+    constexpr int NV = MW * ACC / 4;
+    const unsigned rank = cta_rank();
+    if (rank != 0) {
+      // every consumer warp past its last wgmma (their reads of the ring) before any overwrites it
+      asm volatile("bar.sync 1, 128;\n" ::: "memory");
+#pragma unroll
+      for (int j = 0; j < NV; ++j)
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ring + (j * 128 + ct) * 16),
+                     "f"(acc[4 * j]), "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3]) : "memory");
+    }
+    cluster_sync();
+    if (rank == 0) {
+#pragma unroll 1
+      for (int r = 1; r < SPLIT_K; ++r) {
+        const unsigned peer = peer_addr(ring + ct * 16, r);
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+          float x, y, z, w;
+          asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=f"(x), "=f"(y), "=f"(z), "=f"(w) : "r"(peer + j * 128 * 16) : "memory");
+          acc[4 * j] += x;
+          acc[4 * j + 1] += y;
+          acc[4 * j + 2] += z;
+          acc[4 * j + 3] += w;
+        }
+      }
+    }
+    cluster_sync();
+    return rank == 0;
+  }
 
   // token tile fastest: the CTAs of one W tile are neighbours in the grid
   static __device__ __forceinline__ void tile_coords(int tile, int tiles_t, int& w0, int& t0) {
@@ -124,7 +189,9 @@ struct HgemmWgmmaSwap {
       // unconditional, as in hgemm_wgmma_splitk.cuh: a wgmma wait under a branch serializes every wgmma
       wgmma_wait<0>();
       if (nk > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-      if constexpr (SPLIT_K > 1) {
+      if constexpr (CLUSTER) {
+        if (!cluster_reduce(&acc[0][0], ring, t)) continue;                   // rank 0 stores C
+      } else if constexpr (SPLIT_K > 1) {
         if (!Reduce::reduce(&acc[0][0], ws, tiles, tile, slice, t)) continue;   // another slice stores C
       }
 
@@ -179,6 +246,10 @@ struct HgemmWgmmaSwap {
     __syncthreads();
     if (threadIdx.x < 128) {
       if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles, tiles_t, kslots);
+      if constexpr (CLUSTER) {                       // the consumers' two cluster barriers (one work unit)
+        cluster_sync();
+        cluster_sync();
+      }
     } else {
       consumer(tmC, ring, cstage, bars, M, N, tiles, tiles_t, kslots, ws);
     }
@@ -195,5 +266,19 @@ hgemm_wgmma_swap(const __grid_constant__ autosched_wgmma::TensorMap tmX,
                  const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K,
                  unsigned char* workspace) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K>::run(&tmX, &tmW, &tmC, M, N, K, workspace, smem);
+  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 0>::run(&tmX, &tmW, &tmC, M, N, K, workspace,
+                                                                              smem);
+}
+
+// the slices of a tile as one cluster, summed over DSMEM; a CTA a work unit (the grid is every unit);
+// the workspace argument is unread (the launch is hgemm_wgmma_swap's)
+template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K>
+__global__ void __cluster_dims__(SPLIT_K, 1, 1) __launch_bounds__(256, 1)
+hgemm_wgmma_swap_cluster(const __grid_constant__ autosched_wgmma::TensorMap tmX,
+                         const __grid_constant__ autosched_wgmma::TensorMap tmW,
+                         const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K,
+                         unsigned char* workspace) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 1>::run(&tmX, &tmW, &tmC, M, N, K, workspace,
+                                                                              smem);
 }

@@ -8,10 +8,12 @@ kernels there are of this kind (nvjet ..._64x24_..._TNT, checks/cublas-kernels-*
 A template of its own beside hgemm_wgmma (its own build id; hgemm_wgmma's recordings stay valid).
 Serves B stored (N, K) with A stored (M, K) (nt, `_bt`: a linear layer; both operands K-major), FP16
 and BF16, on sm_90.  Knobs: `bw` (weight rows a tile, 64 or 128: one consumer warpgroup's m64
-blocks), `bt` (tokens a tile: the wgmma N), the swizzle, the ring depth and `split_k` (K slices of a
-tile summed through a workspace by the slice that finishes last, as hgemm_wgmma_splitk's; 1 is none:
-for few tiles and a long K, BERT's 768 x 3072); no raster group (the token tiles of one weight tile
-are walked first, side by side).
+blocks), `bt` (tokens a tile: the wgmma N), the swizzle, the ring depth, `split_k` (K slices of a
+tile; 1 is none: for few tiles and a long K, BERT's 768 x 3072) and `reduce`, where a split tile's
+slices meet: "workspace" (FP32 partials in global memory, summed by the slice that finishes last, as
+hgemm_wgmma_splitk's) or "cluster" (the slices one thread-block cluster, summed by its rank 0 over
+distributed shared memory: kernel hgemm_wgmma_swap_cluster, a CTA a work unit, no workspace); no
+raster group (the token tiles of one weight tile are walked first, side by side).
 
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
@@ -39,6 +41,7 @@ THREADS = 256           # a producer warpgroup and one consumer
 BW_VALUES = (64, 128)
 BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
 SPLIT_VALUES = (1, 2, 3, 4, 6, 8)       # the .cuh's static_assert allows 1 to 8
+REDUCE_VALUES = ("workspace", "cluster")
 
 
 # (first M, last M, config): where DietCode's search starts with this template, the token tiles cuBLAS's
@@ -61,11 +64,24 @@ def swap_enabled() -> bool:
     return env_switch("AUTOSCHED_WGMMA_SWAP", SWAP_VERIFIED)
 
 
-def workspace_bytes(M: int, N: int, bw: int, bt: int, split_k: int) -> int:
+def workspace_bytes(M: int, N: int, bw: int, bt: int, split_k: int, reduce: str = "workspace") -> int:
     """HgemmWgmmaSwap's workspace (splitk_reduce.cuh): a u32 counter per tile padded to 256 bytes, then
-    split_k x tiles FP32 partial tiles of bw x bt; counters only at split_k 1 (unread there)."""
+    split_k x tiles FP32 partial tiles of bw x bt; counters only at split_k 1 or a cluster reduction
+    (unread there)."""
     tiles = -(-M // bt) * -(-N // bw)
-    return counter_bytes(tiles) + (split_k if split_k > 1 else 0) * tiles * bw * bt * 4
+    parts = split_k if split_k > 1 and reduce == "workspace" else 0
+    return counter_bytes(tiles) + parts * tiles * bw * bt * 4
+
+
+def reads_workspace(config: dict) -> bool:
+    """Whether the kernel of `config` reads its workspace: K split, the slices meeting in global memory."""
+    return config["split_k"] > 1 and config.get("reduce", "workspace") == "workspace"
+
+
+def cluster_ring_holds_partials(bw: int, bt: int, swizzle: int, stages: int) -> bool:
+    """Whether the TMA ring holds a slice's FP32 accumulators (128 consumer threads x BW / 64 x BT / 2
+    floats), where a cluster reduction leaves them (the .cuh's static_assert)."""
+    return stages * (bw + bt) * swizzle >= (bw // 64) * (bt // 2) * 128 * 4
 
 
 def smem_bytes(bw, bt, swizzle, stages) -> int:
@@ -95,7 +111,9 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
             Knob("bt", BT_VALUES, "tokens (rows of C) a tile holds: the wgmma N"),
             Knob("swizzle", (32, 64, 128), "TMA and wgmma swizzle in bytes; the K slice is swizzle/2"),
             Knob("stages", STAGE_VALUES, "slots in the TMA ring"),
-            Knob("split_k", SPLIT_VALUES, "K slices of a tile, summed by the slice that finishes last (1: none)"),
+            Knob("split_k", SPLIT_VALUES, "K slices of a tile (1: none)"),
+            Knob("reduce", REDUCE_VALUES, "where a split tile's slices meet: a global workspace (the last to "
+                 "finish adds) or one cluster's shared memory (rank 0 adds over DSMEM)"),
         ]
         C = Constraint
         cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
@@ -105,11 +123,18 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
               lambda bw, bt: (bw // 64) * bt // 2 <= MAX_ACC),
             C("BW no larger than the smallest tile that covers N", ("bw",), lambda bw: bw == 64 or bw // 2 < N),
             k_slices_rule(workload.K),
+            C("reduce = workspace where K is not split (one config, not two alike)", ("split_k", "reduce"),
+              lambda sk, r: sk > 1 or r == "workspace"),
+            C("a cluster reduction leaves a slice's FP32 accumulators in the ring: it must hold them",
+              ("bw", "bt", "swizzle", "stages", "reduce"),
+              lambda bw, bt, sw, st, r: r == "workspace" or cluster_ring_holds_partials(bw, bt, sw, st)),
             *([] if self.dynamic_m else [
                 C("BT no wider than M rounded up to 8", ("bt",), lambda bt: bt == 8 or bt - 8 < M),
                 # a GPU full of tiles gains nothing from splitting K: the partials only cost
                 C(f"split_k above 1 only while the tiles fill at most {device.sm_count} SMs", ("bw", "bt", "split_k"),
                   lambda bw, bt, sk: sk == 1 or tiles(bw, bt) < device.sm_count),
+                # (the workspace cap read as if the slices met in global memory: a cluster split too
+                # deep for that has few tiles only on shapes that a shallower split serves)
                 *split_bound_rules(("bw", "bt"), tiles, lambda bw, bt, sk: workspace_bytes(M, N, bw, bt, sk),
                                    device.sm_count)]),
             C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
@@ -132,30 +157,43 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
         M, N, K = workload.M, workload.N, workload.K
         pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128 and c["split_k"] == 1]
         if not pool:
-            return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8, "split_k": 1})
+            return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8, "split_k": 1,
+                                  "reduce": "workspace"})
         one_wave = [c for c in pool if -(-M // c["bt"]) * -(-N // 64) <= device.sm_count]
         bt = min(c["bt"] for c in one_wave) if one_wave else max(c["bt"] for c in pool)
         # among that BT's rings, the shortest that holds all of K, else the deepest
         rings = sorted(c["stages"] for c in pool if c["bt"] == bt)
         kslots = -(-K // 64)
         stages = next((s for s in rings if s >= kslots), rings[-1])
-        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages, "split_k": 1}
+        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages, "split_k": 1, "reduce": "workspace"}
 
     def kernel_values(self, workload, cfg: dict) -> dict:
         return {"BF16": workload.bf16, "BW": cfg["bw"], "BT": cfg["bt"], "SWZ": cfg["swizzle"],
                 "STAGES": cfg["stages"], "SPLIT_K": cfg["split_k"]}
 
     def workspace_size(self, M: int, N: int, cfg: dict) -> int:
-        return workspace_bytes(M, N, cfg["bw"], cfg["bt"], cfg["split_k"])
+        return workspace_bytes(M, N, cfg["bw"], cfg["bt"], cfg["split_k"], cfg["reduce"])
+
+    def derived_features(self, config: dict, params: dict, device) -> dict[str, float]:
+        return {**super().derived_features(config, params, device),
+                "cluster_reduce": float(config["reduce"] == "cluster")}
 
     def _kernel(self, workload, cfg: dict, device) -> tuple:
-        """Persistent over work units (tile, K slice), a CTA per SM at most; the workspace after K."""
+        """Persistent over work units (tile, K slice), a CTA per SM at most; the workspace after K.  With
+        reduce = cluster: hgemm_wgmma_swap_cluster, a CTA a work unit (the cluster dims are compiled in:
+        the launch is a plain one of every unit)."""
         header, expr, _, cluster, _ = super()._kernel(workload, cfg, device)
-        M, N, sk = workload.M, workload.N, cfg["split_k"]
-        units = -(-M // cfg["bt"]) * -(-N // cfg["bw"]) * sk
-        workspace = ArgSpec("workspace", "workspace", value=workspace_bytes(M, N, cfg["bw"], cfg["bt"], sk),
-                            ctype="unsigned char*")
-        return header, expr, min(units, device.sm_count), cluster, (workspace,)
+        M, N = workload.M, workload.N
+        workspace = ArgSpec("workspace", "workspace", value=self.workspace_size(M, N, cfg), ctype="unsigned char*")
+        if cfg["reduce"] == "cluster":
+            expr = expr.replace(self.family + "<", self.family + "_cluster<", 1)
+        return header, expr, self.grid_units(M, N, cfg, device.sm_count), cluster, (workspace,)
+
+    def grid_units(self, M: int, N: int, cfg: dict, sm_count: int) -> int:
+        """The grid at M: every work unit (tile, K slice) where the slices meet in a cluster, else a
+        persistent grid of a CTA per SM at most."""
+        units = -(-M // cfg["bt"]) * -(-N // cfg["bw"]) * cfg["split_k"]
+        return units if cfg.get("reduce") == "cluster" else min(units, sm_count)
 
     def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
         """X (A) in boxes of (BK, BT), W (B) in boxes of (BK, BW), both K-major; C in boxes of 64 weight

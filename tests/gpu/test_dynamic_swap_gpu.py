@@ -12,9 +12,9 @@ pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 SWP, WG = "hgemm_wgmma_swap", "hgemm_wgmma"
-SWAPS = [{"bw": 64, "bt": 8, "swizzle": 128, "stages": 12, "split_k": 1},
-         {"bw": 64, "bt": 24, "swizzle": 64, "stages": 7, "split_k": 3},
-         {"bw": 128, "bt": 40, "swizzle": 128, "stages": 6, "split_k": 2}]
+SWAPS = [{"bw": 64, "bt": 8, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": "workspace"},
+         {"bw": 64, "bt": 24, "swizzle": 64, "stages": 7, "split_k": 3, "reduce": "workspace"},
+         {"bw": 128, "bt": 40, "swizzle": 128, "stages": 6, "split_k": 2, "reduce": "workspace"}]
 PLAIN = {"bm": 128, "bn": 128, "consumers": 2, "swizzle": 128, "stages": 5, "group": 8}
 TOPS = [16, 96, 256]
 SEQUENCE = [100, 1, 7, 16, 17, 95, 96, 97, 255, 256, 2048, 5, 100]

@@ -3,7 +3,8 @@ the output written transposed through 128B-swizzled staging) is correct against 
 shapes, FP16 and BF16: token tiles clipped at M (M below one tile, M one past a tile), weight tiles
 clipped at N, a K of one partial slot, one tile a CTA and many (the persistent loop reusing its
 staging), at every wgmma N of the file and both tile heights, at the smallest or the largest
-swizzle in turn, K split in every way the shape's space allows.  The worker checks each config, times it and checks it again."""
+swizzle in turn, K split in every way the shape's space allows, the slices meeting in the workspace
+or in one cluster's shared memory (hgemm_wgmma_swap_cluster).  The worker checks each config, times it and checks it again."""
 
 import random
 
@@ -29,9 +30,10 @@ def picks(t, w, device):
     odd = [c for c in cfgs if c["swizzle"] == 64 and (c["bw"] + c["bt"]) % 16 and c["stages"] % 2]
     out += odd[:1]
     rng = random.Random(w.key)
-    # every K split the shape's space holds (the slices meet in the workspace), on a random tile
-    for sk in sorted({c["split_k"] for c in cfgs} - {1}):
-        out.append(rng.choice([c for c in cfgs if c["split_k"] == sk]))
+    # every K split the shape's space holds, the slices meeting in the workspace or in a cluster, on a
+    # random tile
+    for sk, r in sorted({(c["split_k"], c["reduce"]) for c in cfgs if c["split_k"] > 1}):
+        out.append(rng.choice([c for c in cfgs if (c["split_k"], c["reduce"]) == (sk, r)]))
     out += rng.sample(cfgs, min(2, len(cfgs)))
     return [c for i, c in enumerate(out) if c not in out[:i]]
 

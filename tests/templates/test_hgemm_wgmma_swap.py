@@ -61,16 +61,16 @@ def test_it_serves_the_linear_layers_layout_only(t, shape):
 def test_knobs_rules_and_default(t, h100):
     w = Hgemm.from_shape(BERT)
     space = t.space(w, h100)
-    assert space.names == ["bw", "bt", "swizzle", "stages", "split_k"]
+    assert space.names == ["bw", "bt", "swizzle", "stages", "split_k", "reduce"]
     # 768 / 64 = 12 weight tiles; 16 tokens a tile make 7 of 112: 84 CTAs, one wave (8: 168, two)
-    assert t.default_config(w, h100) == {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12, "split_k": 1}
+    assert t.default_config(w, h100) == {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": "workspace"}
     # no token tile wider than M rounded up to 8 needs; 5 rows take the narrowest only
     assert max(c["bt"] for c in space) == 96                 # 128 would hold 16 rows past 112
     assert {c["bt"] for c in t.space(Hgemm.from_shape("5x264x200_bt"), h100)} == {8}
     # accumulators: two m64 blocks x BT / 2 <= 128
-    assert space.contains({"bw": 128, "bt": 96, "swizzle": 128, "stages": 2, "split_k": 1})
+    assert space.contains({"bw": 128, "bt": 96, "swizzle": 128, "stages": 2, "split_k": 1, "reduce": "workspace"})
     big = t.space(Hgemm.from_shape("4096x4096x4096_bt"), h100)
-    assert big.contains({"bw": 128, "bt": 128, "swizzle": 32, "stages": 2, "split_k": 1})        # 2 x 64: the limit
+    assert big.contains({"bw": 128, "bt": 128, "swizzle": 32, "stages": 2, "split_k": 1, "reduce": "workspace"})        # 2 x 64: the limit
     assert all(t.smem(c) <= 232448 for c in space)
     # no default needs a second wave where one fits; a large M takes the widest token tile
     assert t.default_config(Hgemm.from_shape("4096x4096x4096_bt"), h100)["bt"] == 128
@@ -102,19 +102,31 @@ def test_render_of_the_default(t, h100):
     split = t.render(w, {**cfg, "split_k": 2}, h100)      # 84 tiles leave SMs idle: a split is in the space
     assert split.name_expression == "hgemm_wgmma_swap<0, 64, 16, 128, 12, 2>" and split.grid == (132, 1, 1)
     assert [a.value for a in split.args if a.role == "workspace"] == [512 + 2 * 84 * 64 * 16 * 4]
+    # the slices as one cluster: hgemm_wgmma_swap_cluster (cluster dims compiled in), every work unit a CTA
+    # (168 > 132 SMs: no persistent loop), counters only in the workspace (never read)
+    cl = t.render(w, {**cfg, "split_k": 2, "reduce": "cluster"}, h100)
+    assert cl.name_expression == "hgemm_wgmma_swap_cluster<0, 64, 16, 128, 12, 2>" and cl.grid == (168, 1, 1)
+    assert [a.value for a in cl.args if a.role == "workspace"] == [512] and cl.cluster is None
+    assert t.derived_features({**cfg, "split_k": 2, "reduce": "cluster"}, w.params, h100)["cluster_reduce"] == 1.0
+    assert not t.space(w, h100).contains({**cfg, "reduce": "cluster"})   # unsplit: one config, not two
     bf = t.render(Hgemm.from_shape(BERT + "_bf16"), cfg, h100)
     assert bf.name_expression == "hgemm_wgmma_swap<1, 64, 16, 128, 12, 1>"
 
 
 def test_static_asserts_agree_with_the_rules(t, h100):
-    ok = t.render(Hgemm.from_shape(BERT), {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12, "split_k": 1}, h100)
+    ok = t.render(Hgemm.from_shape(BERT), {"bw": 64, "bt": 16, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": "workspace"}, h100)
     assert compile_spec(ok).ok
     for bad in ("hgemm_wgmma_swap<0, 64, 12, 128, 4, 1>",     # no wgmma N of the file
                 "hgemm_wgmma_swap<0, 192, 16, 128, 4, 1>",    # three m64 blocks
                 "hgemm_wgmma_swap<0, 64, 16, 128, 17, 1>",    # past the ring's bound
                 "hgemm_wgmma_swap<0, 128, 128, 128, 16, 1>",  # shared memory
-                "hgemm_wgmma_swap<0, 64, 16, 128, 4, 9>"):    # past the split's bound
+                "hgemm_wgmma_swap<0, 64, 16, 128, 4, 9>",     # past the split's bound
+                "hgemm_wgmma_swap_cluster<0, 64, 16, 128, 4, 1>",  # a cluster of one slice
+                "hgemm_wgmma_swap_cluster<0, 128, 128, 32, 2, 2>"):  # a ring short of the partials
         assert not compile_spec(dataclasses.replace(ok, name_expression=bad)).ok, bad
+    space = hw.HgemmWgmmaSwapDynTemplate().space(Hgemm.from_shape(BERT), h100)
+    assert not space.contains({"bw": 128, "bt": 128, "swizzle": 32, "stages": 2, "split_k": 2, "reduce": "cluster"})
+    assert space.contains({"bw": 128, "bt": 128, "swizzle": 32, "stages": 2, "split_k": 2, "reduce": "workspace"})
 
 
 def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
@@ -126,11 +138,11 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
         specs += [t.render(w, c, h100) for c in cfgs[:6]]
     # every wgmma N of the file
     w = Hgemm.from_shape("300x2120x136_bt")
-    specs += [t.render(w, {"bw": 64, "bt": bt, "swizzle": 128, "stages": 4, "split_k": 1}, h100) for bt in hw.BT_VALUES]
+    specs += [t.render(w, {"bw": 64, "bt": bt, "swizzle": 128, "stages": 4, "split_k": 1, "reduce": "workspace"}, h100) for bt in hw.BT_VALUES]
     # every split, at the widest accumulators (two m64 blocks of 128 tokens) and the narrowest (the
     # dynamic template's space: the static one splits only where the tiles leave SMs idle)
     w = Hgemm.from_shape("160x768x3072_bt")
-    specs += [hw.HgemmWgmmaSwapDynTemplate().render(w, {"bw": bw, "bt": bt, "swizzle": 128, "stages": 2, "split_k": sk}, h100)
-              for sk in hw.SPLIT_VALUES[1:] for bw, bt in ((64, 8), (128, 128))]
+    specs += [hw.HgemmWgmmaSwapDynTemplate().render(w, {"bw": bw, "bt": bt, "swizzle": 128, "stages": 2, "split_k": sk, "reduce": r}, h100)
+              for sk in hw.SPLIT_VALUES[1:] for bw, bt in ((64, 8), (128, 128)) for r in hw.REDUCE_VALUES]
     assert_wgmma_builds_clean(specs, tmp_path, h100)
     assert registry._hgemm_picks(t, Hgemm.from_shape("300x264x200"), h100) == []

@@ -1,0 +1,79 @@
+"""Does summing hgemm_wgmma_swap's K slices in one cluster's shared memory (reduce = cluster: rank 0 adds
+the others' accumulators over DSMEM) beat summing them through the global workspace (the last slice to
+finish adds), where cuBLAS still leads: BERT's 768 x 3072 at M = 80-192 (0.91-0.99 of cuBLAS in the
+full DietCode run of 2026-11-27, dynamic-*-2026-11-27-3.json), and on a few other few-row shapes?
+
+Per shape: every split config of 128B swizzle (each BW, BT, split_k > 1 and reduce, the ring that holds
+all of a slice's K or the deepest), built, checked against float64 and timed once; then, each against
+cuBLAS on the same buffers in paired rounds (benchmarks.hgemm.paired_ratio: a, b, b, a rounds): the
+best unsplit config, the best of each reduce, and the best workspace config's tile with the other
+reduce.  Rows to $OUT/cluster-reduce-sweep.json.
+
+    python3 scripts/experiments/cluster_reduce_sweep.py [SHAPE...]"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+SHAPES = ["80x768x3072_bt", "112x768x3072_bt", "160x768x3072_bt", "192x768x3072_bt", "112x768x768_bt",
+          "192x768x768_bt", "192x3072x768_bt", "33x4096x4096_bt", "70x4096x4096_bt", "33x4096x11008_bt"]
+
+
+def candidates(space, K):
+    out = []
+    for key in sorted({(c["bw"], c["bt"], c["split_k"], c["reduce"]) for c in space}, key=str):
+        rings = sorted(c["stages"] for c in space
+                       if (c["bw"], c["bt"], c["split_k"], c["reduce"]) == key and c["swizzle"] == 128)
+        if rings:
+            kslots = -(-K // (64 * key[2]))
+            stages = next((s for s in rings if s >= kslots), rings[-1])
+            out.append({"bw": key[0], "bt": key[1], "swizzle": 128, "stages": stages, "split_k": key[2],
+                        "reduce": key[3]})
+    return out
+
+
+def main():
+    import torch
+
+    from autosched.benchmarks.hgemm import paired_ratio
+    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate
+    from gemm_bench_kit import Session
+    # the dynamic template's space: every split and tile, as DietCode draws them (the static one cuts
+    # token tiles wider than M and splits that make two waves)
+    swap = HgemmWgmmaSwapDynTemplate()
+    with Session() as s:
+        for shape in sys.argv[1:] or SHAPES:
+            ops = s.operands(shape)
+            w = ops.w
+            configs = [c for c in candidates(swap.space(w, s.info), w.K) if c["bt"] - 8 < w.M]
+            specs = [swap.render(w, c, s.info) for c in configs]
+            list(s.builder.build_many(specs))
+            screen = [{"config": c, **s.time(spec, ops, f"{shape} {c}")} for c, spec in zip(configs, specs)]
+            ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
+            best = {}
+            for r in ok:
+                kind = "unsplit" if r["config"]["split_k"] == 1 else r["config"]["reduce"]
+                best.setdefault(kind, r["config"])
+            if "workspace" in best:
+                other = {**best["workspace"], "reduce": "cluster"}
+                if swap.space(w, s.info).contains(other):
+                    best["workspace's tile, cluster"] = other
+            row = {"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r][:4],
+                   "screen_best": ok[:10], "paired": {}}
+            for kind, cfg in best.items():
+                k = s.launchable(swap.render(w, cfg, s.info), ops, f"{shape} {kind}")
+                if isinstance(k, str):
+                    row["paired"][kind] = {"config": cfg, "error": k}
+                    continue
+                p = paired_ratio(s.timer, lambda: k.launch(s.stream), lambda: torch.matmul(ops.a, ops.bt, out=ops.out))
+                row["paired"][kind] = {"config": cfg, "cublas_over_ours": p["pct_of_cublas"] / 100.0,
+                                       "range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
+                                       "ours_us": float(np.median(p["us"])), "cublas_us": float(np.median(p["cublas_us"]))}
+            s.keep(row)
+        s.write("cluster-reduce-sweep.json")
+
+
+if __name__ == "__main__":
+    main()
