@@ -62,6 +62,7 @@ def c_name(result) -> str:
 # over TMA maps of A, B and C (the wgmma family), and hgemm_stream (plain pointers, a 3-d grid)
 TMA_EXPORTED = ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_swap", "hgemm_wgmma_sched")
 STREAM = "hgemm_stream"
+SWAP = "hgemm_wgmma_swap"
 
 
 def export_cu(result, out, device) -> Path:
@@ -204,6 +205,8 @@ def _served_case(i: int, family: str, c: dict, dw, device, layout: dict) -> str:
     if family == STREAM:
         grid = (f"dim3({-(-N // cols)}, {sk}, (M + {rows - 1}) / {rows})",
                 lambda m: (-(-N // cols), sk, -(-m // rows)))
+    elif family == SWAP and c["reduce"] == "cluster":      # every work unit: a tile's slices are one cluster
+        grid = ("dim3(units, 1, 1)", lambda m: (-(-m // rows) * -(-N // cols) * sk, 1, 1))
     else:
         grid = (f"dim3(units < {device.sm_count} ? units : {device.sm_count}, 1, 1)",
                 lambda m: (min(-(-m // rows) * -(-N // cols) * sk, device.sm_count), 1, 1))

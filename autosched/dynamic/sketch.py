@@ -307,7 +307,8 @@ def stream_describe(config: dict) -> str:
 #
 # Its threads are fixed (a producer and one consumer warpgroup), so `sample_swap` draws (BW, BT) jointly
 # under the accumulator budget (mw x BT / 2 <= 128) and the largest extents, then the swizzle, the
-# ring depth and split_k (K cut in slices: an inner tile of K, as hgemm_wgmma_splitk's); the unroll
+# ring depth and split_k (K cut in slices: an inner tile of K, as hgemm_wgmma_splitk's) with where the
+# slices meet (a global workspace or one cluster's shared memory); the unroll
 # (wgmma per slot: mw x BK / 16) is derived, never drawn.
 SWP = "hgemm_wgmma_swap"
 
@@ -327,13 +328,14 @@ def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_
     """One hgemm_wgmma_swap micro-kernel of HgemmWgmmaSwapDynTemplate's space, drawn jointly for the
     largest extents (M_max, N): ConfigError if none is found."""
     inner = _swap_inner(space, extents)
-    splits = space.knob("split_k").values
+    splits, reduces = space.knob("split_k").values, space.knob("reduce").values
     for _ in range(max_tries if inner else 0):
         bw, bt = rng.choice(inner)
         # K unsplit half the time: a split only pays where the tiles leave SMs idle
         cfg = {"bw": bw, "bt": bt, "swizzle": rng.choice(space.knob("swizzle").values),
                "stages": rng.choice(space.knob("stages").values),
                "split_k": 1 if 1 in splits and rng.random() < 0.5 else rng.choice(splits)}
+        cfg["reduce"] = "workspace" if cfg["split_k"] == 1 else rng.choice(reduces)
         if space.contains(cfg):
             return cfg
     raise ConfigError(f"no hgemm_wgmma_swap micro-kernel found for extents {extents} in {max_tries} draws")
@@ -342,7 +344,8 @@ def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_
 def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
                 max_tries: int = 50) -> dict | None:
     """A neighbour (the threads are the template's): BT moved to a neighbouring wgmma N or resampled, BW
-    flipped, or the swizzle, the ring depth or split_k changed."""
+    flipped, or the swizzle, the ring depth, split_k or where the slices meet changed (an unsplit
+    config's reduce follows its split: the workspace, the space's one value there)."""
     inner = set(_swap_inner(space, extents))
     bts = list(space.knob("bt").values)
     for _ in range(max_tries):
@@ -357,8 +360,10 @@ def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[i
         elif move < 0.65:
             c["bw"] = 192 - c["bw"]
         else:
-            knob = rng.choice(("swizzle", "stages", "split_k"))
+            knob = rng.choice(("swizzle", "stages", "split_k", "reduce"))
             c[knob] = rng.choice(space.knob(knob).values)
+            if c["split_k"] == 1:
+                c["reduce"] = "workspace"
         if c != config and (c["bw"], c["bt"]) in inner and space.contains(c):
             return c
     return None
@@ -366,7 +371,8 @@ def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[i
 
 def swap_describe(config: dict) -> str:
     c = config
-    return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} split{c['split_k']} unroll {swap_unroll(c)}"
+    where = " cluster" if c.get("reduce") == "cluster" else ""
+    return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} split{c['split_k']}{where} unroll {swap_unroll(c)}"
 
 
 # -- hgemm_wgmma_sched micro-kernels ------------------------------------------------------------------

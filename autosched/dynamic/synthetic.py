@@ -155,16 +155,18 @@ def modelled_swap_us(config: dict, M: int, N: int, K: int, device) -> float:
     efficiency of `modelled_wgmma_us`, one consumer) and its (BW + BT) x K / split_k operands at an
     SM's rate from L2 (the token tiles of one W tile run side by side, so W comes from DRAM about
     once), so narrow token tiles make many CTAs that each read little, plus a split unit's partial
-    written and read back; the memory floor, launch and noise.  MODELLED, not measured."""
+    written and read back (a quarter of that where the slices meet in a cluster's shared memory, whose
+    grid is every unit); the memory floor, launch and noise.  MODELLED, not measured."""
     c = config
     bt, bw, sk = c["bt"], c["bw"], c["split_k"]
+    cluster = c.get("reduce") == "cluster"
     units = -(-M // bt) * -(-N // bw) * sk
     eff = wgmma_efficiency({"bm": bw, "bn": bt, "consumers": 1, "stages": c["stages"], "swizzle": c["swizzle"]})
     kk = K / sk
     unit_us = max(2.0 * bw * bt * kk / (WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6,
                   (bw + bt) * kk * 2 / SM_L2_BYTES_S * 1e6)
     if sk > 1:
-        unit_us += 2 * bw * bt * 4 / SM_L2_BYTES_S * 1e6
+        unit_us += (0.25 if cluster else 1.0) * 2 * bw * bt * 4 / SM_L2_BYTES_S * 1e6
     us = -(-units // device.sm_count) * unit_us
     floor = 2.0 * (N * K + M * K + M * N) / BANDWIDTH * 1e6
     return (max(us, floor) + LAUNCH_US) * _noise(c, M, N, K, "swap")

@@ -94,8 +94,11 @@ TMA_FAMILIES = (WG, WGS, SWP, SCH)  # kernels that take TMA maps of X, W and Y a
 
 def reads_workspace(family: str, config: dict) -> bool:
     """Whether a kernel of `family` and `config` reads its workspace (hgemm_wgmma_swap only where it
-    splits K: unsplit it is passed a null pointer)."""
-    return family in (WGS, STR) or (family == SWP and config["split_k"] > 1)
+    splits K and the slices meet in global memory: otherwise it is passed a null pointer)."""
+    if family == SWP:
+        from autosched.templates.hgemm_wgmma_swap import reads_workspace as swap_reads
+        return swap_reads(config)
+    return family in (WGS, STR)
 
 
 def counter_region(N: int, top: int, kernels) -> int:
@@ -351,6 +354,8 @@ class HgemmDispatch:
 
     def _grid(self, i: int, M: int) -> tuple[int, int, int]:
         c = self.configs[i]
+        if self.families[i] == SWP:         # persistent, or every unit where the slices meet in a cluster
+            return (self.templates[SWP].grid_units(M, self.N, c, self.device.sm_count), 1, 1)
         if self.families[i] in TMA_FAMILIES:     # persistent over work units: a CTA per SM at most
             bm, bn = self._tile(i)
             units = -(-M // bm) * -(-self.N // bn) * c.get("split_k", 1)
@@ -445,7 +450,8 @@ def _short(family: str, c: dict) -> str:
     if family == STR:
         return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
     if family == SWP:
-        return f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']} split{c['split_k']}"
+        return (f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']} split{c['split_k']}"
+                + (" cluster" if c.get("reduce") == "cluster" else ""))
     if family == SCH:
         return f"sched {c['schedule']} {c['bm']}x{c['bn']} boxes{c['epi_boxes']} sw{c['swizzle']} st{c['stages']}"
     if family in (WG, WGS):

@@ -51,13 +51,18 @@ REDUCE_VALUES = ("workspace", "cluster")
 # 64 x 64 at 128 x 4096 x 4096, 32-40 tokens x 128 rows or 80-96 x 64 at 160 x 768 x 768
 # (checks/swap-sweep-2026-11-27.json);
 # split, where cuBLAS splits K too (768 x 3072), 32 tokens in 3 slices best at M = 80 and 40 in 2 at
-# M = 160 (checks/swap-splitk-sweep-2026-11-27.json, swap-exit-read-sweep-2026-11-27.json).
-SWAP_SEEDS = ((1, 64, {"bw": 64, "bt": 8, "swizzle": 128, "stages": 12, "split_k": 1}),
-              (33, 192, {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1}),
-              (65, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 10, "split_k": 1}),
-              (129, 512, {"bw": 64, "bt": 64, "swizzle": 128, "stages": 8, "split_k": 1}),
-              (1, 128, {"bw": 64, "bt": 32, "swizzle": 128, "stages": 16, "split_k": 3}),
-              (129, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2}))
+# M = 160 (checks/swap-splitk-sweep-2026-11-27.json, swap-exit-read-sweep-2026-11-27.json); those two
+# tiles with their slices summed in a cluster were 2.5-3% faster still, paired with cuBLAS at M = 80-160
+# (checks/cluster-reduce-sweep-2026-11-27.json).
+_W = "workspace"
+SWAP_SEEDS = ((1, 64, {"bw": 64, "bt": 8, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": _W}),
+              (33, 192, {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": _W}),
+              (65, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 10, "split_k": 1, "reduce": _W}),
+              (129, 512, {"bw": 64, "bt": 64, "swizzle": 128, "stages": 8, "split_k": 1, "reduce": _W}),
+              (1, 128, {"bw": 64, "bt": 32, "swizzle": 128, "stages": 16, "split_k": 3, "reduce": _W}),
+              (129, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2, "reduce": _W}),
+              (1, 128, {"bw": 64, "bt": 32, "swizzle": 128, "stages": 16, "split_k": 3, "reduce": "cluster"}),
+              (129, 256, {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2, "reduce": "cluster"}))
 
 
 def swap_enabled() -> bool:

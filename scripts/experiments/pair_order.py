@@ -24,10 +24,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # (shape, hgemm_wgmma_swap config): the best of swap_sweep.py on the H100 (2026-11-27)
-CASES = [("112x768x768_bt", {"bw": 128, "bt": 32, "swizzle": 128, "stages": 8, "split_k": 1}),
-         ("192x768x768_bt", {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1}),
-         ("160x768x3072_bt", {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2}),
-         ("33x4096x4096_bt", {"bw": 64, "bt": 24, "swizzle": 128, "stages": 16, "split_k": 1})]
+CASES = [("112x768x768_bt", {"bw": 128, "bt": 32, "swizzle": 128, "stages": 8, "split_k": 1, "reduce": "workspace"}),
+         ("192x768x768_bt", {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": "workspace"}),
+         ("160x768x3072_bt", {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2, "reduce": "workspace"}),
+         ("33x4096x4096_bt", {"bw": 64, "bt": 24, "swizzle": 128, "stages": 16, "split_k": 1, "reduce": "workspace"})]
 ROUNDS = 3
 
 

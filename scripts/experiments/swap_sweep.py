@@ -26,14 +26,17 @@ def candidates(space, K):
     """Per (BW, BT, split_k) of 128B swizzle: the ring that holds all of a slice's K, or the deepest,
     and the one below it."""
     out = []
+    # (the slices meeting in the workspace: cluster_reduce_sweep.py compares the two)
     for key in sorted({(c["bw"], c["bt"], c["split_k"]) for c in space}):
-        rings = sorted(c["stages"] for c in space if (c["bw"], c["bt"], c["split_k"]) == key and c["swizzle"] == 128)
+        rings = sorted(c["stages"] for c in space if (c["bw"], c["bt"], c["split_k"]) == key and c["swizzle"] == 128
+                       and c["reduce"] == "workspace")
         if not rings:
             continue
         kslots = -(-K // (64 * key[2]))
         full = next((s for s in rings if s >= kslots), rings[-1])
         keep = {full, rings[max(0, rings.index(full) - 1)]}
-        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2]} for s in sorted(keep)]
+        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2], "reduce": "workspace"}
+                for s in sorted(keep)]
     return out
 
 

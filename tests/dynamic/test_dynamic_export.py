@@ -53,6 +53,10 @@ def test_every_family_launches_as_its_template_renders(res, cu, h100):
     assert enc.format("ma", "A", 3072, "M", 6144, "(M < 128 ? (M + 15) / 16 * 16 : 128)") in _case(text, 5)
     assert "dim3(24, 2, (M + 15) / 16)" in _case(text, 1)
     assert "((M + 31) / 32) * 12 * 3;" in _case(text, 2) and "units < 132 ? units : 132" in _case(text, 2)
+    # slices summed in a cluster: hgemm_wgmma_swap_cluster (cluster dims compiled in) over every work unit,
+    # a null workspace
+    assert "hgemm_wgmma_swap_cluster<0, 64, 32, 128, 16, 2><<<dim3(units, 1, 1)" in _case(text, 7)
+    assert "((M + 31) / 32) * 12 * 2;" in _case(text, 7) and "ws = nullptr" in _case(text, 7)
 
 
 def test_the_workspace_covers_every_m_in_hgemm_dispatchs_layout(res, cu):

@@ -87,6 +87,11 @@ def test_sketches_and_mutations_stay_in_the_space(t, h100, dw):
         assert sketch.threads_of(SWP, c) == THREADS
         assert sketch.tile_of(SWP, c) == (c["bt"], c["bw"])
         assert sketch.describe_any(SWP, c).startswith("swap ")
+    # K split, the slices meet in either place; unsplit, in the workspace only (one config, not two)
+    assert {c["reduce"] for c in drawn if c["split_k"] > 1} == {"workspace", "cluster"}
+    assert all(c["reduce"] == "workspace" for c in drawn if c["split_k"] == 1)
+    moved = [sketch.mutate_swap(space, c, rng, (dw.hi, dw.N)) for c in drawn]
+    assert any(m is not None and m["reduce"] != c["reduce"] for c, m in zip(drawn, moved))
     fam, cfg = sketch.sample_any({SWP: space}, (dw.hi, dw.N), rng)
     assert fam == SWP and space.contains(cfg)
 
@@ -107,7 +112,7 @@ def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_pa
 
 
 def test_the_synthetic_model_favours_it_at_few_rows_only(h100):
-    swap = {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1}
+    swap = {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": "workspace"}
     wg = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1}
     assert modelled_swap_us(swap, 112, 768, 3072, h100) < modelled_wgmma_us(wg, 112, 768, 3072, h100)
     big = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
@@ -159,7 +164,7 @@ def test_a_split_swap_kernel_gets_its_workspace_an_unsplit_one_none(h100, monkey
 
     class Stream:
         handle = 3
-    split = {"bw": 64, "bt": 48, "swizzle": 128, "stages": 8, "split_k": 3}
+    split = {"bw": 64, "bt": 48, "swizzle": 128, "stages": 8, "split_k": 3, "reduce": "workspace"}
     long_k = DynamicWorkload.parse("hgemm", "Mx768x3072_bt", (16, 2048), step=16)
     res = handmade_result(long_k, [(SWP, dict(SWAP_SEEDS[0][2])), (SWP, split)], [48], "H100|x", runner="gpu")
     g = HgemmDispatch(768, 3072, h100, result=res, backend="wgmma")
@@ -181,6 +186,24 @@ def test_a_split_swap_kernel_gets_its_workspace_an_unsplit_one_none(h100, monkey
         assert int(args[6]) == 0x10000000 + off and off + counter_bytes(tiles) == g.counter_region
         assert need == g.counter_region + 3 * tiles * 64 * 48 * 4                # three slices' FP32 partials
     assert _short(SWP, split) == "swap 48x64 sw128 st8 split3"
+
+
+def test_a_cluster_summed_swap_kernel_launches_every_unit_without_a_workspace(h100, monkeypatch, on):
+    # its slices meet in one cluster's shared memory: a CTA a work unit (past the SM count too), no workspace
+    cl = {"bw": 64, "bt": 40, "swizzle": 128, "stages": 16, "split_k": 2, "reduce": "cluster"}
+    long_k = DynamicWorkload.parse("hgemm", "Mx768x3072_bt", (16, 2048), step=16)
+    res = handmade_result(long_k, [(SWP, dict(SWAP_SEEDS[0][2])), (SWP, cl)], [48], "H100|x", runner="gpu")
+    g = HgemmDispatch(768, 3072, h100, result=res, backend="wgmma")
+    load_fakes(g, monkeypatch, lambda p, a: bytes(128))
+    g.workspaces = None                       # never asked for: nothing here reads a workspace
+    assert g.counter_region == 0
+    for M in (100, 1000):
+        g(3, 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, M)
+        grid, args = g._kernels[g.index(M)].calls[-1]
+        assert grid == (-(-M // 40) * 12 * 2, 1, 1) == g.grid(M) and int(args[6]) == 0
+    assert grid[0] > h100.sm_count
+    assert g.specs()[g.index(100)].name_expression.startswith("hgemm_wgmma_swap_cluster<")
+    assert _short(SWP, cl) == "swap 40x64 sw128 st16 split2 cluster"
 
 
 def test_switch_off_the_artifact_is_not_served(h100, dw, off):

@@ -89,9 +89,11 @@ def check_spec(spec: KernelSpec, template, workload, cfg, device):
         tiles = -(-p["M"] // cfg["bm"]) * -(-p["N"] // cfg["bn"])
         assert spec.grid == (min(tiles * cfg.get("split_k", 1), device.sm_count), 1, 1)
         assert set(inputs) == {"A", "B"}
-    elif "bt" in cfg:           # hgemm_wgmma_swap: a persistent grid walks BT x BW tiles (x K slices)
+    elif "bt" in cfg:           # hgemm_wgmma_swap: a persistent grid walks BT x BW tiles (x K slices); where
+        #                         the slices meet in a cluster, a CTA a work unit
         tiles = -(-p["M"] // cfg["bt"]) * -(-p["N"] // cfg["bw"])
-        assert spec.grid == (min(tiles * cfg["split_k"], device.sm_count), 1, 1)
+        units = tiles * cfg["split_k"]
+        assert spec.grid == (units if cfg["reduce"] == "cluster" else min(units, device.sm_count), 1, 1)
         assert set(inputs) == {"A", "B"}
     elif "rw" in cfg:           # hgemm_stream: N blocks of W rows, K slices, M blocks of A rows
         bn = 16 * cfg["rw"] * cfg["wn"]
