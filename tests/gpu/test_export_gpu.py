@@ -113,7 +113,8 @@ def test_one_exported_wgmma_config_builds_and_computes(tmp_path, shape, dim):
 
 def test_exported_cu_of_every_family_computes_through_one_workspace(tmp_path):
     """The .cu of a result holding every micro-kernel family (tests/dynamic/test_dynamic_export.py's),
-    its split-K ones (hgemm_stream, hgemm_wgmma_swap split 3, hgemm_wgmma_splitk) sharing one zeroed
+    its split-K ones (hgemm_stream, hgemm_wgmma_swap split 3, hgemm_wgmma_splitk; the cluster-summed swap
+    takes none) sharing one zeroed
     workspace of the size the file says, on ragged Ms called in a row that reach every kernel (a stale
     counter or a map of another M would show), against float64; the counters left zeroed; a split-K
     kernel called without a workspace refused."""
@@ -134,7 +135,7 @@ def test_exported_cu_of_every_family_computes_through_one_workspace(tmp_path):
     w = (torch.randn((768, 3072), device="cuda", generator=g) / 3072 ** 0.5).half()
     stream = torch.cuda.current_stream().cuda_stream
     seen = set()
-    for M in (3, 16, 17, 95, 96, 150, 192, 200, 256, 700, 1024, 2048, 5, 100):
+    for M in (3, 16, 17, 95, 96, 150, 192, 200, 256, 700, 1024, 1300, 2048, 5, 100):
         x = torch.randn((M, 3072), device="cuda", generator=g).half()
         y = torch.full((M, 768), float("nan"), device="cuda").half()
         assert f(x.data_ptr(), w.data_ptr(), y.data_ptr(), M, ws.data_ptr(), stream) == 0, M
