@@ -292,6 +292,7 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
             return {"vs_cublas": p["pct_of_cublas"] / 100.0, "vs_cublas_range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
                     "cublas_us": float(np.median(p["cublas_us"])), "ours_us": float(np.median(p["us"])),
                     "rounds": p["rounds"], "series": series, "host_late": p["host_late"],
+                    "late_rounds_redone": p["late_rounds_redone"],
                     "cublas_kernels": _kernel_names(lambda: torch.matmul(a, b, out=cout))}
         finally:
             timer.close()
@@ -351,7 +352,10 @@ def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, co
     h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round, wgmma=wgmma, row_probe=row_probe)
     settings = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
                 "micro_kernel_templates": sorted(h.templates), "row_probe": row_probe,
-                "cublas": "paired on the same buffers" if h.cublas_pair else "own buffers"}
+                "cublas": "paired on the same buffers" if h.cublas_pair else "own buffers",
+                # Timer.time_alternating's rounds since 2026-11-27 (the plain first, second rounds before
+                # it biased single points by 5-9% either way: checks/slot-bias-2026-11-27.json)
+                **({"pairing": "a, b, b, a rounds; late rounds redone"} if h.cublas_pair else {})}
     try:
         done, earlier = resumable(resume, h.device.key, settings) if resume else ([], [])
         if done:

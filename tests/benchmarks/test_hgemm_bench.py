@@ -272,3 +272,26 @@ def test_paired_ratio_alternates_and_takes_the_median_ratio():
     finish_row(row, 2 * 4096 ** 3)
     t = row["templates"]["hgemm_wgmma"]
     assert t["pct_of_cublas"] == pytest.approx(95.95) and t["pct_of_cublas_unpaired"] > 130
+
+
+def test_a_round_the_host_fell_behind_in_is_timed_again():
+    from autosched.benchmarks.hgemm import LATE_REDOS, paired_ratio
+
+    class Late:                     # the second round's cuBLAS runs were reached before they were enqueued
+        def __init__(self, late_rounds):
+            self.rounds, self.late_rounds, self.host_late = 0, late_rounds, []
+
+        def time_alternating(self, first, second):
+            self.rounds += 1
+            late = self.rounds in self.late_rounds
+            self.host_late = [0, 9 if late else 1]
+            return [100.0] * 50, [190.0 if late else 95.0] * 50
+    t = Late({2})
+    p = paired_ratio(t, lambda: None, lambda: None, rounds=3)
+    assert t.rounds == 4 and p["pct_max"] == pytest.approx(95.0) and p["late_rounds_redone"] == [[0, 9]]
+    assert p["host_late"] == [[0, 1]] * 3             # one late run in 50 is under the share: kept
+    # never more than LATE_REDOS redone: a host that is always late still ends, its rounds kept as they are
+    t = Late(set(range(1, 100)))
+    p = paired_ratio(t, lambda: None, lambda: None, rounds=3)
+    assert t.rounds == 3 + LATE_REDOS and len(p["late_rounds_redone"]) == LATE_REDOS
+    assert p["pct_of_cublas"] == pytest.approx(190.0)
