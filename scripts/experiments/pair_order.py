@@ -31,23 +31,30 @@ CASES = [("112x768x768_bt", {"bw": 128, "bt": 32, "swizzle": 128, "stages": 8, "
 ROUNDS = 3
 
 
+def built_cases(s, wanted):
+    """(shape, config, operands, launchable) of each case of CASES in `wanted` (all where empty), the swap
+    kernel built and checked against float64 on the operands cuBLAS gets; a case that fails is kept as
+    an error row of Session `s` and skipped."""
+    from autosched.templates import HgemmWgmmaSwapTemplate
+    t = HgemmWgmmaSwapTemplate()
+    for shape, cfg in CASES:
+        if wanted and shape not in wanted:
+            continue
+        ops = s.operands(shape)
+        k = s.launchable(t.render(ops.w, cfg, s.info), ops, f"{shape} swap")
+        if isinstance(k, str):
+            s.keep({"shape": shape, "config": cfg, "error": k})
+            continue
+        yield shape, cfg, ops, k
+
+
 def main():
     import torch
 
-    from autosched.templates import HgemmWgmmaSwapTemplate
     from gemm_bench_kit import Session
-    wanted = sys.argv[1:]
-    t = HgemmWgmmaSwapTemplate()
     with Session() as s:
         timer = s.timer
-        for shape, cfg in CASES:
-            if wanted and shape not in wanted:
-                continue
-            ops = s.operands(shape)
-            k = s.launchable(t.render(ops.w, cfg, s.info), ops, f"{shape} swap")
-            if isinstance(k, str):
-                s.keep({"shape": shape, "config": cfg, "error": k})
-                continue
+        for shape, cfg, ops, k in built_cases(s, sys.argv[1:]):
             out2 = torch.empty_like(ops.out)
 
             def ours():

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pair_order import CASES  # noqa: E402
+from pair_order import built_cases  # noqa: E402
 
 ROUNDS = 3
 
@@ -33,10 +33,7 @@ def main():
     from cuda.bindings import driver
 
     from autosched.runtime import check
-    from autosched.templates import HgemmWgmmaSwapTemplate
     from gemm_bench_kit import Session
-    wanted = sys.argv[1:]
-    t = HgemmWgmmaSwapTemplate()
     with Session() as s:
         timer = s.timer
         inc_flush = timer.flush
@@ -51,14 +48,7 @@ def main():
         flushes = {"inc": inc_flush, "const": value_flush(lambda: 0x5A5A5A5A),
                    "random": value_flush(lambda: rng.getrandbits(32))}
         med = lambda xs: float(np.median(xs))  # noqa: E731
-        for shape, cfg in CASES:
-            if wanted and shape not in wanted:
-                continue
-            ops = s.operands(shape)
-            k = s.launchable(t.render(ops.w, cfg, s.info), ops, f"{shape} swap")
-            if isinstance(k, str):
-                s.keep({"shape": shape, "config": cfg, "error": k})
-                continue
+        for shape, cfg, ops, k in built_cases(s, sys.argv[1:]):
             outs = [ops.out] + [torch.empty_like(ops.out) for _ in range(2)]
             cublas = [lambda o=o: torch.matmul(ops.a, ops.bt, out=o) for o in outs]
 
