@@ -79,6 +79,7 @@ from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, 
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
 from autosched.templates.hgemm_stream import bn_of
 from autosched.templates.hgemm_wgmma_splitk import counter_bytes, dynamic_workspace
+from autosched.templates.hgemm_wgmma_swap import reads_workspace as swap_reads_workspace
 from autosched.templates.dynamic_switches import dynamic_switches, dynamic_templates
 
 # THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
@@ -96,8 +97,7 @@ def reads_workspace(family: str, config: dict) -> bool:
     """Whether a kernel of `family` and `config` reads its workspace (hgemm_wgmma_swap only where it
     splits K and the slices meet in global memory: otherwise it is passed a null pointer)."""
     if family == SWP:
-        from autosched.templates.hgemm_wgmma_swap import reads_workspace as swap_reads
-        return swap_reads(config)
+        return swap_reads_workspace(config)
     return family in (WGS, STR)
 
 
