@@ -21,25 +21,13 @@ SHAPES = ["80x768x3072_bt", "112x768x3072_bt", "160x768x3072_bt", "192x768x3072_
           "192x768x768_bt", "192x3072x768_bt", "33x4096x4096_bt", "70x4096x4096_bt", "33x4096x11008_bt"]
 
 
-def candidates(space, K):
-    out = []
-    for key in sorted({(c["bw"], c["bt"], c["split_k"], c["reduce"]) for c in space}, key=str):
-        rings = sorted(c["stages"] for c in space
-                       if (c["bw"], c["bt"], c["split_k"], c["reduce"]) == key and c["swizzle"] == 128)
-        if rings:
-            kslots = -(-K // (64 * key[2]))
-            stages = next((s for s in rings if s >= kslots), rings[-1])
-            out.append({"bw": key[0], "bt": key[1], "swizzle": 128, "stages": stages, "split_k": key[2],
-                        "reduce": key[3]})
-    return out
-
-
 def main():
     import torch
 
     from autosched.benchmarks.hgemm import paired_ratio
-    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapDynTemplate
+    from autosched.templates.hgemm_wgmma_swap import REDUCE_VALUES, HgemmWgmmaSwapDynTemplate
     from gemm_bench_kit import Session
+    from swap_sweep import candidates
     # the dynamic template's space: every split and tile, as DietCode draws them (the static one cuts
     # token tiles wider than M and splits that make two waves)
     swap = HgemmWgmmaSwapDynTemplate()
@@ -47,7 +35,8 @@ def main():
         for shape in sys.argv[1:] or SHAPES:
             ops = s.operands(shape)
             w = ops.w
-            configs = [c for c in candidates(swap.space(w, s.info), w.K) if c["bt"] - 8 < w.M]
+            configs = [c for c in candidates(swap.space(w, s.info), w.K, REDUCE_VALUES, below=False)
+                       if c["bt"] - 8 < w.M]
             specs = [swap.render(w, c, s.info) for c in configs]
             list(s.builder.build_many(specs))
             screen = [{"config": c, **s.time(spec, ops, f"{shape} {c}")} for c, spec in zip(configs, specs)]

@@ -22,20 +22,20 @@ WGMMA = [{**S, "bn": 64, "stages": 5}, {**S, "bn": 64, "stages": 8}, {**S, "bn":
 ROUNDS = 3
 
 
-def candidates(space, K):
-    """Per (BW, BT, split_k) of 128B swizzle: the ring that holds all of a slice's K, or the deepest,
-    and the one below it."""
+def candidates(space, K, reduces=("workspace",), below: bool = True):
+    """Per (BW, BT, split_k, reduce) of 128B swizzle, the slices meeting as `reduces` says: the ring that
+    holds all of a slice's K, or the deepest, and (`below`) the one below it.  Here the workspace only:
+    cluster_reduce_sweep.py compares the two."""
     out = []
-    # (the slices meeting in the workspace: cluster_reduce_sweep.py compares the two)
-    for key in sorted({(c["bw"], c["bt"], c["split_k"]) for c in space}):
-        rings = sorted(c["stages"] for c in space if (c["bw"], c["bt"], c["split_k"]) == key and c["swizzle"] == 128
-                       and c["reduce"] == "workspace")
+    for key in sorted({(c["bw"], c["bt"], c["split_k"], c["reduce"]) for c in space if c["reduce"] in reduces}):
+        rings = sorted(c["stages"] for c in space
+                       if (c["bw"], c["bt"], c["split_k"], c["reduce"]) == key and c["swizzle"] == 128)
         if not rings:
             continue
         kslots = -(-K // (64 * key[2]))
         full = next((s for s in rings if s >= kslots), rings[-1])
-        keep = {full, rings[max(0, rings.index(full) - 1)]}
-        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2], "reduce": "workspace"}
+        keep = {full, rings[max(0, rings.index(full) - 1)]} if below else {full}
+        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2], "reduce": key[3]}
                 for s in sorted(keep)]
     return out
 
