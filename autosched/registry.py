@@ -207,8 +207,9 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
 
 def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
-    most CTAs, the narrowest wgmma), the deepest K split of the widest tile (the most partials summed
-    through the workspace), the same summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest token tile
+    most CTAs, the narrowest wgmma), the widest multicast cluster at its deepest K split and at its
+    smallest tile (where N leaves a cluster's last ranks without a weight tile, they run too), the
+    deepest K split of the widest tile (the most partials summed through the workspace), the same summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest token tile
     (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
     (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
     not nt."""
@@ -220,7 +221,11 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     smem = template.smem
     deepest = lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])  # noqa: E731
     clustered = [c for c in cfgs if c["reduce"] == "cluster"]
+    multicast = [c for c in cfgs if c.get("mcast", 1) > 1]
     picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"], c["split_k"])),
+             *([max(multicast, key=lambda c: (c["mcast"], *deepest(c))),
+                min(multicast, key=lambda c: (-c["mcast"], c["bw"] * c["bt"], c["swizzle"], c["stages"]))]
+               if multicast else []),
              max((c for c in cfgs if c["reduce"] == "workspace"), key=deepest),
              *([max(clustered, key=deepest)] if clustered else []), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (c["bw"], c["bt"], -c["stages"]))]

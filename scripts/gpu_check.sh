@@ -41,6 +41,8 @@
 #                                        # so too, and the Timer's host_late count), memcheck + racecheck of its
 #                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and
 #                                        # few-row Llama shapes (swap_sweep.py) (at most ~560 s)
+#   bash scripts/gpu_check.sh mcast      # scripts/experiments/mcast_sweep.py: swap kernels whose weight tiles of one
+#                                        # token tile form a cluster, the token slot multicast (at most MCAST_S, 500 s)
 #   bash scripts/gpu_check.sh pair-order # scripts/experiments/pair_order.py: does the kernel before it move a short
 #                                        # GEMM's time (series / pairing / cuBLAS against itself)? (at most 150 s)
 #   bash scripts/gpu_check.sh bench-swap # the quick DietCode bench (at most 240 s)
@@ -268,6 +270,17 @@ swap)
   stage "timing: hgemm_wgmma_swap (K split or not) vs hgemm_wgmma vs cuBLAS at few rows"
   timeout 360 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
+  ;;
+mcast)
+  # hgemm_wgmma_swap's multicast clusters (mcast 2, 4) screened with mcast 1 at the few-row shapes still
+  # under cuBLAS, the best of each paired with cuBLAS (MCAST_SHAPES, MCAST_S seconds)
+  stage "timing: hgemm_wgmma_swap mcast 1 / 2 / 4 vs cuBLAS"
+  timeout ${MCAST_S:-500} "$PY" scripts/experiments/mcast_sweep.py ${MCAST_SHAPES:-} 2>&1 | tee "$OUT/mcast-sweep.log" | tail -30
+  echo "rc=${PIPESTATUS[0]}"
+  # the registry's picks with the knob on: the widest cluster at its deepest split and at its smallest
+  # tile first (2120 and 768 weight rows leave the last cluster's high ranks without a tile)
+  AUTOSCHED_SWAP_MCAST=1 TEMPLATES=hgemm_wgmma_swap PER_TEMPLATE=3 sanitize_both swap-mcast "hgemm_wgmma_swap mcast" 90 \
+    "$SANITIZE_HGEMM" scripts/sanitize.py hgemm 300x2120x136_bt_bf16 112x768x768_bt
   ;;
 pair-order)
   # whether the kernel before it moves a few-microsecond GEMM's time: series vs the bench's pairing vs
