@@ -13,8 +13,6 @@ reduce.  Rows to $OUT/cluster-reduce-sweep.json.
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPES = ["80x768x3072_bt", "112x768x3072_bt", "160x768x3072_bt", "192x768x3072_bt", "112x768x768_bt",
@@ -22,9 +20,6 @@ SHAPES = ["80x768x3072_bt", "112x768x3072_bt", "160x768x3072_bt", "192x768x3072_
 
 
 def main():
-    import torch
-
-    from autosched.benchmarks.hgemm import paired_ratio
     from autosched.templates.hgemm_wgmma_swap import REDUCE_VALUES, HgemmWgmmaSwapDynTemplate
     from gemm_bench_kit import Session
     from swap_sweep import candidates
@@ -37,10 +32,7 @@ def main():
             w = ops.w
             configs = [c for c in candidates(swap.space(w, s.info), w.K, REDUCE_VALUES, below=False)
                        if c["bt"] - 8 < w.M]
-            specs = [swap.render(w, c, s.info) for c in configs]
-            list(s.builder.build_many(specs))
-            screen = [{"config": c, **s.time(spec, ops, f"{shape} {c}")} for c, spec in zip(configs, specs)]
-            ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
+            screen, ok = s.screen(ops, swap, configs, shape)
             best = {}
             for r in ok:
                 kind = "unsplit" if r["config"]["split_k"] == 1 else r["config"]["reduce"]
@@ -49,20 +41,9 @@ def main():
                 other = {**best["workspace"], "reduce": "cluster"}
                 if swap.space(w, s.info).contains(other):
                     best["workspace's tile, cluster"] = other
-            row = {"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r][:4],
-                   "screen_best": ok[:10], "paired": {}}
-            for kind, cfg in best.items():
-                k = s.launchable(swap.render(w, cfg, s.info), ops, f"{shape} {kind}")
-                if isinstance(k, str):
-                    row["paired"][kind] = {"config": cfg, "error": k}
-                    continue
-                p = paired_ratio(s.timer, lambda: k.launch(s.stream), lambda: torch.matmul(ops.a, ops.bt, out=ops.out))
-                row["paired"][kind] = {"config": cfg, "cublas_over_ours": p["pct_of_cublas"] / 100.0,
-                                       "range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
-                                       "ours_us": float(np.median(p["us"])), "cublas_us": float(np.median(p["cublas_us"]))}
-            s.keep(row)
+            s.keep({"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r][:4],
+                    "screen_best": ok[:10], "paired": s.paired_with_cublas(ops, swap, best, shape)})
         s.write("cluster-reduce-sweep.json")
-
 
 if __name__ == "__main__":
     main()

@@ -64,6 +64,33 @@ class Session:
         checked_launch(lambda s_: k.launch(s_), ops.w, ops.out, ops.ref, self.stream, label, ops.bound)
         return k
 
+    def screen(self, ops: "Operands", template, configs, label: str) -> tuple[list, list]:
+        """Each of `configs` rendered, built (in parallel), checked against float64 and timed once: every
+        row ({"config", "us", "p10", "p90"} or {"config", "error"}), and the timed ones fastest first."""
+        specs = [template.render(ops.w, c, self.info) for c in configs]
+        list(self.builder.build_many(specs))
+        rows = [{"config": c, **self.time(spec, ops, f"{label} {c}")} for c, spec in zip(configs, specs)]
+        return rows, sorted((r for r in rows if "us" in r), key=lambda r: r["us"])
+
+    def paired_with_cublas(self, ops: "Operands", template, named: dict, label: str) -> dict:
+        """Each named config against cuBLAS on the same buffers in paired rounds
+        (benchmarks.hgemm.paired_ratio: a, b, b, a): {name: {"config", "cublas_over_ours", "range",
+        "ours_us", "cublas_us"} or {"config", "error"}}."""
+        import torch
+
+        from autosched.benchmarks.hgemm import paired_ratio
+        out = {}
+        for name, cfg in named.items():
+            k = self.launchable(template.render(ops.w, cfg, self.info), ops, f"{label} {name}")
+            if isinstance(k, str):
+                out[name] = {"config": cfg, "error": k}
+                continue
+            p = paired_ratio(self.timer, lambda: k.launch(self.stream), lambda: torch.matmul(ops.a, ops.bt, out=ops.out))
+            out[name] = {"config": cfg, "cublas_over_ours": p["pct_of_cublas"] / 100.0,
+                         "range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
+                         "ours_us": float(np.median(p["us"])), "cublas_us": float(np.median(p["cublas_us"]))}
+        return out
+
     def alternate(self, row: dict, ops: "Operands", variants, rounds: int, label: str) -> None:
         """`rounds` rounds of cuBLAS then each (name, spec) of `variants`, timed in turn (so a drift of
         the clocks lands on all of them), appended to row["cublas_us"] and row[name]; then kept."""

@@ -16,8 +16,6 @@ $OUT/mcast-sweep.json.
 import os
 import sys
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPES = ["160x768x3072_bt", "192x768x3072_bt", "112x768x3072_bt", "80x768x3072_bt", "160x3072x768_bt",
@@ -26,9 +24,6 @@ SHAPES = ["160x768x3072_bt", "192x768x3072_bt", "112x768x3072_bt", "80x768x3072_
 
 def main():
     os.environ["AUTOSCHED_SWAP_MCAST"] = "1"
-    import torch
-
-    from autosched.benchmarks.hgemm import paired_ratio
     from autosched.templates.hgemm_wgmma_swap import MCAST_VALUES, HgemmWgmmaSwapTemplate
     from gemm_bench_kit import Session
     from swap_sweep import candidates
@@ -40,10 +35,7 @@ def main():
             space = swap.space(w, s.info)
             configs = [c for c in candidates(space, w.K, ("workspace",), below=False, mcasts=MCAST_VALUES)
                        if c["bt"] - 8 < w.M and c["split_k"] <= 4]
-            specs = [swap.render(w, c, s.info) for c in configs]
-            list(s.builder.build_many(specs))
-            screen = [{"config": c, **s.time(spec, ops, f"{shape} {c}")} for c, spec in zip(configs, specs)]
-            ok = sorted((r for r in screen if "us" in r), key=lambda r: r["us"])
+            screen, ok = s.screen(ops, swap, configs, shape)
             best = {}
             for r in ok:
                 best.setdefault(f"mcast {r['config']['mcast']}", r["config"])
@@ -52,20 +44,9 @@ def main():
                     other = {**best["mcast 1"], "mcast": mc}
                     if space.contains(other) and other not in best.values():
                         best[f"unclustered best's tile, mcast {mc}"] = other
-            row = {"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r][:4],
-                   "screen_best": ok[:12], "paired": {}}
-            for kind, cfg in best.items():
-                k = s.launchable(swap.render(w, cfg, s.info), ops, f"{shape} {kind}")
-                if isinstance(k, str):
-                    row["paired"][kind] = {"config": cfg, "error": k}
-                    continue
-                p = paired_ratio(s.timer, lambda: k.launch(s.stream), lambda: torch.matmul(ops.a, ops.bt, out=ops.out))
-                row["paired"][kind] = {"config": cfg, "cublas_over_ours": p["pct_of_cublas"] / 100.0,
-                                       "range": [p["pct_min"] / 100.0, p["pct_max"] / 100.0],
-                                       "ours_us": float(np.median(p["us"])), "cublas_us": float(np.median(p["cublas_us"]))}
-            s.keep(row)
+            s.keep({"shape": shape, "screened": len(screen), "failed": [r for r in screen if "us" not in r][:4],
+                    "screen_best": ok[:12], "paired": s.paired_with_cublas(ops, swap, best, shape)})
             s.write("mcast-sweep.json")         # after every shape: a timeout keeps the finished ones
-
 
 if __name__ == "__main__":
     main()

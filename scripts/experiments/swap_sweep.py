@@ -36,8 +36,9 @@ def candidates(space, K, reduces=("workspace",), below: bool = True, mcasts=(1,)
         kslots = -(-K // (64 * key[2]))
         full = next((s for s in rings if s >= kslots), rings[-1])
         keep = {full, rings[max(0, rings.index(full) - 1)]} if below else {full}
+        multicast = {"mcast": key[4]} if "mcast" in space.names else {}     # the knob only where it is on
         out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2], "reduce": key[3],
-                 "mcast": key[4]} for s in sorted(keep)]
+                 **multicast} for s in sorted(keep)]
     return out
 
 
