@@ -46,6 +46,15 @@ def series_ratio_m_le_256(rows: list) -> float | None:
     return _geomean([x["cublas_us"] / x["ours_us"] for x in series])
 
 
+
+# how a run was split over device calls, not how it measured: never a reason to keep runs apart
+_PROVENANCE_SETTINGS = ("resumed_rows",)
+
+
+def _measuring_settings(summary: dict) -> dict:
+    """A DietCode run's settings less its provenance (how many rows an earlier call finished)."""
+    return {k: v for k, v in summary.get("settings", {}).items() if k not in _PROVENANCE_SETTINGS}
+
 def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
     """`runs`: every results file of the same device and date, `doc` among them: the summary keys'
     range over them is shown beside the newest's figures (the run-to-run spread)."""
@@ -73,9 +82,9 @@ def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
     out.append(f"| `dispatcher_overhead_ns` | {_f(s.get('dispatcher_overhead_ns'), '{:.0f}')} | | |")
     if runs and len(runs) > 1:
         keys = ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256")
-        mine = s.get("settings", {})
-        same = [r for r in runs if r["summary"].get("settings", {}) == mine]
-        other = [r for r in runs if r["summary"].get("settings", {}) != mine]
+        mine = _measuring_settings(s)
+        same = [r for r in runs if _measuring_settings(r["summary"]) == mine]
+        other = [r for r in runs if _measuring_settings(r["summary"]) != mine]
         if len(same) > 1:
             spread = []
             for k in keys:
@@ -89,8 +98,8 @@ def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
             # with what differs, never folded into the spread above
             parts = []
             for r in other:
-                theirs = r["summary"].get("settings", {})
-                diff = ", ".join(f"{k} {theirs.get(k)}" for k in sorted(set(mine) | set(theirs))
+                theirs = _measuring_settings(r["summary"])
+                diff = ", ".join(f"{k} {theirs.get(k, 'not recorded')}" for k in sorted(set(mine) | set(theirs))
                                  if theirs.get(k) != mine.get(k))
                 figs = ", ".join(f"{r['summary'][k]:.3f}" for k in keys if r["summary"].get(k) is not None)
                 parts.append(f"`{Path(r.get('_path', '')).name}` ({diff or 'no settings recorded'}): {figs}")

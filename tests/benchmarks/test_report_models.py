@@ -109,6 +109,21 @@ def test_runs_of_other_settings_are_listed_apart_from_the_spread(tmp_path):
     assert "5.700 to" not in block and "6.000 to" not in block
 
 
+def test_runs_split_over_calls_differently_are_one_setting_and_an_unrecorded_one_says_so(tmp_path):
+    """resumed_rows says how a run was split over device calls, not how it measured: runs differing in it
+    alone share a spread; a setting an older run did not record is named as not recorded."""
+    def doc(v, **settings):
+        return _doc("dynamic", [], {"tuning_time_speedup": v, "untuned_geomean_vs_per_instance": 0.95,
+                                    "geomean_vs_cublas_m_le_256": 1.0, "bars": {}, "settings": {"quick": False, **settings}})
+    for name, d in (("dynamic-GPU_X-2026-01-01.json", doc(6.0, resumed_rows=2)),
+                    ("dynamic-GPU_X-2026-01-01-2.json", doc(7.0, pairing="abba", resumed_rows=3)),
+                    ("dynamic-GPU_X-2026-01-01-3.json", doc(7.2, pairing="abba", resumed_rows=6))):
+        (tmp_path / name).write_text(json.dumps(d))
+    block = models_block(tmp_path)
+    assert "Over the 2 runs of this device, date and settings" in block and "`tuning_time_speedup` 7.000 to 7.200" in block
+    assert "`dynamic-GPU_X-2026-01-01.json` (pairing not recorded): 6.000" in block
+
+
 def test_each_gpu_model_of_the_newest_date_gets_its_own_dynamic_table(tmp_path):
     def doc(v, device):
         return {**_doc("dynamic", [], {"tuning_time_speedup": v, "untuned_geomean_vs_per_instance": 1.0,
