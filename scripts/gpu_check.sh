@@ -73,7 +73,9 @@
 #                                        # in dynamic-partial.json as each workload finishes); DYNAMIC_NO_ROW_PROBE=1:
 #                                        # without the row probe (measurer.py; on by default since 2026-11-26)
 #   bash scripts/gpu_check.sh dynamic-full  # issue 16's full DietCode bench (two calls of ~565 s: the second with
-#                                           # DYNAMIC_RESUME=<the first's dynamic-partial.json, carried back>)
+#                                           # DYNAMIC_RESUME=<the first's dynamic-partial.json, carried back>;
+#                                           # set AUTOSCHED_COMMIT=<HEAD's sha> in the call: the device's copy of
+#                                           # the tree keeps an older .git, so the results file would name that)
 #   bash scripts/gpu_check.sh transfer   # issue 17's transfer figures on 8 unseen GEMV shapes (TRANSFER_S, default 540 s;
 #                                        # finished shapes kept in model-transfer-partial.json)
 #   bash scripts/gpu_check.sh scale-gpu  # issue 18 on two GPUs: measuring rate on one vs both, NVRTC rate, tune
