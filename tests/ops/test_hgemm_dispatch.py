@@ -55,11 +55,14 @@ def test_a_result_covering_the_range_dispatches_every_m(h100, full):
                                    "micro-kernels")
     with pytest.raises(ValueError, match="cannot serve"):
         HgemmDispatch(4096, 11008, h100, result=full)
-    # the host cost of choosing: a bisect, well under the microseconds of a launch
-    t0 = time.perf_counter()
-    for i in range(20000):
-        g.index(1 + i % 4096)
-    assert (time.perf_counter() - t0) / 20000 < 20e-6
+    # the host cost of choosing: a bisect, well under the microseconds of a launch (the best of five
+    # batches: a loaded CPU inflates a batch, not the bisect)
+    def batch():
+        t0 = time.perf_counter()
+        for i in range(4000):
+            g.index(1 + i % 4096)
+        return (time.perf_counter() - t0) / 4000
+    assert min(batch() for _ in range(5)) < 20e-6
 
 
 def test_m_outside_the_artifacts_range_falls_back_to_the_ladder(h100, monkeypatch):

@@ -146,7 +146,10 @@ def test_a_call_binds_cached_maps_and_scalars(h100, monkeypatch):
 def test_host_overhead_per_call_is_small(h100, monkeypatch):
     g = HgemmDispatch(4096, 4096, h100, backend="wgmma")
     _fake_loaded(g, monkeypatch)
-    us = H.host_overhead_us(g, None, 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, [1, 7, 300, 2048], reps=2000)
+    # the best of five batches: another process loading the CPU (a test run beside this one) inflates a
+    # batch, never the dispatcher's own cost
+    us = min(H.host_overhead_us(g, None, 0x7F0000000000, 0x7F1000000000, 0x7F2000000000, [1, 7, 300, 2048], reps=400)
+             for _ in range(5))
     assert us < 30, us                          # cuda.core's launch itself is on top (~5-10 us)
 
 
