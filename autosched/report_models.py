@@ -131,24 +131,54 @@ def _range(r, rounds: int = 0) -> str:
     return f" ({r[0]:.1f}-{r[1]:.1f}{f' over {rounds} rounds' if rounds else ''})"
 
 
-def model_tune_table(doc: dict) -> str:
-    s = doc["summary"]
-    out = [f"Whole models (`python -m autosched.benchmarks.model_tune`), {doc['device']}, {doc['date']}: decode "
+_MODEL_KEYS = ("tune_model_1b_minutes", "pct_of_bw_limit_1b_fp16", "pct_of_bw_limit_1b_q4",
+               "pct_of_bw_limit_7b_q4_as_shipped")
+
+
+def model_tune_table(doc: dict, docs: list | None = None) -> str:
+    """The whole-model table of `doc`; given `docs` (every run, newest first), each row (model, format,
+    phase) and each summary key of `doc`'s device from the newest run that measured it, the run named
+    beside it: a later call that re-reads one model (the 7B as shipped) then stands in the table beside
+    the rows it did not measure, instead of hiding them or staying out of the table."""
+    runs = [d for d in (docs or [doc]) if d.get("device") == doc.get("device")] or [doc]
+    key = lambda r: (r["model"], r["format"], r["phase"])  # noqa: E731
+    rows, figures = {}, {}
+    for d in runs:
+        for r in d["rows"]:
+            rows.setdefault(key(r), (r, d))
+        for k in _MODEL_KEYS:
+            if d["summary"].get(k) is not None:
+                figures.setdefault(k, d)
+    # the rows in the order of the run that measured the most of them
+    fullest = max(runs, key=lambda d: len(d["rows"]))
+    order = [key(r) for r in fullest["rows"]]
+    ordered = sorted(rows, key=lambda k: order.index(k) if k in order else len(order))
+    used = {id(d): d for _, d in rows.values()} | {id(d): d for d in figures.values()}
+    named = len(used) > 1
+    run = lambda d: f" `{Path(d.get('_path', '')).name}` |" if named else ""  # noqa: E731
+    dates = ", ".join(sorted({d.get("date", "") for d in used.values()}))
+    out = [f"Whole models (`python -m autosched.benchmarks.model_tune`), {doc['device']}, {dates}: decode "
            "tokens/s at batch 1 against the weight-bandwidth limit (weight bytes a step reads over the "
            "device-to-device copy bandwidth of the same run; where a row has rounds, its median round, each "
-           "round's bandwidth measured right before it, and the rounds' range).", "",
-           "| model | format | when | tokens/s | limit | % of limit |", "| --- | --- | --- | --- | --- | --- |"]
-    for r in doc["rows"]:
+           "round's bandwidth measured right before it, and the rounds' range)"
+           + ("; each row and figure from the newest run that measured it." if named else "."), "",
+           "| model | format | when | tokens/s | limit | % of limit |" + (" run |" if named else ""),
+           "| --- | --- | --- | --- | --- | --- |" + (" --- |" if named else "")]
+    for k in ordered:
+        r, d = rows[k]
         out.append(f"| `{r['model']}` | {r['format']} | {r['phase']} | {_f(r['tokens_per_s'], '{:.0f}')} | "
                    f"{_f(r['bw_limit_tokens_per_s'], '{:.0f}')} | {_f(r['pct_of_bw_limit'], '{:.1f}')}"
-                   f"{_range(r.get('pct_range'), len(r.get('rounds', [])))} |")
-    bars = s.get("bars", {})
-    out += ["", "| summary key | measured | bar | |", "| --- | --- | --- | --- |"]
-    for k in ("tune_model_1b_minutes", "pct_of_bw_limit_1b_fp16", "pct_of_bw_limit_1b_q4",
-              "pct_of_bw_limit_7b_q4_as_shipped"):
+                   f"{_range(r.get('pct_range'), len(r.get('rounds', [])))} |{run(d)}")
+    out += ["", "| summary key | measured | bar | |" + (" run |" if named else ""),
+            "| --- | --- | --- | --- |" + (" --- |" if named else "")]
+    for k in _MODEL_KEYS:
+        d = figures.get(k, doc)
+        s = d["summary"]
+        bar = s.get("bars", {}).get(k, doc["summary"].get("bars", {}).get(k))
         at_most = k == "tune_model_1b_minutes"
         out.append(f"| `{k}` | {_f(s.get(k), '{:.2f}')}{_range(s.get(k + '_range'))} | "
-                   f"{'<=' if at_most else '>='} {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0), at_most)} |")
+                   f"{'<=' if at_most else '>='} {bar} | {_bar(s.get(k), bar or 0, at_most)} |"
+                   + (run(d) if k in figures else (" |" if named else "")))
     return "\n".join(out)
 
 
@@ -165,6 +195,8 @@ def models_block(results_dir: Path) -> str | None:
             for device in dict.fromkeys(d.get("device") for d in day):
                 same = [d for d in day if d.get("device") == device]
                 parts.append(table(same[0], same))
+        elif name == "model-tune":
+            parts.append(table(doc, all_results(Path(results_dir), name)))
         else:
             parts.append(table(doc))
     return "\n\n".join(parts) if parts else None

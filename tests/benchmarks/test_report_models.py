@@ -134,3 +134,32 @@ def test_each_gpu_model_of_the_newest_date_gets_its_own_dynamic_table(tmp_path):
     block = models_block(tmp_path)
     assert block.count("DietCode (") == 2 and "GPU A, 2026-01-01" in block and "GPU B, 2026-01-01" in block
     assert "`tuning_time_speedup` 4.200 to 4.300" in block and "| `tuning_time_speedup` | 5.400 |" in block
+
+
+def test_model_table_takes_each_row_from_the_newest_run_that_measured_it(tmp_path):
+    """A later call that re-reads the 7B alone: its row and figure replace the older ones, the 1B rows and
+    figures stay from the full run, each named with its run; another device's run is not mixed in."""
+    def row(model, fmt, phase, pct):
+        return {"model": model, "format": fmt, "phase": phase, "tokens_per_s": pct * 10, "bw_limit_tokens_per_s": 1000,
+                "pct_of_bw_limit": pct}
+    bars = {"pct_of_bw_limit_1b_fp16": 75.0, "pct_of_bw_limit_7b_q4_as_shipped": 80.0, "tune_model_1b_minutes": 10.0}
+    full = {**_doc("model-tune", [row("random:a", "fp16", "after", 79.0), row("llama2-7b", "q4f16_1", "as shipped", 82.3)],
+                   {"pct_of_bw_limit_1b_fp16": 79.0, "pct_of_bw_limit_7b_q4_as_shipped": 82.3, "tune_model_1b_minutes": 3.0,
+                    "bars": bars}), "date": "2026-01-01"}
+    seven = {**_doc("model-tune", [row("llama2-7b", "q4f16_1", "as shipped", 79.9)],
+                    {"pct_of_bw_limit_7b_q4_as_shipped": 79.9, "bars": bars}), "date": "2026-01-02"}
+    other = {**_doc("model-tune", [row("random:a", "fp16", "after", 50.0)], {"pct_of_bw_limit_1b_fp16": 50.0, "bars": bars}),
+             "date": "2026-01-03", "device": "GPU Y"}
+    for name, d in (("model-tune-X-2026-01-01.json", full), ("model-tune-X-2026-01-02.json", seven),
+                    ("model-tune-Y-2026-01-03.json", other)):
+        (tmp_path / name).write_text(json.dumps(d))
+    t = model_tune_table(seven, [json.loads((tmp_path / n).read_text()) | {"_path": str(tmp_path / n)}
+                                 for n in ("model-tune-Y-2026-01-03.json", "model-tune-X-2026-01-02.json",
+                                           "model-tune-X-2026-01-01.json")])
+    assert "| `random:a` | fp16 | after | 790 | 1000 | 79.0 | `model-tune-X-2026-01-01.json` |" in t
+    assert "| `llama2-7b` | q4f16_1 | as shipped | 799 | 1000 | 79.9 | `model-tune-X-2026-01-02.json` |" in t
+    assert "82.3" not in t and "50.0" not in t and "GPU Y" not in t
+    assert "| `pct_of_bw_limit_7b_q4_as_shipped` | 79.90 | >= 80.0 | not met | `model-tune-X-2026-01-02.json` |" in t
+    assert "| `pct_of_bw_limit_1b_fp16` | 79.00 | >= 75.0 | met | `model-tune-X-2026-01-01.json` |" in t
+    # one run alone: no run column
+    assert "| run |" not in model_tune_table(full)
