@@ -1,6 +1,7 @@
 """The README's "models" block: dynamic-shape tuning (dynamic-*.json), configs for unseen shapes
 (model-transfer-*.json) and whole-model tuning (model-tune-*.json), each table from the newest
-results file of its benchmark, every figure beside its bar."""
+results file of its benchmark (the whole-model table each row and figure from the newest run that
+measured it), every figure beside its bar."""
 
 from __future__ import annotations
 
