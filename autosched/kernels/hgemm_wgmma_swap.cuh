@@ -42,9 +42,11 @@
 // from L2 (a W tile once per token tile, the token tile once per W tile).
 // Protocol per ring slot s: full[s] (count 1) gets this CTA's expect_tx of its own W slot plus the whole
 // X slot (a peer's share may land before it: the phase cannot complete without this producer's
-// arrival); empty[s] (count 4 x MCAST) gets lane 0 of every consumer warp of every CTA of the cluster
-// (through mapa, at CTA scope as in hgemm_wgmma_cluster.cuh), since each producer writes into every
-// CTA's slot s.  A cluster barrier after the barriers' init (no multicast reaches an uninitialized
+// arrival); empty[s] (count MCAST) gets one arrival from every CTA of the cluster, made by one consumer
+// thread once the four consumer warps have met at named barrier 3 (through mapa, at CTA scope as in
+// hgemm_wgmma_cluster.cuh), since each producer writes into every CTA's slot s.  (Measured first with
+// lane 0 of every warp arriving on every CTA, 4 x MCAST remote arrivals a k-step: slower than no cluster,
+// checks/mcast-sweep-2026-11-27.json at commit 9075306; this form is not yet measured.)  A cluster barrier after the barriers' init (no multicast reaches an uninitialized
 // barrier) and one at exit (no CTA frees shared memory a peer still arrives on).  Where N leaves the
 // last cluster's high ranks without a W tile they still load their X share and release every slot,
 // and store nothing.
@@ -124,13 +126,20 @@ struct HgemmWgmmaSwap {
         " [%0], [%1, {%3, %4}], [%2], %5;\n"
         ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(MASK) : "memory");
   }
-  // a consumer warp is done with slot s: every CTA whose producer writes into it hears so
-  static __device__ __forceinline__ void release_slot(unsigned empty) {
+  // the consumer warpgroup is done with a slot (every consumer thread `t` calls this): every CTA whose
+  // producer writes into it hears so.  Alone, lane 0 of each warp arrives (count 4: the form measured
+  // before multicast existed, kept as it was); in a multicast cluster the warps meet first, each warp's
+  // wgmma reads of the slot retired by its own wait, and one thread arrives on each CTA's barrier
+  // (count MCAST)
+  static __device__ __forceinline__ void release_slot(unsigned empty, int t, int lane) {
     if constexpr (MCAST == 1) {
-      mbar_arrive(empty);
+      if (lane == 0) mbar_arrive(empty);
     } else {
+      asm volatile("bar.sync 3, 128;\n" ::: "memory");
+      if (t == 0) {
 #pragma unroll
-      for (unsigned r = 0; r < MCAST; ++r) mbar_arrive_remote(peer_addr(empty, r));
+        for (unsigned r = 0; r < MCAST; ++r) mbar_arrive_remote(peer_addr(empty, r));
+      }
     }
   }
 
@@ -243,11 +252,11 @@ struct HgemmWgmmaSwap {
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (kb > 0 && lane == 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES));
+        if (kb > 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES), t, lane);
       }
       // unconditional, as in hgemm_wgmma_splitk.cuh: a wgmma wait under a branch serializes every wgmma
       wgmma_wait<0>();
-      if (nk > 0 && lane == 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES));
+      if (nk > 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES), t, lane);
       if (!un.own) continue;                                                    // a multicast rank past N
       if constexpr (CLUSTER) {
         if (!cluster_reduce(&acc[0][0], ring, t)) continue;                   // rank 0 stores C
@@ -298,7 +307,7 @@ struct HgemmWgmmaSwap {
     if (threadIdx.x == 0) {
       for (int s = 0; s < STAGES; ++s) {
         mbar_init(bars + 8 * s, 1);                  // full: the producer's expect_tx
-        mbar_init(bars + 8 * (STAGES + s), 4 * MCAST);   // empty: lane 0 of each consumer warp of the cluster
+        mbar_init(bars + 8 * (STAGES + s), MCAST == 1 ? 4 : MCAST);   // empty: see release_slot
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
       fence_async_smem();
