@@ -49,8 +49,10 @@ MCAST_VALUES = (1, 2, 4)
 # Off: clusters of 2 and 4 weight tiles with the token slot multicast were correct (float64 checks,
 # memcheck and racecheck clean) but slower than the best unclustered tile at every shape measured,
 # 12-14 us where that takes 12.1-12.4 (H100, 2026-11-27, checks/mcast-sweep-2026-11-27.json: 0.78-0.81
-# of cuBLAS vs 0.91-0.93 at 768 x 3072, M = 112-192).  AUTOSCHED_SWAP_MCAST=1 puts the knob in the
-# static template's space (never the dynamic one's: ops.HgemmDispatch does not launch clusters of it).
+# of cuBLAS vs 0.91-0.93 at 768 x 3072, M = 112-192; that form had every consumer warp arrive on every
+# CTA's empty barrier, 4 x MCAST remote arrivals a k-step; one arriving thread a CTA since, not yet
+# measured: `gpu_check.sh mcast`).  AUTOSCHED_SWAP_MCAST=1 puts the knob in the static template's space
+# (never the dynamic one's: ops.HgemmDispatch does not launch clusters of it).
 MCAST_VERIFIED = False
 
 
