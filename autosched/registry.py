@@ -209,8 +209,9 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
     most CTAs, the narrowest wgmma), the widest multicast cluster at its deepest K split and at its
     smallest tile (where N leaves a cluster's last ranks without a weight tile, they run too), the
-    deepest K split of the widest tile (the most partials summed through the workspace), the same summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest token tile
-    (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
+    deepest K split of the widest tile (the most partials summed through the workspace), the same
+    summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest
+    token tile (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
     (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
     not nt."""
     if template.refuses(workload) is not None:

@@ -47,7 +47,6 @@ def series_ratio_m_le_256(rows: list) -> float | None:
     return _geomean([x["cublas_us"] / x["ours_us"] for x in series])
 
 
-
 # how a run was split over device calls, not how it measured: never a reason to keep runs apart
 _PROVENANCE_SETTINGS = ("resumed_rows",)
 
@@ -55,6 +54,7 @@ _PROVENANCE_SETTINGS = ("resumed_rows",)
 def _measuring_settings(summary: dict) -> dict:
     """A DietCode run's settings less its provenance (how many rows an earlier call finished)."""
     return {k: v for k, v in summary.get("settings", {}).items() if k not in _PROVENANCE_SETTINGS}
+
 
 def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
     """`runs`: every results file of the same device and date, `doc` among them: the summary keys'

@@ -46,8 +46,9 @@
 // thread once the four consumer warps have met at named barrier 3 (through mapa, at CTA scope as in
 // hgemm_wgmma_cluster.cuh), since each producer writes into every CTA's slot s.  (Measured first with
 // lane 0 of every warp arriving on every CTA, 4 x MCAST remote arrivals a k-step: slower than no cluster,
-// checks/mcast-sweep-2026-11-27.json at commit 9075306; this form is not yet measured.)  A cluster barrier after the barriers' init (no multicast reaches an uninitialized
-// barrier) and one at exit (no CTA frees shared memory a peer still arrives on).  Where N leaves the
+// checks/mcast-sweep-2026-11-27.json at commit 9075306; this form is not yet measured.)  A cluster
+// barrier after the barriers' init (no multicast reaches an uninitialized barrier) and one at exit (no
+// CTA frees shared memory a peer still arrives on).  Where N leaves the
 // last cluster's high ranks without a W tile they still load their X share and release every slot,
 // and store nothing.
 //

@@ -16,7 +16,8 @@ distributed shared memory: kernel hgemm_wgmma_swap_cluster, a CTA a work unit, n
 `mcast` (1: none; 2 or 4: that many adjacent weight tiles of one token tile as a cluster, each CTA
 loading a share of the token slot multicast into all: kernel hgemm_wgmma_swap_mcast, a CTA a work
 unit; cuBLAS's own kernels at 768 x 3072, M = 160-192, are clusters of 4 along the weight rows; off
-unless AUTOSCHED_SWAP_MCAST=1, measured slower: MCAST_VERIFIED); no raster group (the token tiles of one weight tile are walked first, side by side).
+unless AUTOSCHED_SWAP_MCAST=1, measured slower: MCAST_VERIFIED); no raster group (the token tiles of
+one weight tile are walked first, side by side).
 
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
@@ -238,10 +239,9 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
         of every multicast cluster (the weight tiles rounded up to whole clusters) with mcast > 1, else a
         persistent grid of a CTA per SM at most."""
         mc = mcast_of(cfg)
-        if mc > 1:
-            return -(-M // cfg["bt"]) * -(-(-(-N // cfg["bw"])) // mc) * mc * cfg["split_k"]
-        units = -(-M // cfg["bt"]) * -(-N // cfg["bw"]) * cfg["split_k"]
-        return units if cfg.get("reduce") == "cluster" else min(units, sm_count)
+        tiles_w = -(-N // (cfg["bw"] * mc)) * mc        # the weight tiles, rounded up to whole clusters
+        units = -(-M // cfg["bt"]) * tiles_w * cfg["split_k"]
+        return units if cfg.get("reduce") == "cluster" or mc > 1 else min(units, sm_count)
 
     def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
         """X (A) in boxes of (BK, BT / mcast) (a CTA's share of the slot), W (B) in boxes of (BK, BW), both
