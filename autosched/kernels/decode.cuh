@@ -157,7 +157,8 @@ __device__ __forceinline__ float row_dot(const W* __restrict__ w_row, const X* x
 }  // namespace autosched_decode
 
 // x (dim) = table[token]; xa, its copy in the activation type, is the first matmul's V; ss[0] = the
-// sum of its squares (the first norm's input); ss[1 .. n_ss) zeroed for the matmul epilogues that
+// sum of its squares (the first norm's input, slot 0 of its SS_SLOTS, epilogue.cuh); ss[1 .. n_ss)
+// (that norm's other slots and every later norm's) zeroed for the matmul epilogues that
 // accumulate into them later in the step.  One block: dim is a few thousand elements.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)
@@ -526,14 +527,29 @@ __device__ __forceinline__ void better_of(float& v, int& i, float ov, int oi) {
   }
 }
 
-// Tree over the block's candidates in shared memory; thread 0 holds the winner.
+// The block's best candidate in thread 0's (v, i): a butterfly in each warp (every lane ends with
+// the warp's best: better_of is a total order, so either order of a pair picks the same), then warp
+// 0 over the warps' bests.  bv, bi hold THREADS / 32 entries.  Every thread calls it.
 template <int THREADS>
-__device__ __forceinline__ void block_argmax(float* bv, int* bi) {
-  __syncthreads();
-  for (int s = THREADS / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) better_of(bv[threadIdx.x], bi[threadIdx.x], bv[threadIdx.x + s], bi[threadIdx.x + s]);
-    __syncthreads();
+__device__ __forceinline__ void block_argmax(float& v, int& i, float* bv, int* bi) {
+  static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2)
+    better_of(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+  const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+  if (lane == 0) {
+    bv[w] = v;
+    bi[w] = i;
   }
+  __syncthreads();
+  if (w == 0) {
+    v = lane < THREADS / 32 ? bv[lane] : autosched_decode::neg_inf();
+    i = lane < THREADS / 32 ? bi[lane] : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2)
+      better_of(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
+  }
+  __syncthreads();       // bv, bi may be reused by the caller's next reduction
 }
 
 // token[0] = first index of the largest logit, pos[0] += 1, and the logits as float.  The blocks
@@ -545,8 +561,8 @@ __global__ void __launch_bounds__(THREADS)
 argmax_step(float* out, const T* logits, int n, int* token, int* pos, float* part_v, int* part_i,
             unsigned* count) {
   using namespace autosched_decode;
-  __shared__ float bv[THREADS];
-  __shared__ int bi[THREADS];
+  __shared__ float bv[THREADS / 32];
+  __shared__ int bi[THREADS / 32];
   __shared__ unsigned ticket;
   grid_dependents_launch();
   grid_dependency_wait();
@@ -554,17 +570,27 @@ argmax_step(float* out, const T* logits, int n, int* token, int* pos, float* par
   const int lo = blockIdx.x * per, hi = min(n, lo + per);
   float v = neg_inf();
   int i = 0x7fffffff;
-  for (int j = lo + threadIdx.x; j < hi; j += THREADS) {
-    const float x = to_f(logits[j]);
-    out[j] = x;
-    better_of(v, i, x, j);
+  // LOADS logits a thread in flight before it stores any: out may alias logits as far as the
+  // compiler knows, so a load after a store waits for it, and a slice walked one logit at a time
+  // was a chain of L2 round trips
+  constexpr int LOADS = 8;
+  for (int j0 = lo + threadIdx.x; j0 < hi; j0 += LOADS * THREADS) {
+    float xs[LOADS];
+#pragma unroll
+    for (int u = 0; u < LOADS; ++u) xs[u] = j0 + u * THREADS < hi ? to_f(logits[j0 + u * THREADS]) : 0.f;
+#pragma unroll
+    for (int u = 0; u < LOADS; ++u) {
+      const int j = j0 + u * THREADS;
+      if (j < hi) {
+        out[j] = xs[u];
+        better_of(v, i, xs[u], j);
+      }
+    }
   }
-  bv[threadIdx.x] = v;
-  bi[threadIdx.x] = i;
-  block_argmax<THREADS>(bv, bi);
+  block_argmax<THREADS>(v, i, bv, bi);
   if (threadIdx.x == 0) {
-    part_v[blockIdx.x] = bv[0];
-    part_i[blockIdx.x] = bi[0];
+    part_v[blockIdx.x] = v;
+    part_i[blockIdx.x] = i;
     __threadfence();
     ticket = atomicAdd(count, 1u);
   }
@@ -574,11 +600,9 @@ argmax_step(float* out, const T* logits, int n, int* token, int* pos, float* par
   v = neg_inf();
   i = 0x7fffffff;
   for (int b = threadIdx.x; b < gridDim.x; b += THREADS) better_of(v, i, __ldcg(part_v + b), __ldcg(part_i + b));
-  bv[threadIdx.x] = v;
-  bi[threadIdx.x] = i;
-  block_argmax<THREADS>(bv, bi);
+  block_argmax<THREADS>(v, i, bv, bi);
   if (threadIdx.x == 0) {
-    token[0] = bi[0] < n ? bi[0] : 0;     // all-NaN logits: the host sees them in `out`
+    token[0] = i < n ? i : 0;              // all-NaN logits: the host sees them in `out`
     pos[0] += 1;
     count[0] = 0;                          // ready for the next step
   }

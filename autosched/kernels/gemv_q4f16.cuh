@@ -269,6 +269,9 @@ struct Gemv {
     // the norm's scale is needed only at the end; reading it now hides the round trip
     float scale = 1.f;
     if constexpr (EPI == autosched_epi::NORM || EPI == autosched_epi::NORM_SWIGLU) scale = autosched_epi::norm_scale(ea);
+    // so is the residual's row (H100 7B step: o's epilogue began with that round trip)
+    float xpre = 0.f;
+    if constexpr (EPI == autosched_epi::RESIDUAL) xpre = autosched_epi::residual_preload(ea, ROWS, blockIdx.x * ROWS, N);
 
     if constexpr (V_SHARED) {
       for (int w = tid; w < KW; w += THREADS) smem[w] = ld_v4(v + 8 * w);
@@ -341,7 +344,7 @@ struct Gemv {
     }
     if constexpr (STAGE) {
       __syncthreads();
-      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale);
+      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale, xpre);
     }
   }
 };

@@ -11,6 +11,7 @@
 //     down     x += W_down . hb;  x16 = x;  ss[2l+2] += sum x^2                               | sync
 //   cls        logits = W_cls . x16 * rsqrt(ss[2L] / dim + eps), each block's argmax; the last
 //              block to finish (ticket) picks the token and advances pos
+// (ss[i] stands for norm i's epi::SS_SLOTS slots, kernels/epilogue.cuh)
 //
 // Work partition (templates/persistent.py models it): a matmul's rows, in units of 1 row (2 for
 // gate_up, whose epilogue pairs gate and up), are cut into gridDim.x contiguous spans, block b's
@@ -152,10 +153,10 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
   extern __shared__ float smem[];
   __shared__ float red[THREADS * 8];
   __shared__ unsigned ticket;
-  __shared__ float bv[THREADS];
-  __shared__ int bi[THREADS];
+  __shared__ float bv[THREADS / 32];
+  __shared__ int bi[THREADS / 32];
   const int G = gridDim.x, b = blockIdx.x;
-  const int q_dim = n_heads * head_size, n_qkv = q_dim + 2 * kv_dim, n_ss = 2 * n_layers + 1;
+  const int q_dim = n_heads * head_size, n_qkv = q_dim + 2 * kv_dim, n_ss = (2 * n_layers + 1) * epi::SS_SLOTS;
   const int kv_mul = n_heads / (kv_dim / head_size);
   float* fin = smem;
 
@@ -189,7 +190,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- qkv = W_qkv . x16 * norm -------------------------------------------------------------
     {
       AUTOSCHED_MARK(ph, 0);
-      const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * l, nullptr, dim, eps});
+      const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * l * epi::SS_SLOTS, nullptr, dim, eps});
       matmul_rows<THREADS, CHUNK, UNROLL>(w[0], x16, dim, span_lo(n_qkv, b, G), span_lo(n_qkv, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             for (int i = threadIdx.x; i < rows; i += THREADS)
@@ -212,7 +213,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- x += W_o . att (residual; ss[2l+1]) ------------------------------------------------------
     {
       AUTOSCHED_MARK(ph + 2, 0);
-      const epi::Args ea{x, nullptr, ss + 2 * l + 1, dim, eps};
+      const epi::Args ea{x, nullptr, ss + (2 * l + 1) * epi::SS_SLOTS, dim, eps};
       matmul_rows<THREADS, CHUNK, UNROLL>(w[1], att, q_dim, span_lo(dim, b, G), span_lo(dim, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::RESIDUAL, THREADS>(f, rows, row0, dim, x16, ea, 1.f);
@@ -224,7 +225,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- hb = silu(g) * u (norm of ss[2l+1]); rows in pairs -----------------------------------------
     {
       AUTOSCHED_MARK(ph + 3, 0);
-      const epi::Args ea{nullptr, ss + 2 * l + 1, nullptr, dim, eps};
+      const epi::Args ea{nullptr, ss + (2 * l + 1) * epi::SS_SLOTS, nullptr, dim, eps};
       const float s = epi::norm_scale(ea);
       matmul_rows<THREADS, CHUNK, UNROLL>(w[2], x16, dim, 2 * span_lo(hidden, b, G), 2 * span_lo(hidden, b + 1, G),
                                           fin, [&](const float* f, int rows, int row0) {
@@ -237,7 +238,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- x += W_down . hb (residual; ss[2l+2]) ------------------------------------------------------
     {
       AUTOSCHED_MARK(ph + 4, 0);
-      const epi::Args ea{x, nullptr, ss + 2 * l + 2, dim, eps};
+      const epi::Args ea{x, nullptr, ss + (2 * l + 2) * epi::SS_SLOTS, dim, eps};
       matmul_rows<THREADS, CHUNK, UNROLL>(w[3], hb, hidden, span_lo(dim, b, G), span_lo(dim, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::RESIDUAL, THREADS>(f, rows, row0, dim, x16, ea, 1.f);
@@ -250,7 +251,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
 
   // -- logits = W_cls . x16 * norm; argmax (first of ties), pos += 1 ------------------------------
   AUTOSCHED_MARK(5 * n_layers + 1, 0);
-  const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * n_layers, nullptr, dim, eps});
+  const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * n_layers * epi::SS_SLOTS, nullptr, dim, eps});
   float v = neg_inf();
   int vi = 0x7fffffff;
   matmul_rows<THREADS, CHUNK, UNROLL>(w_cls, x16, dim, span_lo(vocab, b, G), span_lo(vocab, b + 1, G), fin,
@@ -263,12 +264,10 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
                                           better_of(v, vi, hf, row0 + i);
                                         }
                                       });
-  bv[threadIdx.x] = v;
-  bi[threadIdx.x] = vi;
-  block_argmax<THREADS>(bv, bi);
+  block_argmax<THREADS>(v, vi, bv, bi);
   if (threadIdx.x == 0) {
-    best_v[b] = bv[0];
-    best_i[b] = bi[0];
+    best_v[b] = v;
+    best_i[b] = vi;
     __threadfence();
     ticket = atomicAdd(best_count, 1u);
   }
@@ -280,11 +279,9 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
   v = neg_inf();
   vi = 0x7fffffff;
   for (int k = threadIdx.x; k < G; k += THREADS) better_of(v, vi, __ldcg(best_v + k), __ldcg(best_i + k));
-  bv[threadIdx.x] = v;
-  bi[threadIdx.x] = vi;
-  block_argmax<THREADS>(bv, bi);
+  block_argmax<THREADS>(v, vi, bv, bi);
   if (threadIdx.x == 0) {
-    token[0] = bi[0] < vocab ? bi[0] : 0;     // all-NaN logits: the host sees them in logits_f
+    token[0] = vi < vocab ? vi : 0;     // all-NaN logits: the host sees them in logits_f
     pos[0] += 1;
     best_count[0] = 0;                         // ready for the next step
   }
