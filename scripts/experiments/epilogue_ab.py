@@ -1,0 +1,86 @@
+"""Device experiment: the 7B q4f16_1 engine as shipped, its residual epilogue's two changes of
+2026-11-27 switched off one at a time, timed alternately in one process on the same configs.
+
+    python scripts/experiments/epilogue_ab.py OUT_DIR
+
+The first engine runs the step verification and descent into a fresh database; the others, built
+from kernel sources with a change undone (the text patched here, so their binaries are their own),
+find that verification stored and serve the same configs.  Variants:
+  as shipped       sums of squares in SS_SLOTS slots, the residual's row read after the wait
+  one slot         every residual warp's atomic to slot 0 (the one-double form before), row read late
+  no preload       slots, row read where the epilogue uses it
+  one slot+pre     slot 0, row read after the wait
+Writes OUT_DIR/epilogue-ab.json: per variant, the share of the bandwidth limit in each round.
+"""
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+import autosched.templates.base as base
+from autosched import api
+from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
+from autosched.database import Database
+from autosched.engine.engine import Engine
+from autosched.engine.weights import random_weights_torch
+
+SLOTTED = "atomicAdd(a.ss_out + (blockIdx.x * (THREADS / 32) + tid / 32) % SS_SLOTS, (double)sq)"
+ONE = "atomicAdd(a.ss_out, (double)sq)"
+PRELOAD = "if constexpr (EPI == autosched_epi::RESIDUAL) xpre = autosched_epi::residual_preload(ea, ROWS, blockIdx.x * ROWS, N);"
+LATE_CALL = "autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale, xpre);"
+LATE = "autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale);"
+VARIANTS = {"as shipped": (), "one slot": ((SLOTTED, ONE), (PRELOAD, ""), (LATE_CALL, LATE)),
+            "no preload": ((PRELOAD, ""), (LATE_CALL, LATE)), "one slot+pre": ((SLOTTED, ONE),)}
+
+_orig = base.kernel_source
+
+
+def patch(edits) -> None:
+    """Every module's kernel_source (the name each template imported) becomes the shipped one with
+    `edits` (old, new) applied; () restores the shipped text."""
+    def source(filename, _seen=frozenset()):
+        text = _orig(filename, _seen)
+        for old, new in edits:
+            text = text.replace(old, new)
+        return text
+    source.patched = True
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "kernel_source", None)
+        if f is _orig or getattr(f, "patched", False):
+            mod.kernel_source = source
+    text = source("gemv_q4f16.cuh")
+    assert all(old not in text for old, _ in edits), "an edit did not apply"
+
+
+def main():
+    out = Path(sys.argv[1])
+    for old, _ in {e for v in VARIANTS.values() for e in v}:
+        assert old in _orig("gemv_q4f16.cuh"), old
+    cfg = api.model_config("random:llama2-7b")
+    w = random_weights_torch(cfg, 1234, "cuda")
+    engines = {}
+    with tempfile.TemporaryDirectory() as tmp, Database(Path(tmp) / "x.db") as db:
+        for label, edits in VARIANTS.items():
+            patch(edits)
+            engines[label] = Engine(cfg, w, "q4f16_1", db=db, reverify=label == "as shipped")
+            print(label, "built:", engines[label].describe()[:5], flush=True)
+    patch(())
+    del w
+    torch.cuda.empty_cache()
+    runs = {label: [] for label in engines}
+    for _ in range(5):
+        bw = copy_bandwidth_gbps(torch)
+        for label, eng in engines.items():
+            tp = engine_tokens_per_s(torch, eng, 64)["tokens_per_s"]
+            runs[label].append({"copy_gbps": bw, "tokens_per_s": tp,
+                                "pct_of_bw_limit": 100 * tp * eng.weight_bytes_per_token() / (bw * 1e9)})
+        print({k: round(v[-1]["tokens_per_s"], 1) for k, v in runs.items()}, f"at {bw:.0f} GB/s", flush=True)
+    res = {"variants": {k: [list(e) for e in v] for k, v in VARIANTS.items()}, "runs": runs,
+           "served": engines["as shipped"].describe()[:5]}
+    (out / "epilogue-ab.json").write_text(json.dumps(res, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
