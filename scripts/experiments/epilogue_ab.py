@@ -46,7 +46,9 @@ def patch(edits) -> None:
             text = text.replace(old, new)
         return text
     source.patched = True
-    for mod in list(sys.modules.values()):
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("autosched"):
+            continue
         f = getattr(mod, "kernel_source", None)
         if f is _orig or getattr(f, "patched", False):
             mod.kernel_source = source
