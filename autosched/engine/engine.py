@@ -13,7 +13,7 @@ and SiLU x up are epilogues of the matmuls (kernels/epilogue.cuh):
     x       += W_down . h; x16 = x;  ss[2l+2] += x^2                               residual
 
 with x the float residual, x16 its copy in the activation type, ss the sums of squares (embed_norm
-writes ss[0] and zeroes the rest; each ss[i] is SS_SLOTS doubles, kernels/epilogue.cuh), and the classifier's matrix carrying the final norm's weight.
+writes ss[0] and zeroes the rest), and the classifier's matrix carrying the final norm's weight.
 Every kernel is launched with programmatic dependent launch (kernels/pdl.cuh; pdl=False turns it
 off): a matmul streams the start of its weights into the L2 while the kernel before it finishes,
 and attention fetches its KV-cache rows while the qkv matmul finishes.  Attention may also stream
@@ -54,7 +54,6 @@ from autosched.runtime import pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
-from autosched.templates.epilogue import SS_SLOTS
 
 
 def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
@@ -471,7 +470,7 @@ class Engine:
         # the residual stream (float), its copy in the activation type (the V of the matmuls that
         # follow a norm), and per norm the sum of squares of the residual it normalizes
         self.x, self.x16 = z(c.dim, torch.float32), z(c.dim)
-        self.ss = z((2 * c.n_layers + 1) * SS_SLOTS, torch.float64)    # doubles in slots: kernels/epilogue.cuh
+        self.ss = z(2 * c.n_layers + 1, torch.float64)    # doubles: see kernels/epilogue.cuh
         self.qkv = z(q_dim + 2 * c.kv_dim)
         self.att = z(q_dim)
         self.hb = z(c.hidden_dim)
@@ -545,10 +544,10 @@ class Engine:
         dim, eps = i32(c.dim), f32(c.norm_eps)
 
         def norm(i):            # the epilogue arguments of a matmul after norm i
-            return none, ss + np.uint64(8 * SS_SLOTS * i), none, dim, eps
+            return none, ss + np.uint64(8 * i), none, dim, eps
 
         def residual(i):        # ... of a matmul whose sum feeds norm i
-            return x, none, ss + np.uint64(8 * SS_SLOTS * i), dim, eps
+            return x, none, ss + np.uint64(8 * i), dim, eps
 
         k["embed"](stream, x, ptr(self.x16), ss, i32(self.ss.numel()), ptr(self.embedding), ptr(self.token), dim)
         for layer in range(c.n_layers):

@@ -157,8 +157,7 @@ __device__ __forceinline__ float row_dot(const W* __restrict__ w_row, const X* x
 }  // namespace autosched_decode
 
 // x (dim) = table[token]; xa, its copy in the activation type, is the first matmul's V; ss[0] = the
-// sum of its squares (the first norm's input, slot 0 of its SS_SLOTS, epilogue.cuh); ss[1 .. n_ss)
-// (that norm's other slots and every later norm's) zeroed for the matmul epilogues that
+// sum of its squares (the first norm's input); ss[1 .. n_ss) zeroed for the matmul epilogues that
 // accumulate into them later in the step.  One block: dim is a few thousand elements.
 template <typename T, int THREADS>
 __global__ void __launch_bounds__(THREADS)

@@ -3,11 +3,11 @@
 // layer; at batch 1 each launch costs more in ramp-up and tail than its few kilobytes of traffic).
 //
 //   STORE        out[r] = C[r]
-//   NORM         out[r] = C[r] * rsqrt(sum of ss_in's slots / dim + eps)
+//   NORM         out[r] = C[r] * rsqrt(ss_in[0] / dim + eps)
 //                The matmul's V is the raw residual stream and its weight columns carry the norm's
 //                weight (W diag(w)), so RMSNorm(x) feeding W is one scale on the row sums.
 //   RESIDUAL     x[r] += C[r];  out[r] = x[r] in the activation type (the next matmul's V);
-//                ss_out[slot] += sum of the new x[r]^2 (one atomic a warp), the next norm's input
+//                ss_out[0] += sum of the new x[r]^2 (one atomic a warp), the next norm's input
 //   NORM_SWIGLU  rows (2i, 2i+1) hold (gate i, up i), both NORM-scaled: out[i] = silu(g) * u
 //
 // The residual x stays float (see decode.cuh).  The sums of squares are doubles: warps add their
@@ -16,13 +16,6 @@
 // sum falls within that of a float rounding boundary (one norm in ~10^6).  ss_in is written by an
 // earlier kernel of the step, so it is read through L2 (ld.cg) after the dependency wait, never
 // through the read-only path.
-//
-// A sum of squares is SS_SLOTS doubles, not one: a residual epilogue's warp adds to slot (its warp's
-// index in the grid) % SS_SLOTS, and a norm adds the slots up.  Every block adding to one double
-// queues the atomics at one L2 slice at the kernel's end, when the blocks finish together (H100,
-// 2026-11-27, scripts/experiments/atomic_tail.py: 512 blocks, one atomic each, +0.25 us a kernel,
-// +0.5 us where the blocks are short; 32 slots: +0 and +0.15), and the next kernel's wait waits for
-// that queue (the 7B step's o matmul ends with 512 of them).
 #pragma once
 #include <cuda_fp16.h>
 
@@ -38,42 +31,10 @@ struct Args {
   float eps;
 };
 
-constexpr int SS_SLOTS = 32;      // templates/epilogue.py SS_SLOTS; one slot a lane in norm_scale
-
-__device__ __forceinline__ int lane_id() {
-  int l;
-  asm("mov.u32 %0, %%laneid;" : "=r"(l));
-  return l;
-}
-
-// The norm's scale from the SS_SLOTS slots of ss_in, in two halves so that a matmul can read the
-// slots right after its dependency wait and add them up only at its end (adding them at once made the
-// warps wait a round trip before their first weight load: H100, 7B q4f16_1 step 1663 us against 1622).
-// Every lane of the warp must call norm_finish: the butterfly leaves the same sum in every lane (each
-// level adds the same two values, in either order), so every thread of the grid scales alike.
-__device__ __forceinline__ double norm_load(const Args& a) {
-  static_assert(SS_SLOTS == 32, "a slot a lane");
-  return __ldcg(a.ss_in + lane_id());
-}
-
-__device__ __forceinline__ float norm_finish(const Args& a, double s) {
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+__device__ __forceinline__ float norm_scale(const Args& a) {
   // __fdividef: an IEEE division (double or float) calls a slow-path subroutine whose stack frame
   // ptxas reports as spills in some kernels; rsqrtf is approximate to 2 ulp anyway
-  return rsqrtf(__fdividef((float)s, (float)a.dim) + a.eps);
-}
-
-__device__ __forceinline__ float norm_scale(const Args& a) { return norm_finish(a, norm_load(a)); }
-
-// RESIDUAL: x[row0 + tid] for finish(), tid the thread's linear index, 0 where the thread has no
-// row.  A matmul reads it right after its dependency wait (volatile and a memory clobber keep the
-// load there, not at its use), so the round trip overlaps the matmul instead of following it.
-__device__ __forceinline__ float residual_preload(const Args& a, int rows, int row0, int n) {
-  const int tid = threadIdx.x + threadIdx.y * blockDim.x;
-  float v = 0.f;
-  if (tid < rows && row0 + tid < n) asm volatile("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(a.x + row0 + tid) : "memory");
-  return v;
+  return rsqrtf(__fdividef((float)__ldcg(a.ss_in), (float)a.dim) + a.eps);
 }
 
 template <typename O> __device__ __forceinline__ O to_out(float v);
@@ -84,11 +45,10 @@ template <> __device__ __forceinline__ __half to_out<__half>(float v) { return _
 // synchronized after writing it); rows at or past n are padding.  For RESIDUAL and NORM_SWIGLU,
 // which need a row's neighbours or a block-wide sum; `scale` is NORM_SWIGLU's norm_scale(a), read by
 // the caller where it costs least (the q4 GEMV right after its dependency wait, so the round trip
-// hides behind the matmul); `xpre` is RESIDUAL's residual_preload(a, rows, row0, n) of this thread.
-// THREADS whole warps, linear thread ids.
+// hides behind the matmul).  THREADS whole warps, linear thread ids.
 template <int EPI, int THREADS, typename O>
 __device__ __forceinline__ void finish(const float* fin, int rows, int row0, int n, O* out, const Args& a,
-                                       float scale, float xpre) {
+                                       float scale) {
   static_assert(EPI == RESIDUAL || EPI == NORM_SWIGLU, "STORE and NORM write straight from the sums");
   static_assert(THREADS % 32 == 0, "whole warps");
   const int tid = threadIdx.x + threadIdx.y * blockDim.x;
@@ -97,7 +57,7 @@ __device__ __forceinline__ void finish(const float* fin, int rows, int row0, int
     for (int i = tid; i < rows; i += THREADS) {
       const int r = row0 + i;
       if (r < n) {
-        const float v = (i == tid ? xpre : a.x[r]) + fin[i];
+        const float v = a.x[r] + fin[i];
         a.x[r] = v;
         out[r] = to_out<O>(v);
         sq += v * v;
@@ -106,7 +66,7 @@ __device__ __forceinline__ void finish(const float* fin, int rows, int row0, int
     if ((tid & ~31) < rows) {         // the warps that own rows (a warp-uniform test)
 #pragma unroll
       for (int o = 16; o > 0; o /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-      if ((tid & 31) == 0) atomicAdd(a.ss_out + (blockIdx.x * (THREADS / 32) + tid / 32) % SS_SLOTS, (double)sq);
+      if ((tid & 31) == 0) atomicAdd(a.ss_out, (double)sq);
     }
   } else {
     for (int i = tid; 2 * i < rows; i += THREADS) {
@@ -117,13 +77,6 @@ __device__ __forceinline__ void finish(const float* fin, int rows, int row0, int
       }
     }
   }
-}
-
-// finish() reading its residual where it uses it (callers with nothing to overlap the read with).
-template <int EPI, int THREADS, typename O>
-__device__ __forceinline__ void finish(const float* fin, int rows, int row0, int n, O* out, const Args& a,
-                                       float scale) {
-  finish<EPI, THREADS>(fin, rows, row0, n, out, a, scale, EPI == RESIDUAL ? residual_preload(a, rows, row0, n) : 0.f);
 }
 
 }  // namespace autosched_epi

@@ -266,13 +266,9 @@ struct Gemv {
 #ifdef AUTOSCHED_PDL
     autosched_pdl::grid_dependency_wait();
 #endif
-    // the norm's sums of squares are needed only at the end; reading them now hides the round trip
-    constexpr bool NORMED = EPI == autosched_epi::NORM || EPI == autosched_epi::NORM_SWIGLU;
-    double ss_lane = 0.0;
-    if constexpr (NORMED) ss_lane = autosched_epi::norm_load(ea);
-    // so is the residual's row (H100 7B step: o's epilogue began with that round trip)
-    float xpre = 0.f;
-    if constexpr (EPI == autosched_epi::RESIDUAL) xpre = autosched_epi::residual_preload(ea, ROWS, blockIdx.x * ROWS, N);
+    // the norm's scale is needed only at the end; reading it now hides the round trip
+    float scale = 1.f;
+    if constexpr (EPI == autosched_epi::NORM || EPI == autosched_epi::NORM_SWIGLU) scale = autosched_epi::norm_scale(ea);
 
     if constexpr (V_SHARED) {
       for (int w = tid; w < KW; w += THREADS) smem[w] = ld_v4(v + 8 * w);
@@ -301,9 +297,6 @@ struct Gemv {
       for (int j = 0; j < WPT; ++j) vv[j] = load_v(v, smem, w0 + j);
       compute(cur, vv, sc, row0, w0, acc);
     }
-
-    float scale = 1.f;
-    if constexpr (NORMED) scale = autosched_epi::norm_finish(ea, ss_lane);    // every lane is here
 
     // Reduce over r: first among the lanes of a warp, then across warps through shared memory.
 #pragma unroll
@@ -348,7 +341,7 @@ struct Gemv {
     }
     if constexpr (STAGE) {
       __syncthreads();
-      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale, xpre);
+      autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out, ea, scale);
     }
   }
 };

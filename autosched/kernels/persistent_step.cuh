@@ -11,7 +11,6 @@
 //     down     x += W_down . hb;  x16 = x;  ss[2l+2] += sum x^2                               | sync
 //   cls        logits = W_cls . x16 * rsqrt(ss[2L] / dim + eps), each block's argmax; the last
 //              block to finish (ticket) picks the token and advances pos
-// (ss[i] stands for norm i's epi::SS_SLOTS slots, kernels/epilogue.cuh)
 //
 // Work partition (templates/persistent.py models it): a matmul's rows, in units of 1 row (2 for
 // gate_up, whose epilogue pairs gate and up), are cut into gridDim.x contiguous spans, block b's
@@ -156,7 +155,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
   __shared__ float bv[THREADS / 32];
   __shared__ int bi[THREADS / 32];
   const int G = gridDim.x, b = blockIdx.x;
-  const int q_dim = n_heads * head_size, n_qkv = q_dim + 2 * kv_dim, n_ss = (2 * n_layers + 1) * epi::SS_SLOTS;
+  const int q_dim = n_heads * head_size, n_qkv = q_dim + 2 * kv_dim, n_ss = 2 * n_layers + 1;
   const int kv_mul = n_heads / (kv_dim / head_size);
   float* fin = smem;
 
@@ -190,7 +189,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- qkv = W_qkv . x16 * norm -------------------------------------------------------------
     {
       AUTOSCHED_MARK(ph, 0);
-      const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * l * epi::SS_SLOTS, nullptr, dim, eps});
+      const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * l, nullptr, dim, eps});
       matmul_rows<THREADS, CHUNK, UNROLL>(w[0], x16, dim, span_lo(n_qkv, b, G), span_lo(n_qkv, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             for (int i = threadIdx.x; i < rows; i += THREADS)
@@ -213,7 +212,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- x += W_o . att (residual; ss[2l+1]) ------------------------------------------------------
     {
       AUTOSCHED_MARK(ph + 2, 0);
-      const epi::Args ea{x, nullptr, ss + (2 * l + 1) * epi::SS_SLOTS, dim, eps};
+      const epi::Args ea{x, nullptr, ss + 2 * l + 1, dim, eps};
       matmul_rows<THREADS, CHUNK, UNROLL>(w[1], att, q_dim, span_lo(dim, b, G), span_lo(dim, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::RESIDUAL, THREADS>(f, rows, row0, dim, x16, ea, 1.f);
@@ -225,7 +224,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- hb = silu(g) * u (norm of ss[2l+1]); rows in pairs -----------------------------------------
     {
       AUTOSCHED_MARK(ph + 3, 0);
-      const epi::Args ea{nullptr, ss + (2 * l + 1) * epi::SS_SLOTS, nullptr, dim, eps};
+      const epi::Args ea{nullptr, ss + 2 * l + 1, nullptr, dim, eps};
       const float s = epi::norm_scale(ea);
       matmul_rows<THREADS, CHUNK, UNROLL>(w[2], x16, dim, 2 * span_lo(hidden, b, G), 2 * span_lo(hidden, b + 1, G),
                                           fin, [&](const float* f, int rows, int row0) {
@@ -238,7 +237,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
     // -- x += W_down . hb (residual; ss[2l+2]) ------------------------------------------------------
     {
       AUTOSCHED_MARK(ph + 4, 0);
-      const epi::Args ea{x, nullptr, ss + (2 * l + 2) * epi::SS_SLOTS, dim, eps};
+      const epi::Args ea{x, nullptr, ss + 2 * l + 2, dim, eps};
       matmul_rows<THREADS, CHUNK, UNROLL>(w[3], hb, hidden, span_lo(dim, b, G), span_lo(dim, b + 1, G), fin,
                                           [&](const float* f, int rows, int row0) {
                                             epi::finish<epi::RESIDUAL, THREADS>(f, rows, row0, dim, x16, ea, 1.f);
@@ -251,7 +250,7 @@ persistent_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __h
 
   // -- logits = W_cls . x16 * norm; argmax (first of ties), pos += 1 ------------------------------
   AUTOSCHED_MARK(5 * n_layers + 1, 0);
-  const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * n_layers * epi::SS_SLOTS, nullptr, dim, eps});
+  const float s = epi::norm_scale(epi::Args{nullptr, ss + 2 * n_layers, nullptr, dim, eps});
   float v = neg_inf();
   int vi = 0x7fffffff;
   matmul_rows<THREADS, CHUNK, UNROLL>(w_cls, x16, dim, span_lo(vocab, b, G), span_lo(vocab, b + 1, G), fin,

@@ -6,16 +6,12 @@
     norm_swiglu   rows (2i, 2i+1) = (gate i, up i), both norm-scaled: out[i] = silu(gate) * up
 
 A fused kernel takes five arguments after its own: x (float residual), ss_in, ss_out (sums of
-squares, SS_SLOTS doubles each), dim (int32) and eps (float32).
+squares, double), dim (int32) and eps (float32).
 """
 
 from __future__ import annotations
 
 EPILOGUES = {"store": 0, "norm": 1, "residual": 2, "norm_swiglu": 3}
-
-# doubles a sum of squares takes (ss_in and ss_out point at SS_SLOTS of them): residual warps spread
-# their atomics over the slots and a norm adds them up (kernels/epilogue.cuh SS_SLOTS, which must match)
-SS_SLOTS = 32
 
 
 def epilogue_id(name: str) -> int:

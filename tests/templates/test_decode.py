@@ -82,13 +82,3 @@ def test_attention_blocks_per_sm_matches_the_kernel():
     assert m and int(m.group(1)) == dk.ATTENTION_BLOCKS_PER_SM
     assert "__launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)\nrope_attention(" in text
 
-
-def test_sum_of_squares_slots_match_the_kernel():
-    """The engine sizes and offsets each norm's sum of squares by the slot count the epilogue's
-    atomics and norm_scale use (kernels/epilogue.cuh)."""
-    from importlib import resources
-    import re
-    from autosched.templates.epilogue import SS_SLOTS
-    text = resources.files("autosched.kernels").joinpath("epilogue.cuh").read_text()
-    m = re.search(r"constexpr int SS_SLOTS = (\d+);", text)
-    assert m and int(m.group(1)) == SS_SLOTS
