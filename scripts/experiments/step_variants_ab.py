@@ -51,8 +51,12 @@ def main():
     blocks = "constexpr int ATTENTION_BLOCKS_PER_SM = 2;"
     assert blocks in _orig("decode.cuh")
 
+    def inlined(text):     # OLD_DECODE_CUH's local includes, as kernel_source inlines them
+        return "".join(_orig(m.group(1)) if (m := base._LOCAL_INCLUDE.match(line)) else line
+                       for line in text.splitlines(keepends=True))
+
     def old_argmax(filename, text):
-        return old_decode if filename == "decode.cuh" else text
+        return inlined(old_decode) if filename == "decode.cuh" else text
 
     def attn16(filename, text):
         return text.replace(blocks, "constexpr int ATTENTION_BLOCKS_PER_SM = 1;")
