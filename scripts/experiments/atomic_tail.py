@@ -12,6 +12,8 @@ import sys
 
 import cupy as cp
 
+from cupy_timing import graph_us
+
 SRC = pathlib.Path(__file__).with_name("atomic_tail.cuh").read_text()
 CHAIN = 64
 
@@ -27,27 +29,15 @@ def main(out_path: str = "atomic-tail.json") -> None:
         plain = cp.zeros(grid, dtype=cp.float64)
         for label, name in names.items():
             k = mod.get_function(name)
-            with stream:
-                stream.begin_capture()
+
+            def launch(s, k=k, grid=grid, threads=threads, src=src, per=per, ss=ss, plain=plain):
                 for _ in range(CHAIN):
                     k((grid,), (threads,), (src, cp.int32(per), ss, plain))
-                graph = stream.end_capture()
-                graph.launch(stream)
-                stream.synchronize()
-                times = []
-                for _ in range(9):
-                    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-                    e0.record(stream)
-                    graph.launch(stream)
-                    e1.record(stream)
-                    e1.synchronize()
-                    times.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3 / CHAIN)
-            times.sort()
-            us = times[len(times) // 2]
+            us, rng = graph_us(stream, launch, CHAIN)
             rows.append({"grid": grid, "threads": threads, "kb_a_block": per * 16 / 1024, "tail": label,
-                         "us_per_kernel": us, "us_range": [times[0], times[-1]]})
+                         "us_per_kernel": us, "us_range": rng})
             print(f"grid {grid:5d} x {threads:4d}, {per * 16 // 1024:3d} KB a block, {label:12s}: {us:6.3f} us "
-                  f"({times[0]:.3f}-{times[-1]:.3f})", flush=True)
+                  f"({rng[0]:.3f}-{rng[1]:.3f})", flush=True)
     json.dump({"chain": CHAIN, "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows},
               open(out_path, "w"), indent=1)
 

@@ -10,28 +10,19 @@
 //
 // Launched with programmatic stream serialization (PDL) or without; grid_dependents_launch first.
 #include "pdl.cuh"
+#include "read_patterns.cuh"
 
 template <int ORDER, int UNROLL>
 __global__ void layer_stream(const uint4* __restrict__ src, long long n16, const unsigned* prev, unsigned* mine) {
   using namespace autosched_pdl;
-  const long long per = (n16 + gridDim.x - 1) / gridDim.x;
-  const long long lo = blockIdx.x * per, hi = min(n16, lo + per);
-  if (ORDER == 0) prefetch_l2(src + lo, (hi - lo) * 16, threadIdx.x, blockDim.x, gridDim.x);
+  if (ORDER == 0) {
+    const long long per = (n16 + gridDim.x - 1) / gridDim.x;
+    const long long lo = blockIdx.x * per, hi = min(n16, lo + per);
+    prefetch_l2(src + lo, (hi - lo) * 16, threadIdx.x, blockDim.x, gridDim.x);
+  }
   grid_dependents_launch();
   if (ORDER == 0) grid_dependency_wait();
-  unsigned acc = 0;
-  long long i = lo + threadIdx.x;
-  for (; i + (UNROLL - 1) * blockDim.x < hi; i += UNROLL * blockDim.x) {
-    uint4 v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(src + i + u * blockDim.x);
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < hi; i += blockDim.x) {
-    const uint4 v = __ldg(src + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
+  unsigned acc = xor_region<UNROLL>(src, n16);
   if (ORDER == 1) grid_dependency_wait();
   // the dependency: the predecessor's word, read through L2 after the wait
   acc ^= __ldcg(prev + (blockIdx.x & 31));

@@ -35,8 +35,10 @@ LAYERS = 32
 
 
 def source() -> str:
+    """boundary_cost.cuh with its two local includes inlined (pdl.cuh is the project's)."""
     pdl = (HERE.parent.parent / "autosched" / "kernels" / "pdl.cuh").read_text()
-    return (HERE / "boundary_cost.cuh").read_text().replace('#include "pdl.cuh"\n', pdl)
+    return ((HERE / "boundary_cost.cuh").read_text().replace('#include "pdl.cuh"\n', pdl)
+            .replace('#include "read_patterns.cuh"\n', (HERE / "read_patterns.cuh").read_text()))
 
 
 def spec(order: int, grid: int, threads: int, arch: str) -> KernelSpec:

@@ -11,6 +11,8 @@ find that verification stored and serve the same configs.  Variants:
   no preload       slots, row read where the epilogue uses it
   one slot+pre     slot 0, row read after the wait
 Writes OUT_DIR/epilogue-ab.json: per variant, the share of the bandwidth limit in each round.
+The edits match the tree of commit 6b8085e, where it ran (2026-11-27); the slots and the early read
+were taken out after it, so on a later tree it stops at its first assertion.
 """
 import json
 import sys
@@ -19,12 +21,11 @@ from pathlib import Path
 
 import torch
 
-import autosched.templates.base as base
 from autosched import api
-from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
 from autosched.database import Database
 from autosched.engine.engine import Engine
 from autosched.engine.weights import random_weights_torch
+from step_ab_kit import SHIPPED, alternate, patch_sources, replacing
 
 SLOTTED = "atomicAdd(a.ss_out + (blockIdx.x * (THREADS / 32) + tid / 32) % SS_SLOTS, (double)sq)"
 ONE = "atomicAdd(a.ss_out, (double)sq)"
@@ -34,51 +35,23 @@ LATE = "autosched_epi::finish<EPI, THREADS>(red, ROWS, blockIdx.x * ROWS, N, out
 VARIANTS = {"as shipped": (), "one slot": ((SLOTTED, ONE), (PRELOAD, ""), (LATE_CALL, LATE)),
             "no preload": ((PRELOAD, ""), (LATE_CALL, LATE)), "one slot+pre": ((SLOTTED, ONE),)}
 
-_orig = base.kernel_source
-
-
-def patch(edits) -> None:
-    """Every module's kernel_source (the name each template imported) becomes the shipped one with
-    `edits` (old, new) applied; () restores the shipped text."""
-    def source(filename, _seen=frozenset()):
-        text = _orig(filename, _seen)
-        for old, new in edits:
-            text = text.replace(old, new)
-        return text
-    source.patched = True
-    for name, mod in list(sys.modules.items()):
-        if not name.startswith("autosched"):
-            continue
-        f = getattr(mod, "kernel_source", None)
-        if f is _orig or getattr(f, "patched", False):
-            mod.kernel_source = source
-    text = source("gemv_q4f16.cuh")
-    assert all(old not in text for old, _ in edits), "an edit did not apply"
-
 
 def main():
     out = Path(sys.argv[1])
     for old, _ in {e for v in VARIANTS.values() for e in v}:
-        assert old in _orig("gemv_q4f16.cuh"), old
+        assert old in SHIPPED("gemv_q4f16.cuh"), old
     cfg = api.model_config("random:llama2-7b")
     w = random_weights_torch(cfg, 1234, "cuda")
     engines = {}
     with tempfile.TemporaryDirectory() as tmp, Database(Path(tmp) / "x.db") as db:
         for label, edits in VARIANTS.items():
-            patch(edits)
+            patch_sources(replacing(edits))
             engines[label] = Engine(cfg, w, "q4f16_1", db=db, reverify=label == "as shipped")
             print(label, "built:", engines[label].describe()[:5], flush=True)
-    patch(())
+    patch_sources(None)
     del w
     torch.cuda.empty_cache()
-    runs = {label: [] for label in engines}
-    for _ in range(5):
-        bw = copy_bandwidth_gbps(torch)
-        for label, eng in engines.items():
-            tp = engine_tokens_per_s(torch, eng, 64)["tokens_per_s"]
-            runs[label].append({"copy_gbps": bw, "tokens_per_s": tp,
-                                "pct_of_bw_limit": 100 * tp * eng.weight_bytes_per_token() / (bw * 1e9)})
-        print({k: round(v[-1]["tokens_per_s"], 1) for k, v in runs.items()}, f"at {bw:.0f} GB/s", flush=True)
+    runs = alternate(torch, engines)
     res = {"variants": {k: [list(e) for e in v] for k, v in VARIANTS.items()}, "runs": runs,
            "served": engines["as shipped"].describe()[:5]}
     (out / "epilogue-ab.json").write_text(json.dumps(res, indent=1, default=str))

@@ -1,33 +1,14 @@
-// Read-only streams over one weight-sized buffer in two address orders, to ask whether the q4 GEMV's
-// per-block regions (each block walks its own contiguous rows, kernels/gemv_q4f16.cuh) cost DRAM
-// bandwidth against the grid-wide sweep a copy makes (scripts/experiments/read_patterns.py).
+// The q4 GEMV's read order over a weight-sized buffer (scripts/experiments/read_patterns.py, which
+// times it against the grid-wide sweep of kernels/stream_read.cuh, a copy's order):
 //
-//   sweep    step s of block b reads the 16-byte words [(s * grid + b) * T, ... + T): at any moment
-//            the whole grid reads one window of the buffer
 //   regions  block b reads its own contiguous [b * per, (b + 1) * per) words, T at a time
 //
 // UNROLL independent 16-byte loads a thread are in flight; the XOR keeps them alive.
-template <int UNROLL>
-__global__ void read_sweep(const uint4* __restrict__ src, long long n16, unsigned never, unsigned* sink) {
-  unsigned acc = 0;
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  for (; i + (UNROLL - 1) * stride < n16; i += UNROLL * stride) {
-    uint4 v[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(src + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < n16; i += stride) {
-    const uint4 v = __ldg(src + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == never) sink[0] = acc;
-}
+#pragma once
 
+// XOR of this block's region of src (n16 16-byte words cut into gridDim.x regions).
 template <int UNROLL>
-__global__ void read_regions(const uint4* __restrict__ src, long long n16, unsigned never, unsigned* sink) {
+__device__ __forceinline__ unsigned xor_region(const uint4* __restrict__ src, long long n16) {
   unsigned acc = 0;
   const long long per = (n16 + gridDim.x - 1) / gridDim.x;
   const long long lo = blockIdx.x * per, hi = min(n16, lo + per);
@@ -43,5 +24,11 @@ __global__ void read_regions(const uint4* __restrict__ src, long long n16, unsig
     const uint4 v = __ldg(src + i);
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
+  return acc;
+}
+
+template <int UNROLL>
+__global__ void read_regions(const uint4* __restrict__ src, long long n16, unsigned never, unsigned* sink) {
+  const unsigned acc = xor_region<UNROLL>(src, n16);
   if (acc == never) sink[0] = acc;
 }

@@ -22,37 +22,22 @@ import torch
 
 import autosched.templates.base as base
 from autosched import api
-from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
 from autosched.database import Database
 from autosched.engine.engine import Engine
 from autosched.engine.weights import random_weights_torch
 from autosched.templates import decode as dk
+from step_ab_kit import SHIPPED, alternate, patch_sources
 
-_orig = base.kernel_source
 _batch = dk.attention_batch
-
-
-def patch(edit) -> None:
-    """Every autosched module's kernel_source (the name each template imported) returns
-    edit(filename, shipped text); None restores the shipped text."""
-    def source(filename, _seen=frozenset()):
-        text = _orig(filename, _seen)
-        return edit(filename, text) if edit else text
-    source.patched = True
-    for name, mod in list(sys.modules.items()):
-        if name.startswith("autosched"):
-            f = getattr(mod, "kernel_source", None)
-            if f is _orig or getattr(f, "patched", False):
-                mod.kernel_source = source
 
 
 def main():
     out, old_decode = Path(sys.argv[1]), Path(sys.argv[2]).read_text()
     blocks = "constexpr int ATTENTION_BLOCKS_PER_SM = 2;"
-    assert blocks in _orig("decode.cuh")
+    assert blocks in SHIPPED("decode.cuh")
 
     def inlined(text):     # OLD_DECODE_CUH's local includes, as kernel_source inlines them
-        return "".join(_orig(m.group(1)) if (m := base._LOCAL_INCLUDE.match(line)) else line
+        return "".join(SHIPPED(m.group(1)) if (m := base._LOCAL_INCLUDE.match(line)) else line
                        for line in text.splitlines(keepends=True))
 
     def old_argmax(filename, text):
@@ -68,22 +53,15 @@ def main():
     engines = {}
     with tempfile.TemporaryDirectory() as tmp, Database(Path(tmp) / "x.db") as db:
         for label, (edit, batch) in variants.items():
-            patch(edit)
+            patch_sources(edit)
             dk.attention_batch = batch
             engines[label] = Engine(cfg, w, "q4f16_1", db=db, reverify=label == "as shipped")
             print(label, "built:", engines[label].describe()[:5], flush=True)
-    patch(None)
+    patch_sources(None)
     dk.attention_batch = _batch
     del w
     torch.cuda.empty_cache()
-    runs = {label: [] for label in engines}
-    for _ in range(5):
-        bw = copy_bandwidth_gbps(torch)
-        for label, eng in engines.items():
-            tp = engine_tokens_per_s(torch, eng, 64)["tokens_per_s"]
-            runs[label].append({"copy_gbps": bw, "tokens_per_s": tp,
-                                "pct_of_bw_limit": 100 * tp * eng.weight_bytes_per_token() / (bw * 1e9)})
-        print({k: round(v[-1]["tokens_per_s"], 1) for k, v in runs.items()}, f"at {bw:.0f} GB/s", flush=True)
+    runs = alternate(torch, engines)
     res = {"runs": runs, "served": {k: e.describe()[:6] for k, e in engines.items()}}
     (out / "step-variants-ab.json").write_text(json.dumps(res, indent=1, default=str))
 
