@@ -81,4 +81,3 @@ def test_attention_blocks_per_sm_matches_the_kernel():
     m = re.search(r"constexpr int ATTENTION_BLOCKS_PER_SM = (\d+);", text)
     assert m and int(m.group(1)) == dk.ATTENTION_BLOCKS_PER_SM
     assert "__launch_bounds__(THREADS, ATTENTION_BLOCKS_PER_SM)\nrope_attention(" in text
-
