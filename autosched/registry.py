@@ -214,6 +214,7 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     token tile (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
     (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
     not nt."""
+    from autosched.templates.hgemm_wgmma_swap import mcast_of
     if template.refuses(workload) is not None:
         return []
     cfgs = template.space(workload, device).enumerate()
@@ -222,7 +223,7 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     smem = template.smem
     deepest = lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])  # noqa: E731
     clustered = [c for c in cfgs if c["reduce"] == "cluster"]
-    multicast = [c for c in cfgs if c.get("mcast", 1) > 1]
+    multicast = [c for c in cfgs if mcast_of(c) > 1]
     picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"], c["split_k"])),
              *([max(multicast, key=lambda c: (c["mcast"], *deepest(c))),
                 min(multicast, key=lambda c: (-c["mcast"], c["bw"] * c["bt"], c["swizzle"], c["stages"]))]

@@ -25,7 +25,7 @@ from autosched.build import Builder
 from autosched.device import query
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
-from autosched.templates.base import ArgSpec, KernelSpec
+from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
 
 HERE = Path(__file__).parent
 # (name, bytes, grid, threads): the 7B's matmuls as served on 2026-11-26 (layer-marks-7b-*.json)
@@ -36,8 +36,7 @@ LAYERS = 32
 
 def source() -> str:
     """boundary_cost.cuh with its two local includes inlined (pdl.cuh is the project's)."""
-    pdl = (HERE.parent.parent / "autosched" / "kernels" / "pdl.cuh").read_text()
-    return ((HERE / "boundary_cost.cuh").read_text().replace('#include "pdl.cuh"\n', pdl)
+    return ((HERE / "boundary_cost.cuh").read_text().replace('#include "pdl.cuh"\n', kernel_source("pdl.cuh"))
             .replace('#include "read_patterns.cuh"\n', (HERE / "read_patterns.cuh").read_text()))
 
 

@@ -12,11 +12,10 @@ import sys
 
 import cupy as cp
 
+from autosched.templates.base import kernel_source
 from cupy_timing import graph_us
 
-HERE = pathlib.Path(__file__).parent
-SRC = ((HERE.parent.parent / "autosched" / "kernels" / "stream_read.cuh").read_text()
-       + (HERE / "read_patterns.cuh").read_text())
+SRC = kernel_source("stream_read.cuh") + pathlib.Path(__file__).with_name("read_patterns.cuh").read_text()
 NBYTES = 22016 * 4096 // 2 + 22016 * 128 * 2      # gate_up's words and scales
 COPIES = 16
 KERNELS = {"sweep": "stream_read<{}>", "regions": "read_regions<{}>"}

@@ -27,9 +27,10 @@ def candidates(space, K, reduces=("workspace",), below: bool = True, mcasts=(1,)
     multicast clusters `mcasts`: the ring that holds all of a slice's K, or the deepest, and (`below`)
     the one below it.  Here the workspace only and no multicast: cluster_reduce_sweep.py compares the
     reductions, mcast_sweep.py the multicast clusters."""
+    from autosched.templates.hgemm_wgmma_swap import mcast_of
     out = []
-    kind = lambda c: (c["bw"], c["bt"], c["split_k"], c["reduce"], c.get("mcast", 1))  # noqa: E731
-    for key in sorted({kind(c) for c in space if c["reduce"] in reduces and c.get("mcast", 1) in mcasts}):
+    kind = lambda c: (c["bw"], c["bt"], c["split_k"], c["reduce"], mcast_of(c))  # noqa: E731
+    for key in sorted({kind(c) for c in space if c["reduce"] in reduces and mcast_of(c) in mcasts}):
         rings = sorted(c["stages"] for c in space if kind(c) == key and c["swizzle"] == 128)
         if not rings:
             continue
