@@ -52,6 +52,7 @@ def fake_engine(monkeypatch, h100, step_us):
     eng.dev, eng._graph, eng._stored_step, eng.graphs_enabled = torch.device("cpu"), None, None, True
     eng.candidates = cands
     eng.attn_prefetch, eng.prefetch_choices = 0, (0,)
+    eng.prefetch_budget, eng.budget_choices = engine_mod.PREFETCH_BUDGETS[0], engine_mod.PREFETCH_BUDGETS[:1]
     eng.descent, eng.descent_moves = False, []
     eng.mm = {name: Matmul(name, "q4f16_1", *matmul_shapes(CFG)[name], "half", "half", h100,
                            choice=cs[0], epilogue=engine_mod.EPILOGUE[name]) for name, cs in cands.items()}
@@ -66,7 +67,8 @@ def fake_engine(monkeypatch, h100, step_us):
         us = step_us[json.dumps(self.mm["qkv"].choice.config, sort_keys=True)]
         if us is None:
             raise RuntimeError("launch failed")
-        return us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
+        return (us - step_us.get("prefetch saves", {}).get(self.attn_prefetch, 0.0)
+                - step_us.get("budget saves", {}).get(self.prefetch_budget, 0.0))
     monkeypatch.setattr(Engine, "_step_us", step)
     builder = type("B", (), {"build_many": lambda self, specs: iter(specs)})()
     return eng, cfgs, builder, packed
@@ -136,6 +138,58 @@ def test_attention_prefetch_is_kept_only_where_the_step_is_faster_with_it(monkey
     assert out["attn_prefetch"] == [(0, 20.0), (4096, 20.0 - saves[4096])]
     assert eng.attn_prefetch == want
     assert db.stored[0][1] == {"qkv": [30.0, 20.0, 25.0], "attn_prefetch": [20.0, 20.0 - saves[4096]]}
+
+
+def test_the_prefetch_budget_that_makes_the_step_fastest_is_served_before_the_candidates_are_timed(monkeypatch, h100):
+    """With several L2 prefetch budgets, the step is timed with each (every matmul recompiled with
+    it, its weights kept) before the candidates; the fastest is served, every later candidate is
+    compiled with it, and the budgets' times are stored beside the matmuls' and served again from
+    the database."""
+    times = {}
+    eng, cfgs, builder, packed = fake_engine(monkeypatch, h100, times)
+    budgets = (8 << 20, 2 << 20, 1 << 20)
+    times.update({key(cfgs[0]): 30.0, key(cfgs[1]): 20.0, key(cfgs[2]): 25.0,
+                  "budget saves": {8 << 20: 0.0, 2 << 20: 4.0, 1 << 20: 1.0}})
+    eng.budget_choices = budgets
+    built = []
+    builder = type("B", (), {"build_many": lambda self, specs: iter(built.extend(specs) or specs)})()
+    db = FakeDb()
+    out = eng._verify_in_step({}, builder, None, db)
+    assert out["prefetch_budget"] == [(8 << 20, 30.0), (2 << 20, 26.0), (1 << 20, 29.0)]
+    assert eng.prefetch_budget == 2 << 20
+    macro = f"-DAUTOSCHED_PREFETCH_BUDGET={2 << 20}ll"
+    assert all(m.prefetch_budget == 2 << 20 and macro in m.spec.options for m in eng.mm.values())
+    assert [us for _, us in out["qkv"]] == [26.0, 16.0, 21.0]          # the candidates, with the budget served
+    later = built[len(budgets) * len(eng.mm):]                         # the candidates' specs, after the budgets'
+    assert later and all(macro in s.options for s in later)
+    assert sum(o.startswith("-DAUTOSCHED_PREFETCH_BUDGET=") for o in eng.mm["qkv"].spec.options) == 1
+    assert db.stored[0][1] == {"prefetch_budget": [30.0, 26.0, 29.0], "qkv": [26.0, 16.0, 21.0]}
+    assert '"prefetch_budget": [8388608, 2097152, 1048576]' in eng._verification_key()
+
+    # an engine that finds the times stored serves the same budget and times nothing
+    eng._stored_step = eng._stored_verification(db)
+    assert eng._stored_step is not None
+    again = eng._verify_in_step({}, builder, None, db)
+    assert again["prefetch_budget"] == out["prefetch_budget"] and len(db.stored) == 1
+
+
+def test_the_kernels_default_prefetch_budget_is_the_engines_first_choice():
+    """pdl.cuh's default (what a kernel compiled without the macro asks for) is the budget the
+    engine serves when it times none, so both name the same amount."""
+    import re
+    from autosched.templates.base import kernel_source
+    m = re.search(r"#define AUTOSCHED_PREFETCH_BUDGET \((\d+)ll << (\d+)\)", kernel_source("pdl.cuh"))
+    assert m is not None
+    assert int(m.group(1)) << int(m.group(2)) == engine_mod.PREFETCH_BUDGETS[0]
+
+
+def test_a_matmul_refuses_a_negative_prefetch_budget(h100):
+    from autosched.engine.matmul import with_prefetch_budget
+    spec = Matmul("o", "q4f16_1", *matmul_shapes(CFG)["o"], "half", "half", h100,
+                  config=GemvQ4F16Template().default_config(GemvQ4F16(*matmul_shapes(CFG)["o"]), h100),
+                  epilogue="residual").spec
+    with pytest.raises(ValueError, match="prefetch budget is a number of bytes >= 0, got -1"):
+        with_prefetch_budget(spec, -1)
 
 
 def test_the_step_descent_serves_a_neighbour_that_wins_twice_and_stores_its_move(monkeypatch, h100):

@@ -48,7 +48,7 @@ import json
 
 import numpy as np
 
-from autosched.engine.matmul import Matmul
+from autosched.engine.matmul import Matmul, with_prefetch_budget
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, classifier, fused
@@ -74,6 +74,12 @@ EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "r
 # bandwidth limit with 4 and 77.6% with 8 on one H100, 77.6% with 16 on another (2026-11-26); the
 # times are stored, so an engine of the same model and device pays the few seconds of timing once
 VERIFY = 8
+
+# L2 prefetch budgets (bytes a grid asks for before its dependency wait, kernels/pdl.cuh) the step
+# verification times with programmatic launch, the .cuh's default first: the best one depends on
+# the model and format (H100, 2026-11-27, served configs: the 7B q4f16_1 at 2 MiB 1.5-3.5% faster
+# than at 8, the 1B fp16 4% faster, the 1B q4f16_1 2% slower)
+PREFETCH_BUDGETS = (8 << 20, 4 << 20, 2 << 20, 1 << 20)
 
 
 # attention's prefetch of gate_up (kernels/decode.cuh PdlWaitThenPrefetch), kept where the step is
@@ -171,6 +177,8 @@ class Engine:
         self.prefill_backend = prefill_backend
         self.attn_prefetch = 0           # bytes of gate_up's weights attention streams into the L2
         self.prefetch_choices: tuple[int, ...] = (0,)
+        self.prefetch_budget = PREFETCH_BUDGETS[0]        # of the matmul kernels (kernels/pdl.cuh)
+        self.budget_choices: tuple[int, ...] = PREFETCH_BUDGETS[:1]
         own_builder = builder is None
         if own_builder:
             from autosched.build import Builder
@@ -207,11 +215,15 @@ class Engine:
         if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
             n, kk = shapes["gate_up"]
             self.prefetch_choices = (0, gate_up_prefetch_bytes(n, kk, self.fmt))
+        if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
+            self.budget_choices = PREFETCH_BUDGETS
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
             times, stored = self._stored_step
             if "attn_prefetch" in times:
                 self.attn_prefetch = self.prefetch_choices[int(np.argmin(times["attn_prefetch"]))]
+            if "prefetch_budget" in times:
+                self.prefetch_budget = self.budget_choices[int(np.argmin(times["prefetch_budget"]))]
             self.verification = {name: (self._step_winner(name, times[name], stored) if name in times else cs[0], [])
                                  for name, cs in self.candidates.items()}
             for name, moved in self._stored_descent(db).items():
@@ -222,7 +234,7 @@ class Engine:
             self.verification = {}
         self.mm = {name: Matmul(name, self.fmt, n, kk, act, act, self.info, db, pdl=self.pdl,
                                 choice=self.verification[name][0] if self.verification else None,
-                                epilogue=EPILOGUE[name])
+                                epilogue=EPILOGUE[name], prefetch_budget=self.prefetch_budget)
                    for name, (n, kk) in shapes.items()}
         # the batched prefill's kernels and GEMM micro-kernels (engine/prefill.py), where the format has it
         from autosched.engine.prefill import PREFILL_FORMATS, BatchedPrefill
@@ -282,7 +294,7 @@ class Engine:
         and every candidate."""
         return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
                            "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "attn_prefetch": list(self.prefetch_choices),
+                           "attn_prefetch": list(self.prefetch_choices), "prefetch_budget": list(self.budget_choices),
                            "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
                           sort_keys=True)
 
@@ -308,7 +320,8 @@ class Engine:
         if db is None or not self._verified() or self._step_timing() is None:
             return None
         found = db.verification(self._verification_key())
-        want = set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
+        want = (set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
+                | ({"prefetch_budget"} if len(self.budget_choices) > 1 else set()))
         if found is None or set(found[0]) != want:
             return None
         return found
@@ -337,16 +350,30 @@ class Engine:
             return {}
         if self._stored_step is not None:
             times = self._stored_step[0]
-            return {nm: list(zip(self.prefetch_choices if nm == "attn_prefetch" else self.candidates[nm], us))
-                    for nm, us in times.items()}
+            choices = {"attn_prefetch": self.prefetch_choices, "prefetch_budget": self.budget_choices}
+            return {nm: list(zip(choices.get(nm, self.candidates.get(nm)), us)) for nm, us in times.items()}
         steps, reps = timing
         cands = self.candidates
+        task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +
+                                 len(self.prefetch_choices) - 1 + len(self.budget_choices) - 1) if progress else None
+        out, times = {}, {}
+        if len(self.budget_choices) > 1:
+            # first, with each matmul's first candidate: how much each grid asks the L2 for before its
+            # wait; the candidates are then timed as they will be served
+            list(builder.build_many([with_prefetch_budget(m.spec, b) for b in self.budget_choices
+                                     for m in self.mm.values()]))
+            us = []
+            for i, b in enumerate(self.budget_choices):
+                self._set_prefetch_budget(b, builder)
+                us.append(self._step_us(steps, reps))
+                if task is not None and i:
+                    progress.advance(task)
+            self._set_prefetch_budget(self.budget_choices[int(np.argmin(us))], builder)
+            times["prefetch_budget"] = us
+            out["prefetch_budget"] = list(zip(self.budget_choices, us))
         # every candidate compiled in the pool before any timing
         list(builder.build_many([self._candidate(nm, c).spec for nm in todo for c in cands[nm]
                                  if c.config != self.mm[nm].choice.config]))
-        task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +
-                                 len(self.prefetch_choices) - 1) if progress else None
-        out, times = {}, {}
         for name in todo:
             winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
                                                                    steps=steps, reps=reps, progress=progress,
@@ -414,7 +441,13 @@ class Engine:
 
     def _candidate(self, name: str, choice):
         return Matmul(name, self.fmt, self.mm[name].n, self.mm[name].k, self.act, self.act, self.info,
-                      pdl=self.pdl, choice=choice, epilogue=EPILOGUE[name])
+                      pdl=self.pdl, choice=choice, epilogue=EPILOGUE[name], prefetch_budget=self.prefetch_budget)
+
+    def _set_prefetch_budget(self, budget: int, builder) -> None:
+        """Every matmul kernel compiled with L2 prefetch budget `budget` (their weights stay)."""
+        self.prefetch_budget = budget
+        for m in self.mm.values():
+            m.set_prefetch_budget(budget, builder)
 
     def _time_candidate(self, name: str, choice, builder, steps: int, reps: int, progress, task) -> float:
         """us a step with `choice` serving matmul `name` (on random weights of its shape: the time
@@ -709,6 +742,9 @@ class Engine:
         else:
             pf = (f", attention streams {self.attn_prefetch / 2**20:.1f} MiB of gate_up into the L2"
                   if self.attn_prefetch else "")
+            if self.pdl:
+                pf += (f", a matmul grid asks the L2 for {self.prefetch_budget / 2**20:g} MiB of its weights "
+                       f"before its wait")
             lines.append(f"decode step: {self.kernels_per_step()} kernels ({'CUDA graph' if self.graphs_enabled else 'no graph'}"
                          f", PDL {'on' if self.pdl else 'off'}{pf})")
         lines += (self.prefiller.describe() if self.prefiller

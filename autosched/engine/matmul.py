@@ -50,13 +50,26 @@ def blocks_pair_rows(workload, config: dict) -> bool:
     return q4(workload, config)
 
 
+BUDGET_MACRO = "-DAUTOSCHED_PREFETCH_BUDGET="
+
+
+def with_prefetch_budget(spec, budget: int):
+    """`spec` compiled with an L2 prefetch budget of `budget` bytes a grid (kernels/pdl.cuh)."""
+    if budget < 0:
+        raise ValueError(f"a prefetch budget is a number of bytes >= 0, got {budget}")
+    options = tuple(o for o in spec.options if not o.startswith(BUDGET_MACRO))
+    return dataclasses.replace(spec, options=(*options, f"{BUDGET_MACRO}{int(budget)}ll"))
+
+
 class Matmul:
     """out (N) = W_layer (N, K) . x for every layer's W of one shape."""
 
     def __init__(self, name: str, fmt: str, n: int, k: int, act: str, out: str, device_info, db=None,
-                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store"):
+                 config: dict | None = None, pdl: bool = False, choice=None, epilogue: str = "store",
+                 prefetch_budget: int | None = None):
         """The q4f16_1 or fp16 config: `choice` (a selection.Candidate), else `config`, else rank's
-        first (database, recording, prediction, default)."""
+        first (database, recording, prediction, default).  prefetch_budget: the bytes a grid asks
+        the L2 for before its dependency wait (kernels/pdl.cuh; None: its default)."""
         self.name, self.fmt, self.n, self.k = name, fmt, n, k
         self.epilogue = epilogue
         epilogue_id(epilogue)           # refuse an unknown name before anything is built
@@ -85,9 +98,19 @@ class Matmul:
             self.spec = gemv_dense_spec(n, k, fmt, act, out, device_info.arch, epilogue=epilogue)
         self.kernel = None
         self.pdl = pdl
+        self.prefetch_budget = None
+        if prefetch_budget is not None:
+            self.spec = with_prefetch_budget(self.spec, prefetch_budget)
+            self.prefetch_budget = prefetch_budget
 
     def load(self, builder) -> None:
         self.kernel = LoadedKernel(self.spec, builder, self.pdl)
+
+    def set_prefetch_budget(self, budget: int, builder) -> None:
+        """Serve the same config compiled with another L2 prefetch budget (the packed weights stay)."""
+        self.spec = with_prefetch_budget(self.spec, budget)
+        self.prefetch_budget = budget
+        self.load(builder)
 
     def add_layer(self, w) -> None:
         """w: (N, K) float32 torch tensor on the GPU; kept only in the packed form."""

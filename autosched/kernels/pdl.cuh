@@ -21,9 +21,14 @@ __device__ __forceinline__ void grid_dependents_launch() {
 }
 
 // Bytes a whole grid asks the L2 for ahead of its wait: enough to keep HBM busy through the
-// predecessor's tail (~2-3 us at 3 TB/s), small enough that it does not evict what the predecessor
-// still reads (the H100's L2 holds 50 MB).
-constexpr long long PREFETCH_BUDGET = 8ll << 20;
+// predecessor's tail, small enough that it does not evict what the predecessor still reads.  The
+// best amount depends on the step's kernels (H100, 2026-11-27: the 7B q4f16_1 step 1.5-3.5% faster
+// at 2 MiB than at 8, the 1B fp16 4% faster, the 1B q4f16_1 2% slower), so the engine times a few
+// in its step and compiles its matmuls with the winner (-DAUTOSCHED_PREFETCH_BUDGET=...).
+#ifndef AUTOSCHED_PREFETCH_BUDGET
+#define AUTOSCHED_PREFETCH_BUDGET (8ll << 20)
+#endif
+constexpr long long PREFETCH_BUDGET = AUTOSCHED_PREFETCH_BUDGET;
 
 // Ask the L2 for the start of [p, p + bytes) in 128-byte lines, spread over the block's threads,
 // at most PREFETCH_BUDGET / blocks bytes, so the block's first weights stream in while the
