@@ -13,7 +13,6 @@ beside the same bytes at the copy bandwidth.
 
     python scripts/experiments/boundary_cost.py OUT_DIR
 """
-import json
 import sys
 from pathlib import Path
 
@@ -22,16 +21,12 @@ import torch
 
 from autosched.benchmarks.decode import copy_bandwidth_gbps
 from autosched.build import Builder
-from autosched.device import query
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
-from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
+from autosched.templates.base import kernel_source
+from layer_streams import KERNELS, LAYERS, setup, graph_us_a_layer, stream_spec, write
 
 HERE = Path(__file__).parent
-# (name, bytes, grid, threads): the 7B's matmuls as served on 2026-11-26 (layer-marks-7b-*.json)
-KERNELS = [("qkv", 12288 * 4096 // 2 + 12288 * 256, 192, 512), ("o", 4096 * 4096 // 2 + 4096 * 256, 512, 512),
-           ("gate_up", 22016 * 4096 // 2 + 22016 * 256, 344, 256), ("down", 4096 * 11008 // 2 + 4096 * 688, 128, 1024)]
-LAYERS = 32
 
 
 def source() -> str:
@@ -40,23 +35,15 @@ def source() -> str:
             .replace('#include "read_patterns.cuh"\n', (HERE / "read_patterns.cuh").read_text()))
 
 
-def spec(order: int, grid: int, threads: int, arch: str) -> KernelSpec:
-    return KernelSpec(family="experiment", workload_key="boundary_cost", config=(("order", order),),
-                      source=source(), name_expression=f"layer_stream<{order}, 4>", grid=(grid, 1, 1),
-                      block=(threads, 1, 1), smem_bytes=0,
-                      args=(ArgSpec("src", "input"), ArgSpec("n16", "scalar"), ArgSpec("prev", "input"),
-                            ArgSpec("mine", "output")), arch=arch)
+def spec(order: int, grid: int, threads: int, arch: str):
+    return stream_spec("boundary_cost", (("order", order),), source(), f"layer_stream<{order}, 4>", threads, arch,
+                       grid)
 
 
 def main():
     out = Path(sys.argv[1])
-    info = query(0)
-    from cuda.core import Device, Stream
-    Device(0).set_current()
-    bufs = [[torch.empty(b // 16 * 16, dtype=torch.uint8, device="cuda").random_() for _, b, _, _ in KERNELS]
-            for _ in range(LAYERS)]
-    words = torch.zeros((LAYERS * 4 + 1, 32), dtype=torch.int32, device="cuda")
-    layer_bytes = sum(b // 16 * 16 for _, b, _, _ in KERNELS)
+    from cuda.core import Stream
+    info, bufs, words, layer_bytes = setup()
     one_buf = [torch.empty(layer_bytes, dtype=torch.uint8, device="cuda").random_() for _ in range(LAYERS)]
     res = {"kernels": KERNELS, "layers": LAYERS, "layer_bytes": layer_bytes, "modes": {}}
     with Builder() as b:
@@ -79,33 +66,11 @@ def main():
 
         copy = [copy_bandwidth_gbps(torch)]
         for mode in ("plain", "pdl wait", "pdl late", "one"):
-            g = torch.cuda.CUDAGraph()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                chain(mode)
-            torch.cuda.current_stream().wait_stream(side)
-            with torch.cuda.graph(g, stream=side):
-                chain(mode)
-            g.replay()
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(9):
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                g.replay()
-                e1.record()
-                e1.synchronize()
-                times.append(e0.elapsed_time(e1) * 1e3 / LAYERS)
-            times.sort()
-            res["modes"][mode] = {"us_a_layer": times[len(times) // 2], "range": [times[0], times[-1]]}
+            med, rng = graph_us_a_layer(lambda: chain(mode))
+            res["modes"][mode] = {"us_a_layer": med, "range": rng}
             copy.append(copy_bandwidth_gbps(torch))
-            print(f"{mode:9s} {times[len(times) // 2]:7.2f} us a layer ({times[0]:.2f}-{times[-1]:.2f})", flush=True)
-    bw = float(np.median(copy))
-    res["copy_gbps"] = copy
-    res["layer_us_at_copy_bw"] = layer_bytes / (bw * 1e3)
-    print(f"the same bytes at {bw:.0f} GB/s: {res['layer_us_at_copy_bw']:.2f} us a layer")
-    (out / "boundary-cost.json").write_text(json.dumps(res, indent=1))
+            print(f"{mode:9s} {med:7.2f} us a layer ({rng[0]:.2f}-{rng[1]:.2f})", flush=True)
+    write(res, copy, layer_bytes, out / "boundary-cost.json")
 
 
 if __name__ == "__main__":

@@ -27,19 +27,8 @@ __global__ void stream_dynamic(const uint4* __restrict__ src, long long n16, uns
     if (c >= chunks) break;
     // the following chunk's index is asked for now, so its round trip hides behind this chunk
     if (threadIdx.x == 0) next[parity ^ 1] = atomicAdd(counter, 1u);
-    const long long lo = (long long)c * CHUNK, hi = min(n16, lo + CHUNK);
-    long long i = lo + threadIdx.x;
-    for (; i + (UNROLL - 1) * blockDim.x < hi; i += UNROLL * blockDim.x) {
-      uint4 v[UNROLL];
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(src + i + u * blockDim.x);
-#pragma unroll
-      for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-    }
-    for (; i < hi; i += blockDim.x) {
-      const uint4 v = __ldg(src + i);
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
+    const long long lo = (long long)c * CHUNK;
+    acc ^= xor_range<UNROLL>(src, lo, min(n16, lo + CHUNK));
     __syncthreads();
   }
   if (threadIdx.x == 0) mine[blockIdx.x & 31] = acc;

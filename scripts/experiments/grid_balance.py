@@ -18,13 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from boundary_cost import KERNELS, LAYERS
 from autosched.benchmarks.decode import copy_bandwidth_gbps
 from autosched.build import Builder
-from autosched.device import query
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
-from autosched.templates.base import ArgSpec, KernelSpec
+from layer_streams import KERNELS, LAYERS, setup, graph_us_a_layer as timed, stream_spec
 
 HERE = Path(__file__).parent
 UNROLL = 4
@@ -36,45 +34,15 @@ def source() -> str:
                                                              (HERE / "read_patterns.cuh").read_text())
 
 
-def spec(name: str, threads: int, arch: str) -> KernelSpec:
-    return KernelSpec(family="experiment", workload_key="grid_balance", config=(("k", name), ("t", threads)),
-                      source=source(), name_expression=name, grid=(1, 1, 1), block=(threads, 1, 1), smem_bytes=0,
-                      args=(ArgSpec("src", "input"), ArgSpec("n16", "scalar"), ArgSpec("a", "input"),
-                            ArgSpec("b", "output")), arch=arch)
-
-
-def timed(chain, reps=9):
-    g = torch.cuda.CUDAGraph()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        chain()
-    torch.cuda.current_stream().wait_stream(side)
-    with torch.cuda.graph(g, stream=side):
-        chain()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) * 1e3 / LAYERS)
-    times.sort()
-    return times[len(times) // 2], [times[0], times[-1]]
+def spec(name: str, threads: int, arch: str):
+    return stream_spec("grid_balance", (("k", name), ("t", threads)), source(), name, threads, arch)
 
 
 def main():
     out = Path(sys.argv[1])
-    info = query(0)
+    from cuda.core import Stream
+    info, bufs, words, _ = setup()
     sms = info.sm_count
-    from cuda.core import Device, Stream
-    Device(0).set_current()
-    bufs = [[torch.empty(b // 16 * 16, dtype=torch.uint8, device="cuda").random_() for _, b, _, _ in KERNELS]
-            for _ in range(LAYERS)]
-    words = torch.zeros((LAYERS * 4 + 1, 32), dtype=torch.int32, device="cuda")
     counters = torch.zeros(LAYERS * 4 + 1, dtype=torch.int32, device="cuda")
     res = {"kernels": KERNELS, "layers": LAYERS, "sms": sms, "per_kernel": {}, "layer": {}}
     with Builder() as b:
@@ -82,6 +50,7 @@ def main():
         stat = {t: LoadedKernel(spec(f"stream_static<{UNROLL}>", t, info.arch), b) for t in threads}
         dyn = {(t, c): LoadedKernel(spec(f"stream_dynamic<{UNROLL}, {c // 16}>", t, info.arch), b)
                for t in threads for c in CHUNKS}
+
         def launch(s, kind, k, grid, threads_, chunk, layer, n):
             buf = bufs[layer][k]
             if kind == "static":

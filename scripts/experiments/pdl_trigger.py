@@ -5,21 +5,18 @@ with an L2 evict-first policy (pdl_trigger.cuh).  Two rounds over the modes, in 
 
     python scripts/experiments/pdl_trigger.py OUT_DIR
 """
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from boundary_cost import KERNELS, LAYERS
-from grid_balance import timed
 from autosched.benchmarks.decode import copy_bandwidth_gbps
 from autosched.build import Builder
-from autosched.device import query
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
-from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
+from autosched.templates.base import kernel_source
+from layer_streams import KERNELS, LAYERS, setup, graph_us_a_layer as timed, stream_spec, write
 
 HERE = Path(__file__).parent
 UNROLL = 4
@@ -36,22 +33,14 @@ def source() -> str:
 
 
 def spec(p, t, e, threads, arch):
-    return KernelSpec(family="experiment", workload_key="pdl_trigger", config=(("p", p), ("t", t), ("e", e)),
-                      source=source(), name_expression=f"layer_stream2<{p}, {t}, {e}, {UNROLL}>", grid=(1, 1, 1),
-                      block=(threads, 1, 1), smem_bytes=0,
-                      args=(ArgSpec("src", "input"), ArgSpec("n16", "scalar"), ArgSpec("prev", "input"),
-                            ArgSpec("mine", "output")), arch=arch)
+    return stream_spec("pdl_trigger", (("p", p), ("t", t), ("e", e)), source(),
+                       f"layer_stream2<{p}, {t}, {e}, {UNROLL}>", threads, arch)
 
 
 def main():
     out = Path(sys.argv[1])
-    info = query(0)
-    from cuda.core import Device, Stream
-    Device(0).set_current()
-    bufs = [[torch.empty(b // 16 * 16, dtype=torch.uint8, device="cuda").random_() for _, b, _, _ in KERNELS]
-            for _ in range(LAYERS)]
-    words = torch.zeros((LAYERS * 4 + 1, 32), dtype=torch.int32, device="cuda")
-    layer_bytes = sum(b // 16 * 16 for _, b, _, _ in KERNELS)
+    from cuda.core import Stream
+    info, bufs, words, layer_bytes = setup()
     res = {"kernels": KERNELS, "layers": LAYERS, "layer_bytes": layer_bytes, "modes": {m: [] for m in MODES}}
     with Builder() as b:
         ks = {(pdl, p, t, e, th): LoadedKernel(spec(p, t, e, th, info.arch), b, pdl=pdl)
@@ -77,11 +66,7 @@ def main():
                 res["modes"][mode].append({"us_a_layer": us, "range": rng})
                 print(f"round {rnd}  {mode:24s} {us:7.2f} us a layer ({rng[0]:.2f}-{rng[1]:.2f})", flush=True)
             copy.append(copy_bandwidth_gbps(torch))
-    bw = float(np.median(copy))
-    res["copy_gbps"] = copy
-    res["layer_us_at_copy_bw"] = layer_bytes / (bw * 1e3)
-    print(f"the same bytes at {bw:.0f} GB/s: {res['layer_us_at_copy_bw']:.2f} us a layer")
-    (out / "pdl-trigger.json").write_text(json.dumps(res, indent=1))
+    write(res, copy, layer_bytes, out / "pdl-trigger.json")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,10 @@
 // UNROLL independent 16-byte loads a thread are in flight; the XOR keeps them alive.
 #pragma once
 
-// XOR of this block's region of src (n16 16-byte words cut into gridDim.x regions).
+// XOR of src[lo, hi), the block's threads striding over it with UNROLL loads each in flight.
 template <int UNROLL>
-__device__ __forceinline__ unsigned xor_region(const uint4* __restrict__ src, long long n16) {
+__device__ __forceinline__ unsigned xor_range(const uint4* __restrict__ src, long long lo, long long hi) {
   unsigned acc = 0;
-  const long long per = (n16 + gridDim.x - 1) / gridDim.x;
-  const long long lo = blockIdx.x * per, hi = min(n16, lo + per);
   long long i = lo + threadIdx.x;
   for (; i + (UNROLL - 1) * blockDim.x < hi; i += UNROLL * blockDim.x) {
     uint4 v[UNROLL];
@@ -25,6 +23,14 @@ __device__ __forceinline__ unsigned xor_region(const uint4* __restrict__ src, lo
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   return acc;
+}
+
+// XOR of this block's region of src (n16 16-byte words cut into gridDim.x regions).
+template <int UNROLL>
+__device__ __forceinline__ unsigned xor_region(const uint4* __restrict__ src, long long n16) {
+  const long long per = (n16 + gridDim.x - 1) / gridDim.x;
+  const long long lo = blockIdx.x * per, hi = min(n16, lo + per);
+  return xor_range<UNROLL>(src, lo, hi);
 }
 
 template <int UNROLL>
