@@ -215,7 +215,6 @@ class Engine:
         if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
             n, kk = shapes["gate_up"]
             self.prefetch_choices = (0, gate_up_prefetch_bytes(n, kk, self.fmt))
-        if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
             self.budget_choices = PREFETCH_BUDGETS
         self._stored_step = self._stored_verification(db) if self.graphs_enabled and not reverify else None
         if self._stored_step is not None:
