@@ -350,7 +350,8 @@ class Engine:
         if self._stored_step is not None:
             times = self._stored_step[0]
             choices = {"attn_prefetch": self.prefetch_choices, "prefetch_budget": self.budget_choices}
-            return {nm: list(zip(choices.get(nm, self.candidates.get(nm)), us)) for nm, us in times.items()}
+            return {nm: list(zip(choices[nm] if nm in choices else self.candidates[nm], us))
+                    for nm, us in times.items()}
         steps, reps = timing
         cands = self.candidates
         task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +

@@ -1,15 +1,16 @@
 """Device experiment: the 7B q4f16_1 engine as shipped against other L2 prefetch budgets of the
 kernels that ask the L2 for their first weights before their dependency wait (pdl.cuh's
 PREFETCH_BUDGET, bytes a whole grid asks for; 8 MiB since 2026-11-22, never swept in the step),
-timed alternately in one process on the same GEMV configs (trigger_ab.engines_ab).
+timed alternately in one process on the same GEMV configs (step_ab_kit.engines_ab).  It edits the
+constant of the trees before 8f9a2ff and stops at its first assertion on later ones: since then the
+engine times the budgets itself (engine.PREFETCH_BUDGETS) and passes its choice as a macro.
 
     python scripts/experiments/budget_ab.py OUT_DIR
 """
 import sys
 from pathlib import Path
 
-from step_ab_kit import SHIPPED, replacing
-from trigger_ab import engines_ab
+from step_ab_kit import SHIPPED, engines_ab, replacing
 
 BUDGET = "constexpr long long PREFETCH_BUDGET = 8ll << 20;"
 

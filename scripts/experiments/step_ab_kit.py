@@ -1,11 +1,14 @@
-"""What the one-process A/B experiments of the decode step share (epilogue_ab.py, step_variants_ab.py):
+"""What the one-process A/B experiments of the decode step share (epilogue_ab.py, step_variants_ab.py,
+trigger_ab.py, budget_ab.py):
 kernel sources edited per variant, and rounds of the decode benchmark over engines in turn.
 
 An engine reads its kernels' text through `kernel_source` when it builds, so a variant engine is
 built from edited text (its binaries are its own: the build cache is keyed by the source), and it
 serves the same GEMV configs as the first when it finds that engine's step verification stored in
 the same database (the key holds no kernel source)."""
+import json
 import sys
+from pathlib import Path
 
 import autosched.templates.base as base
 
@@ -48,3 +51,40 @@ def alternate(torch, engines: dict, rounds: int = 5, steps: int = 64) -> dict:
                                 "pct_of_bw_limit": 100 * tp * eng.weight_bytes_per_token() / (bw * 1e9)})
         print({k: round(v[-1]["tokens_per_s"], 1) for k, v in runs.items()}, f"at {bw:.0f} GB/s", flush=True)
     return runs
+
+
+def engines_ab(out, variants: dict, name: str, model: str = "random:llama2-7b", fmt: str = "q4f16_1") -> None:
+    """Build MODEL's FMT engine once per variant (label -> kernel-text edit; the first verifies
+    its step into a fresh database, the others serve what it stored), check every variant's logits
+    against the first's, and time them alternately; OUT/NAME.json."""
+    import tempfile
+
+    import torch
+
+    from autosched import api
+    from autosched.database import Database
+    from autosched.engine.engine import Engine
+    from autosched.engine.weights import random_weights_torch
+    cfg = api.model_config(model)
+    w = random_weights_torch(cfg, 1234, "cuda")
+    engines = {}
+    with tempfile.TemporaryDirectory() as tmp, Database(Path(tmp) / "x.db") as db:
+        for label, edit in variants.items():
+            patch_sources(edit)
+            engines[label] = Engine(cfg, w, fmt, db=db, reverify=not engines)
+            print(label, "built:", engines[label].describe()[:5], flush=True)
+    patch_sources(None)
+    del w
+    torch.cuda.empty_cache()
+    # the variants' logits against the shipped engine's on one step (a wrong kernel never wins)
+    ref = None
+    for label, eng in engines.items():
+        eng.reset()
+        logits = eng.step(1).float().cpu()
+        ref = logits if ref is None else ref
+        err = float((logits - ref).abs().max())
+        print(label, "max |logits - shipped|:", err, flush=True)
+        assert err < 1e-2 * float(ref.abs().max()), f"{label}: logits off the shipped engine's by {err}"
+    runs = alternate(torch, engines, rounds=6)
+    res = {"model": model, "format": fmt, "runs": runs, "served": {k: e.describe()[:6] for k, e in engines.items()}}
+    (Path(out) / f"{name}.json").write_text(json.dumps(res, indent=1, default=str))
