@@ -27,9 +27,11 @@ slice 64 positions.
     logits = eng.prefill(prompt)              # the prompt through each layer at once (engine/prefill.py)
     tokens = eng.generate(prompt, 64)         # greedy
 
-Engine(..., persistent=True) (fp16 only, opt-in) runs the whole step as one cooperative kernel
-instead (kernels/persistent_step.cuh: the same phases, a grid-wide barrier between them, one
-launch a step, still reading token and pos from memory and captured in the graph the same way).
+Engine(..., step="auto") (the default) also builds the dataflow step (engine/dataflow.py,
+kernels/dataflow_step.cuh: the whole step as one persistent kernel whose blocks wait on per-phase
+counters instead of kernel boundaries, weights streamed into shared memory ahead of the data), times
+its knobs and the per-kernel step in the step itself, and serves the fastest; step="kernels" or
+step="dataflow" serves one of them.  A model or format the dataflow step refuses gets the per-kernel step.
 
 A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (8) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
@@ -74,6 +76,9 @@ EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "r
 # bandwidth limit with 4 and 77.6% with 8 on one H100, 77.6% with 16 on another (2026-11-26); the
 # times are stored, so an engine of the same model and device pays the few seconds of timing once
 VERIFY = 8
+
+# Engine(step=...): the fastest of both timed in the step, or one of them
+STEPS = ("auto", "kernels", "dataflow")
 
 # L2 prefetch budgets (bytes a grid asks for before its dependency wait, kernels/pdl.cuh) the step
 # verification times with programmatic launch, the .cuh's default first: the best one depends on
@@ -148,22 +153,24 @@ class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = VERIFY, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto", persistent: bool = False, descent: bool = True):
+                 prefill_backend: str = "auto", step: str = "auto", descent: bool = True):
         import torch
         from cuda.core import Device
 
         from autosched.device import query
         self.cfg, self.fmt = cfg, check_format(fmt)
-        if persistent:
-            from autosched.templates.persistent import refusal
-            problem = refusal(cfg, self.fmt)
-            if problem:
-                raise ValueError(problem)
-        self.persistent = persistent
+        if step not in STEPS:
+            raise ValueError(f"step={step!r}: choose from {', '.join(STEPS)}")
+        from autosched.templates.dataflow import refusal
+        self.flow_refusal = refusal(cfg, self.fmt)
+        if step == "dataflow" and self.flow_refusal:
+            raise ValueError(self.flow_refusal)
+        self.step_mode = step
+        self.flow = None                 # the dataflow step (engine/dataflow.py), where built
+        self.flow_served = False         # whether launches go to it
+        self.flow_times: dict = {}       # knob label (or "kernels") -> us a step, as timed or stored
         self.descent = descent           # walk the served GEMV configs one knob at a time in the step
         self.descent_moves = []          # the moves it made (engine/descent.py Move), when it ran here
-        self.step_kernel = None          # the persistent step (set up in _setup_persistent)
-        self.step_extra_args = ()        # appended to its launch (engine/phase_times.py's timestamp buffer)
         self.dev = torch.device("cuda", device_id)
         self.info = query(device_id)
         Device(device_id).set_current()
@@ -186,9 +193,9 @@ class Engine:
         try:
             self._build(weights, builder, db, progress, splits, verify, reverify, batched_prefill)
             self._alloc()
-            if persistent:
-                self._setup_persistent(builder)
             self.step_verification = self._verify_in_step(weights, builder, progress, db) if graphs else {}
+            if step != "kernels" and not self.flow_refusal:
+                self._choose_step(weights, builder, progress, db)
         finally:
             if own_builder:
                 builder.close()
@@ -208,11 +215,12 @@ class Engine:
         }
         # q4f16_1 and fp16: per shape, the fastest in a graph of the `verify` best measured configs,
         # unless the database holds this engine's step verification: then its winners, timed no
-        # more (the persistent step launches no matmul kernel: there, rank's first serves)
+        # more (an engine that serves only the dataflow step launches no matmul kernel: rank's first)
         from autosched.engine.matmul import TUNED_FORMATS
-        self.candidates = (gemv_candidates(c, self.info, db, verify if not self.persistent else 1, self.fmt)
+        only_flow = self.step_mode == "dataflow"
+        self.candidates = (gemv_candidates(c, self.info, db, verify if not only_flow else 1, self.fmt)
                            if self.fmt in TUNED_FORMATS else {})
-        if self.pdl and self.fmt in TUNED_FORMATS and not self.persistent:
+        if self.pdl and self.fmt in TUNED_FORMATS and not only_flow:
             n, kk = shapes["gate_up"]
             self.prefetch_choices = (0, gate_up_prefetch_bytes(n, kk, self.fmt))
             self.budget_choices = PREFETCH_BUDGETS
@@ -243,9 +251,6 @@ class Engine:
             self.prefiller = BatchedPrefill(c, self.fmt, self.info, db.path if db is not None else default_db_path(),
                                            backend=self.prefill_backend)
         pre = self.prefiller.all_specs() if self.prefiller else []
-        if self.persistent:
-            from autosched.templates.persistent import persistent_step_spec
-            pre = [*pre, persistent_step_spec(c, arch)]
         list(builder.build_many([*specs.values(), *(m.spec for m in self.mm.values()), *pre]))   # in parallel
         self.k = {name: LoadedKernel(spec, builder, self.pdl) for name, spec in specs.items()}
         for m in self.mm.values():
@@ -520,56 +525,14 @@ class Engine:
         self.v_cache = torch.zeros_like(self.k_cache)
         self.pos = 0
 
-    def _setup_persistent(self, builder) -> None:
-        """The persistent step's kernel, its grid (every block co-resident: the driver's occupancy
-        answer times the SMs; templates/persistent.py's model of it kept beside it for describe and
-        the GPU test), its own scratch (split-KV partials and tickets, per-block argmax winners, the
-        barrier's two words) and the table of every layer's weight pointers."""
-        import torch
-
-        from autosched.templates import persistent as pt
-        c, dev = self.cfg, self.dev
-        spec = pt.persistent_step_spec(c, self.info.arch)
-        k = LoadedKernel(spec, builder, pdl=False, cooperative=True)
-        res = k.binary.resources
-        if res.spills:
-            raise RuntimeError(f"persistent step spills ({res.spill_stores} B stores, {res.spill_loads} B loads)")
-        modeled = pt.blocks_per_sm(res.registers, pt.THREADS, spec.smem_bytes, res.smem_static)
-        per_sm = k.kernel.occupancy.max_active_blocks_per_multiprocessor(pt.THREADS, spec.smem_bytes)
-        grid = pt.grid_blocks(per_sm, self.info.sm_count)
-        nsplit = pt.persistent_splits(c, grid)
-        z = lambda n, dt: torch.zeros(n, dtype=dt, device=dev)  # noqa: E731
-        self.p = {"part": z(c.n_heads * nsplit * (c.head_size + 2), torch.float32), "count": z(c.n_heads, torch.int32),
-                  "best_v": z(grid, torch.float32), "best_i": z(grid, torch.int32), "best_count": z(1, torch.int32),
-                  "bar": z(2, torch.int32)}
-        table = [[self.mm[name].layers[layer]["w"].data_ptr() for name in ("qkv", "o", "gate_up", "down")]
-                 for layer in range(c.n_layers)]
-        self.p["wt"] = torch.tensor(table, dtype=torch.int64, device=dev)
-        self.step_kernel = k
-        self.persistent_info = {"grid": grid, "blocks_per_sm": per_sm, "blocks_per_sm_model": modeled,
-                                "nsplit": nsplit, "registers": res.registers, "smem": spec.smem_bytes + res.smem_static}
-
     def kernels_per_step(self) -> int:
-        """Launches one step makes: the persistent kernel, or embed + 5 a layer + cls + argmax."""
-        return 1 if self.step_kernel is not None else 5 * self.cfg.n_layers + 3
-
-    def _launch_persistent(self, stream) -> None:
-        c, p = self.cfg, self.p
-        i32 = np.int32
-        self.step_kernel.launch(
-            stream, (self.persistent_info["grid"], 1, 1),
-            ptr(self.x), ptr(self.x16), ptr(self.ss), ptr(self.qkv), ptr(self.att), ptr(self.hb), ptr(self.logits),
-            ptr(self.logits_f), ptr(p["part"]), ptr(p["count"]), ptr(p["best_v"]), ptr(p["best_i"]),
-            ptr(p["best_count"]), ptr(p["bar"]), ptr(self.token), ptr(self.pos_d), ptr(self.embedding),
-            ptr(self.rope_cs), ptr(p["wt"]), ptr(self.mm["cls"].layers[0]["w"]), ptr(self.k_cache), ptr(self.v_cache),
-            i32(c.dim), i32(c.hidden_dim), i32(c.n_layers), i32(c.n_heads), i32(c.kv_dim), i32(c.head_size),
-            i32(c.seq_len), i32(c.vocab_size), i32(self.persistent_info["nsplit"]), np.float32(c.norm_eps),
-            *self.step_extra_args)
+        """Launches one step makes: the dataflow kernel, or embed + 5 a layer + cls + argmax."""
+        return 1 if self.flow_served else 5 * self.cfg.n_layers + 3
 
     # -- one step ---------------------------------------------------------------------------
     def _launch_step(self, stream) -> None:
-        if self.step_kernel is not None:
-            self._launch_persistent(stream)
+        if self.flow_served:
+            self.flow.launch(stream)
             return
         c, k, mm = self.cfg, self.k, self.mm
         i32, f32, none = np.int32, np.float32, np.uint64(0)
@@ -719,6 +682,54 @@ class Engine:
         """The prompt, then up to `max_tokens` tokens (see extend)."""
         return list(prompt) + self.extend(self.prefill(prompt), max_tokens, choose, on_token, stop_token)
 
+    # -- the dataflow step or the per-kernel one ----------------------------------------------
+    def _flow_key(self) -> str:
+        """Where the step choice is stored: the per-kernel verification's key (its configs) and the
+        dataflow step's choices."""
+        from autosched.templates.dataflow import choices
+        base = json.loads(self._verification_key())
+        base["what"] = "decode step choice"
+        base["dataflow"] = [k.label() for k in choices(self.cfg, self.fmt)]
+        base["step"] = self.step_mode
+        return json.dumps(base, sort_keys=True)
+
+    def _choose_step(self, weights, builder, progress=None, db=None) -> None:
+        """Build the dataflow step, time each of its knobs (and, for step="auto", the per-kernel
+        step as verified) in this engine's own step, and serve the fastest.  The times go to `db`;
+        an engine that finds them there serves the stored winner without timing."""
+        from autosched.engine.dataflow import DataflowStep
+        self.flow = DataflowStep(self, weights, builder)
+        timing = self._step_timing()
+        stored = db.verification(self._flow_key()) if db is not None and timing is not None else None
+        if stored is not None:
+            self.flow_times = dict(stored[0])
+        elif timing is not None and self.graphs_enabled:
+            steps, reps = timing
+            opts = [*(["kernels"] if self.step_mode == "auto" else []), *self.flow.choices]
+            task = progress.add_task("timing the dataflow step's knobs in the step", total=len(opts)) if progress else None
+            for o in opts:
+                self.flow_served = o != "kernels"
+                if self.flow_served:
+                    self.flow.serve(o)
+                self.flow_times[o if o == "kernels" else o.label()] = self._step_us(steps, reps)
+                if task is not None:
+                    progress.advance(task)
+            if db is not None:
+                db.add_verification(self._flow_key(), self.flow_times)
+        by_label = {k.label(): k for k in self.flow.choices}
+        timed = {k: us for k, us in self.flow_times.items() if k == "kernels" or k in by_label}
+        best = min(timed, key=timed.get) if timed else self.flow.choices[0].label()
+        self.flow_served = best != "kernels"
+        if self.flow_served:
+            self.flow.serve(by_label[best])
+        self._graph = None
+        self.reset()
+
+    def _times_note(self) -> str:
+        if not self.flow_times:
+            return ""
+        return "; timed in the step: " + ", ".join(f"{k} {us:.0f} us" for k, us in self.flow_times.items())
+
     # -- accounting -------------------------------------------------------------------------
     def weight_bytes_per_token(self) -> int:
         """Bytes of weights one step reads: every matmul weight and one embedding row (the norm
@@ -734,19 +745,17 @@ class Engine:
         """A line per matmul (its config and where it came from), and one naming the untuned ones
         with the command that tunes them (`model`: the model as the user named it)."""
         lines = [m.describe() for m in self.mm.values()]
-        if self.step_kernel is not None:
-            pi = self.persistent_info
-            lines.append(f"decode step: persistent, one cooperative kernel a step ({pi['grid']} blocks = "
-                         f"{pi['blocks_per_sm']} an SM x {self.info.sm_count} SMs, {pi['registers']} registers, "
-                         f"{pi['nsplit']} attention slices a head)")
+        if self.flow_served:
+            lines.append(self.flow.describe() + self._times_note())
         else:
             pf = (f", attention streams {self.attn_prefetch / 2**20:.1f} MiB of gate_up into the L2"
                   if self.attn_prefetch else "")
             if self.pdl:
                 pf += (f", a matmul grid asks the L2 for {self.prefetch_budget / 2**20:g} MiB of its weights "
                        f"before its wait")
+            why = f"; the dataflow step refuses this model: {self.flow_refusal}" if self.flow_refusal else ""
             lines.append(f"decode step: {self.kernels_per_step()} kernels ({'CUDA graph' if self.graphs_enabled else 'no graph'}"
-                         f", PDL {'on' if self.pdl else 'off'}{pf})")
+                         f", PDL {'on' if self.pdl else 'off'}{pf}){self._times_note()}{why}")
         lines += (self.prefiller.describe() if self.prefiller
                   else [f"prefill: stepwise (no batched prefill for {self.fmt})"])
         note = untuned_note(self.untuned(), model, self.fmt)

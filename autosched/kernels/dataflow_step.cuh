@@ -1,0 +1,558 @@
+// The whole decode step as one persistent kernel of dataflow items: no grid-wide barrier, and the
+// weights stream into shared memory without a pause at the boundaries between matmuls.
+//
+// Work.  Every matmul of the step (per layer qkv, o, gate_up, down; then the classifier) is cut
+// into chunks of whole rows, R rows a chunk so that a chunk's weights fill at most one STAGE_BYTES
+// slot (R even for gate_up, whose rows pair gate and up).  The chunks of all matmuls are numbered
+// in step order, g = 0, 1, ...; block b owns g = b, b + G, b + 2G, ... (G = gridDim.x), so the
+// leftovers of one matmul rotate over the blocks instead of landing on the same ones.  Attention of
+// layer l is items (head, slice); block b owns items b, b + G, ...
+//
+// Weights ahead of data.  Weights do not depend on the step's activations, so a block streams its
+// next chunks into a ring of STAGES slots (cp.async, 16 bytes a thread in turn, a group a chunk)
+// STAGES chunks ahead of the one being computed, across matmul and layer boundaries: while a block
+// waits for a matmul's input, the next matmul's weights are already arriving.  A slot is refilled as
+// soon as the block has read it.
+//
+// Dependencies are counters, never a barrier: done[p] counts the finished chunks (items) of phase p
+// (0 embed; 1 + 5 l + (0 qkv, 1 attention, 2 o, 3 gate_up, 4 down)); a block adds its count once it
+// has finished its share of p (release), and a block with work in the phase after p waits (thread 0,
+// acquire) until done[p] reaches p's total, only then reading p's outputs (through L2: ld.cg).
+// Every input of a Llama decode matmul is a whole vector (a norm, or all heads), so a phase waits
+// for all of its predecessor; attention waits for the qkv matmul and loads its first K/V rows first.
+// The last block to finish the classifier (a ticket) picks the token, advances pos and zeroes the
+// counters for the next launch.  Blocks wait on one another, so the grid must be co-resident: the
+// host launches it cooperatively (the driver refuses a grid that does not fit).
+//
+//   W     FP16: a chunk is R rows of K halves.  Q4: R rows of K/8 words (eight 4-bit values a
+//         word, value j at bits 4j) then R rows of K/32 fp16 scales (q4f16_1, weight = (q-7) s).
+//   wt    per matrix m = 4 l + (0 qkv, 1 o, 2 gate_up, 3 down), m = 4 L the classifier: wt[2m]
+//         its rows (halves or words), wt[2m + 1] its scales (Q4; null for FP16).
+//   Thread t computes, for every row of a chunk, the 8 columns of 16-byte unit c = t + j THREADS
+//   (j < XV) against its registers' copy of those 8 activations, loaded once a matmul.
+//
+// Timeline (-DAUTOSCHED_TIMELINE only; engine/timeline.py reads it): for every block and phase
+// thread 0 writes %globaltimer (ns) at 4 slots of tl[((p * G) + b) * 4]: 0 the wait began, 1 the
+// wait ended (work began), 2 the work ended, 3 ns spent waiting on the ring (weights not yet in).
+// Phases p: the counters' numbering, then 5 L + 1 the classifier.
+#pragma once
+#include <cuda_fp16.h>
+#include "decode.cuh"     // and epilogue.cuh
+
+namespace autosched_flow {
+using namespace autosched_decode;
+using u32 = unsigned int;
+using u64 = unsigned long long;
+
+enum : int { FP16 = 0, Q4 = 1 };
+enum : int { QKV = 0, O = 1, GATE_UP = 2, DOWN = 3 };
+
+__device__ __forceinline__ u32 ld_acquire(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void add_release(u32* p, u32 v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+// 16 bytes global -> shared, through the L2 only (weights are read once a step: evicted first)
+__device__ __forceinline__ void cp16(void* dst, const void* src, u64 policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;"
+               ::"r"(smem_u32(dst)), "l"(src), "l"(policy) : "memory");
+}
+
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+__device__ __forceinline__ u64 evict_first() {
+  u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+
+// a contiguous run of `bytes` (a multiple of 16) copied by the block's threads, 16 bytes each in turn
+template <int THREADS>
+__device__ __forceinline__ void copy_run(char* dst, const char* src, u32 bytes, u64 policy) {
+  for (u32 o = threadIdx.x * 16; o < bytes; o += THREADS * 16) cp16(dst + o, src + o, policy);
+}
+
+#if defined(AUTOSCHED_TIMELINE)
+__device__ __forceinline__ u64 now_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : : "memory");
+  return t;
+}
+#endif
+
+// The step's shapes, and where chunk g of the step lives.
+struct Shape {
+  int dim, hidden, q_dim, kv_dim, vocab, n_layers;
+};
+
+template <int W>
+__device__ __forceinline__ int row_bytes(int k) { return W == FP16 ? 2 * k : k / 2 + k / 16; }
+
+struct Mat {
+  int kind;     // QKV, O, GATE_UP, DOWN, or 4: the classifier
+  int layer;
+  int n, k;     // rows, columns
+  int rows;     // rows a chunk (R)
+  int chunks;   // ceil(n / R)
+};
+
+// rows a chunk of each kind takes (the host computes them: templates/dataflow.py chunk_rows)
+template <int QKV_R, int O_R, int GU_R, int DOWN_R, int CLS_R>
+struct Rows {
+  static constexpr int MAX = QKV_R > O_R ? (QKV_R > GU_R ? (QKV_R > DOWN_R ? (QKV_R > CLS_R ? QKV_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R)) : (GU_R > DOWN_R ? (GU_R > CLS_R ? GU_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R))) : (O_R > GU_R ? (O_R > DOWN_R ? (O_R > CLS_R ? O_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R)) : (GU_R > DOWN_R ? (GU_R > CLS_R ? GU_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R)));
+  __device__ __forceinline__ static int of(int kind) {
+    return kind == 0 ? QKV_R : kind == 1 ? O_R : kind == 2 ? GU_R : kind == 3 ? DOWN_R : CLS_R;
+  }
+};
+
+template <int W, int STAGE_BYTES, typename RS>
+__device__ __forceinline__ Mat mat_of(const Shape& s, int m) {
+  Mat a;
+  a.layer = m / 4;
+  a.kind = m == 4 * s.n_layers ? 4 : m % 4;
+  switch (a.kind) {
+    case QKV: a.n = s.q_dim + 2 * s.kv_dim; a.k = s.dim; break;
+    case O: a.n = s.dim; a.k = s.q_dim; break;
+    case GATE_UP: a.n = 2 * s.hidden; a.k = s.dim; break;
+    case DOWN: a.n = s.dim; a.k = s.hidden; break;
+    default: a.n = s.vocab; a.k = s.dim; break;
+  }
+  const int r = RS::of(a.kind);
+  a.rows = r;
+  a.chunks = (a.n + r - 1) / r;
+  return a;
+}
+
+// A walk over this block's chunks g = b, b + G, ... in step order: m is the matrix of g, base the
+// number of chunks before m.
+struct Cursor {
+  int g, m, base;
+};
+
+template <int W, int STAGE_BYTES, typename RS>
+__device__ __forceinline__ void settle(const Shape& s, Cursor& c, Mat& a) {
+  const int nm = 4 * s.n_layers + 1;
+  while (c.m < nm && c.g >= c.base + a.chunks) {
+    c.base += a.chunks;
+    ++c.m;
+    if (c.m < nm) a = mat_of<W, STAGE_BYTES, RS>(s, c.m);
+  }
+}
+
+// The ring: every thread issues its share of the block's chunk loads, in step order, into slot
+// (seq % STAGES), one cp.async group a call (an empty one past the last chunk, so that the groups
+// committed count the calls).
+template <int W, int THREADS, int STAGES, int STAGE_BYTES, typename RS>
+struct Ring {
+  char* slots;
+  Cursor c;      // the next chunk to issue
+  Mat a;         // its matrix
+  u32 seq;       // loads issued so far
+  u64 policy;
+
+  __device__ __forceinline__ void issue_next(const Shape& s, const void* const* wt, int G) {
+    settle<W, STAGE_BYTES, RS>(s, c, a);
+    if (c.m < 4 * s.n_layers + 1) {
+      char* dst = slots + (long long)(seq % STAGES) * STAGE_BYTES;
+      const int row0 = (c.g - c.base) * a.rows;
+      const int rows = min(a.rows, a.n - row0);
+      if constexpr (W == FP16) {
+        copy_run<THREADS>(dst, reinterpret_cast<const char*>(static_cast<const __half*>(wt[2 * c.m]) + (long long)row0 * a.k),
+                          (u32)rows * a.k * 2, policy);
+      } else {
+        copy_run<THREADS>(dst, reinterpret_cast<const char*>(static_cast<const u32*>(wt[2 * c.m]) + (long long)row0 * (a.k / 8)),
+                          (u32)rows * (a.k / 2), policy);
+        copy_run<THREADS>(dst + a.rows * (a.k / 2),
+                          reinterpret_cast<const char*>(static_cast<const __half*>(wt[2 * c.m + 1]) + (long long)row0 * (a.k / 32)),
+                          (u32)rows * (a.k / 16), policy);
+      }
+      ++seq;
+      c.g += G;
+    }
+    cp_commit();
+  }
+};
+
+// Two nibbles -> half2 (1024 + q_lo, 1024 + q_hi): OR-ing a nibble into the mantissa of 1024.0h
+__device__ __forceinline__ __half2 nibbles(u32 w) {
+  u32 out;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(out) : "r"(w), "r"(0x000F000Fu), "r"(0x64006400u));
+  return *reinterpret_cast<__half2*>(&out);
+}
+
+// this thread's activations of one matmul: unit j holds columns 8 c .. 8 c + 7, c = t + j THREADS;
+// for Q4 as the pairs (x0, x4), (x1, x5), (x2, x6), (x3, x7) that nibbles() yields of a word
+template <int W, int THREADS, int XV>
+__device__ __forceinline__ void load_acts(const __half* x, int k, uint4 (&xf)[XV]) {
+#pragma unroll
+  for (int j = 0; j < XV; ++j) {
+    const int c = threadIdx.x + j * THREADS;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (c < k / 8) v = __ldcg(reinterpret_cast<const uint4*>(x) + c);
+    if constexpr (W == Q4) {
+      const __half* h = reinterpret_cast<const __half*>(&v);
+      __half2 p[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) p[i] = __halves2half2(h[i], h[i + 4]);
+      v = *reinterpret_cast<uint4*>(p);
+    }
+    xf[j] = v;
+  }
+}
+
+constexpr int RED_STRIDE = 32;      // rows a warp's partials hold (a chunk takes at most 32)
+
+__host__ __device__ constexpr int pow2_at_least(int n) { return n <= 1 ? 1 : 2 * pow2_at_least((n + 1) / 2); }
+
+// out[r] = the sum over the warp's lanes of v[r], r < N (a power of two <= 32), in N - 1 + log2(32 / N)
+// shuffles instead of 5 N: each round, half the lanes keep the upper half of the values and the other
+// half the lower, each adding its partner's copy of the half it keeps; a lane ends with one row.
+// one round: N values a lane -> N / 2, partners O lanes apart
+template <int N, int O>
+__device__ __forceinline__ void halve_rows(float* v, int lane, int& row) {
+  if constexpr (N > 1) {
+    const bool up = lane & O;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float send = up ? v[i] : v[i + N / 2];
+      const float keep = up ? v[i + N / 2] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+    }
+    if (up) row += N / 2;
+    halve_rows<N / 2, O / 2>(v, lane, row);
+  }
+}
+
+template <int R>
+__device__ __forceinline__ void warp_rows_sum(float (&v)[pow2_at_least(R)], int lane, float* out) {
+  constexpr int N = pow2_at_least(R);
+  static_assert(N <= 32, "at most 32 rows a chunk");
+  int row = 0;
+  halve_rows<N, 16>(v, lane, row);
+  float t = v[0];
+#pragma unroll
+  for (int o = 16 / N; o > 0; o /= 2) t += __shfl_xor_sync(0xffffffffu, t, o);
+  if ((lane & (32 / N - 1)) == 0) out[row] = t;
+}
+
+// red[warp * RED_STRIDE + r] = the warp's part of row r . x, r < R, for the chunk in `slot`.  R is the
+// matrix's rows a chunk, a constant: rows past a last, short chunk read what the slot held before
+// (inside the slot: R rows fit it) and are never used.
+template <int W, int THREADS, int XV, int R>
+__device__ __forceinline__ void chunk_partials(const char* slot, int k, const uint4 (&xf)[XV], float* red) {
+  const int units = k / 8, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float acc[pow2_at_least(R)];
+#pragma unroll
+  for (int r = R; r < pow2_at_least(R); ++r) acc[r] = 0.f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.f;
+#pragma unroll
+  for (int j = 0; j < XV; ++j) {
+    const int c = threadIdx.x + j * THREADS;
+    if (c < units) {
+      if constexpr (W == FP16) {
+        const __half2* xh = reinterpret_cast<const __half2*>(&xf[j]);
+        float2 xv[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) xv[i] = __half22float2(xh[i]);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const uint4 w = *reinterpret_cast<const uint4*>(slot + ((long long)r * k + 8 * c) * 2);
+          const __half2* wh = reinterpret_cast<const __half2*>(&w);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float2 a = __half22float2(wh[i]);
+            acc[r] = fmaf(a.x, xv[i].x, fmaf(a.y, xv[i].y, acc[r]));
+          }
+        }
+      } else {
+        const __half2* xp = reinterpret_cast<const __half2*>(&xf[j]);
+        const __half2 bias = __half2half2(__ushort_as_half(0x6407));     // 1024 + 7
+        const u32* words = reinterpret_cast<const u32*>(slot);
+        const __half* scales = reinterpret_cast<const __half*>(slot + R * (k / 2));
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const u32 w = words[r * units + c];
+          const __half sc = scales[r * (k / 32) + c / 4];
+          __half2 h = __hmul2(__hsub2(nibbles(w), bias), xp[0]);
+          h = __hfma2(__hsub2(nibbles(w >> 4), bias), xp[1], h);
+          h = __hfma2(__hsub2(nibbles(w >> 8), bias), xp[2], h);
+          h = __hfma2(__hsub2(nibbles(w >> 12), bias), xp[3], h);
+          const float2 f = __half22float2(h);
+          acc[r] = fmaf(__half2float(sc), f.x + f.y, acc[r]);
+        }
+      }
+    }
+  }
+  warp_rows_sum<R>(acc, lane, red + warp * RED_STRIDE);
+}
+
+}  // namespace autosched_flow
+
+#if defined(AUTOSCHED_TIMELINE)
+#define AUTOSCHED_TL_ARG , unsigned long long* __restrict__ tl
+#define AUTOSCHED_TL(p, k, v)                                                            \
+  do {                                                                                   \
+    if (threadIdx.x == 0) tl[((long long)(p) * gridDim.x + blockIdx.x) * 4 + (k)] = (v); \
+  } while (0)
+#define AUTOSCHED_NOW() autosched_flow::now_ns()
+#else
+#define AUTOSCHED_TL_ARG
+#define AUTOSCHED_TL(p, k, v) ((void)0)
+#define AUTOSCHED_NOW() 0ull
+#endif
+
+// Dynamic shared memory: STAGES * STAGE_BYTES (the ring), then 2 x THREADS / 32 x 32 floats of warp partials (the host sizes
+// it: templates/dataflow.py smem_bytes).
+// part: (n_heads, nsplit, head_size + 2) floats; count: n_heads tickets; best_v, best_i: gridDim.x
+// each; best_count: 1 ticket; done: 5 L + 1 counters, 0 between steps.
+template <int W, int THREADS, int STAGES, int STAGE_BYTES, int QKV_R, int O_R, int GU_R, int DOWN_R, int CLS_R,
+          int XV, int KPRE, int PAIRS>
+__global__ void __launch_bounds__(THREADS, 1)
+dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __half* hb, __half* logits,
+              float* logits_f, float* part, unsigned* count, float* best_v, int* best_i, unsigned* best_count,
+              unsigned* done, int* token, int* pos, const float* __restrict__ table,
+              const float2* __restrict__ rope_cs, const void* const* __restrict__ wt, __half* k_cache,
+              __half* v_cache, int dim, int hidden, int n_layers, int n_heads, int kv_dim, int head_size,
+              int seq_len, int vocab, int nsplit, float eps AUTOSCHED_TL_ARG) {
+  using namespace autosched_flow;
+  namespace epi = autosched_epi;
+  static_assert(THREADS % 64 == 0 && THREADS <= 256, "whole warp pairs; attention_item takes <= 256");
+  static_assert(STAGE_BYTES % 16 == 0 && STAGES >= 3, "16-byte slots, a chunk in flight beside two in use");
+  using RS = Rows<QKV_R, O_R, GU_R, DOWN_R, CLS_R>;
+  constexpr int MAXR = RS::MAX;
+  static_assert(MAXR <= RED_STRIDE && GU_R % 2 == 0, "at most 32 rows a chunk; gate/up in pairs");
+  constexpr int NW = THREADS / 32;
+  extern __shared__ __align__(128) char smem[];
+  __shared__ float red_att[THREADS * 8];
+  __shared__ unsigned ticket;
+  __shared__ float bv[NW];
+  __shared__ int bi[NW];
+  // two buffers of warp partials: a chunk's are summed while the next chunk's are made
+  float* red = reinterpret_cast<float*>(smem + STAGES * STAGE_BYTES);
+  const int G = gridDim.x, b = blockIdx.x, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const Shape s{dim, hidden, n_heads * head_size, kv_dim, vocab, n_layers};
+  const int n_ss = 2 * n_layers + 1, kv_mul = n_heads / (kv_dim / head_size);
+
+  // the ring, and its first STAGES loads, before anything waits
+  Ring<W, THREADS, STAGES, STAGE_BYTES, RS> ring{smem, Cursor{b, 0, 0}, mat_of<W, STAGE_BYTES, RS>(s, 0), 0u,
+                                                   evict_first()};
+  for (int i = 0; i < STAGES; ++i) ring.issue_next(s, wt, G);
+
+  // -- embed (block 0): x = table[token], x16, ss[0] = sum x^2, ss[1 ..] = 0 -------------------------
+  if (b == 0) {
+    AUTOSCHED_TL(0, 0, AUTOSCHED_NOW());
+    AUTOSCHED_TL(0, 1, AUTOSCHED_NOW());
+    const float* row = table + (long long)token[0] * dim;
+    float sq = 0.f;
+    for (int i = tid; i < dim; i += THREADS) {
+      const float v = row[i];
+      x[i] = v;
+      x16[i] = __float2half_rn(v);
+      sq += v * v;
+    }
+    sq = block_sum<THREADS>(sq, red_att);
+    if (tid == 0) ss[0] = sq;
+    for (int i = 1 + tid; i < n_ss; i += THREADS) ss[i] = 0.0;
+    __syncthreads();
+    if (tid == 0) {
+      __threadfence();
+      add_release(done, 1u);
+    }
+    AUTOSCHED_TL(0, 2, AUTOSCHED_NOW());
+  }
+
+  // thread 0 waits until done[p] >= target; then the whole block may read what p wrote
+  auto wait_for = [&](int p, u32 target) {
+    if (tid == 0) {
+      while (ld_acquire(done + p) < target) __nanosleep(64);
+      __threadfence();
+    }
+    __syncthreads();
+  };
+
+  Cursor cc{b, 0, 0};                       // the next chunk to compute
+  Mat a = mat_of<W, STAGE_BYTES, RS>(s, 0);
+  u32 seq = 0;                              // chunks computed so far
+  float best = neg_inf();
+  int best_at = 0x7fffffff;
+  uint4 xf[XV];
+  const int nm = 4 * n_layers + 1;
+  for (int m = 0; m < nm; ++m) {
+    const int l = m / 4, kind = m == 4 * n_layers ? 4 : m % 4;
+    const int ph = kind == 4 ? 5 * n_layers + 1 : 1 + 5 * l + (kind == QKV ? 0 : kind + 1);   // its phase
+    if (kind == O) {
+      // -- attention of layer l: items (head, slice) after the qkv matmul --------------------------
+      const int items = n_heads * nsplit;
+      if (b < items) {
+        const int pa = ph - 1;
+        AUTOSCHED_TL(pa, 0, AUTOSCHED_NOW());
+        u32 mine = 0;
+        __half* kc = k_cache + (long long)l * seq_len * kv_dim;
+        __half* vc = v_cache + (long long)l * seq_len * kv_dim;
+        // the first item to get past its early return waits (one past the context's slices never reads qkv)
+        bool waited = false;
+        const u32 target = (u32)mat_of<W, STAGE_BYTES, RS>(s, 4 * l).chunks;
+        auto wait = [&]() {
+          if (!waited) {
+            wait_for(pa - 1, target);
+            AUTOSCHED_TL(pa, 1, AUTOSCHED_NOW());
+            waited = true;
+          }
+        };
+        for (int it = b; it < items; it += G) {
+          attention_item<__half, THREADS, decltype(wait), KPRE, PAIRS>(
+              att, part, count, qkv, kc, vc, pos, rope_cs, n_heads, kv_dim, head_size, kv_mul, it % n_heads,
+              it / n_heads, nsplit, red, red_att, ticket, wait);
+          __syncthreads();     // the next item rewrites the shared buffers
+          ++mine;
+        }
+        __syncthreads();
+        if (tid == 0) {
+          __threadfence();
+          add_release(done + pa, mine);
+        }
+        AUTOSCHED_TL(pa, 2, AUTOSCHED_NOW());
+      }
+    }
+    settle<W, STAGE_BYTES, RS>(s, cc, a);  // a: the matrix of cc's chunk
+    if (cc.m != m) continue;                 // no chunk of this matmul is ours
+    // -- the matmul's input: its predecessor done, then this thread's activations ----------------
+    const int pred = kind == QKV ? (l == 0 ? 0 : ph - 1) : kind == 4 ? 5 * n_layers : ph - 1;
+    const int kp = pred == 0 ? 0 : (pred - 1) % 5;                 // the predecessor's kind
+    const u32 target = pred == 0 ? 1u
+                       : kp == 1 ? (u32)(n_heads * nsplit)
+                                 : (u32)mat_of<W, STAGE_BYTES, RS>(s, 4 * ((pred - 1) / 5) + (kp == 0 ? 0 : kp - 1)).chunks;
+    AUTOSCHED_TL(ph, 0, AUTOSCHED_NOW());
+    wait_for(pred, target);
+    AUTOSCHED_TL(ph, 1, AUTOSCHED_NOW());
+    const __half* xin = kind == O ? att : kind == DOWN ? hb : x16;
+    load_acts<W, THREADS, XV>(xin, a.k, xf);
+    const int ssi = kind == QKV ? 2 * l : kind == GATE_UP ? 2 * l + 1 : 2 * n_layers;
+    const float sc = (kind == QKV || kind == GATE_UP || kind == 4)
+                         ? epi::norm_scale(epi::Args{nullptr, ss + ssi, nullptr, dim, eps}) : 1.f;
+    u32 mine = 0;
+    u64 ring_ns = 0;
+    // the chunk before this one, whose partials wait in red[pbuf] for their epilogue: summed and
+    // finished after the next chunk's barrier, by the threads that own its rows (one barrier a chunk)
+    int prow0 = -1, prows = 0, pbuf = 0;
+    auto finish_prev = [&]() {
+      const float* rb = red + pbuf * NW * RED_STRIDE;
+      auto row_sum = [&](int r) {
+        float f = 0.f;
+#pragma unroll
+        for (int w = 0; w < NW; ++w) f += rb[w * RED_STRIDE + r];
+        return f;
+      };
+      if (kind == GATE_UP) {
+        if (2 * tid < prows) {
+          const float g = row_sum(2 * tid) * sc, u = row_sum(2 * tid + 1) * sc;
+          hb[prow0 / 2 + tid] = __float2half_rn(g / (1.f + __expf(-g)) * u);
+        }
+      } else if (kind == O || kind == DOWN) {
+        float sq = 0.f;
+        if (tid < prows) {
+          const int r = prow0 + tid;
+          const float v = x[r] + row_sum(tid);
+          x[r] = v;
+          x16[r] = __float2half_rn(v);
+          sq = v * v;
+        }
+        if ((tid & ~31) < prows) {            // the warps that own rows (a warp-uniform test)
+          sq = warp_sum(sq);
+          if (lane == 0) atomicAdd(ss + (kind == O ? 2 * l + 1 : 2 * l + 2), (double)sq);
+        }
+      } else if (tid < prows) {
+        const float f = row_sum(tid) * sc;
+        if (kind == QKV) {
+          qkv[prow0 + tid] = __float2half_rn(f);
+        } else {
+          const __half h = __float2half_rn(f);
+          const float hf = __half2float(h);
+          logits[prow0 + tid] = h;
+          logits_f[prow0 + tid] = hf;
+          better_of(best, best_at, hf, prow0 + tid);
+        }
+      }
+    };
+    while (cc.m == m) {
+      const int row0 = (cc.g - cc.base) * a.rows, rows = min(a.rows, a.n - row0);
+      const char* sp = smem + (long long)(seq % STAGES) * STAGE_BYTES;
+#if defined(AUTOSCHED_TIMELINE)
+      const u64 t0 = now_ns();
+#endif
+      // the slot of the chunk before is refilled only after this barrier, so a group fewer is in
+      // flight than slots: waiting until STAGES - 2 remain is when this chunk's group has landed
+      cp_wait<STAGES - 2>();
+      __syncthreads();      // this chunk landed; the one before is read (its slot free) and reduced
+#if defined(AUTOSCHED_TIMELINE)
+      ring_ns += now_ns() - t0;
+#endif
+      if (prow0 >= 0) {
+        ring.issue_next(s, wt, G);
+        finish_prev();
+      }
+      float* rb = red + (seq & 1) * NW * RED_STRIDE;
+      switch (kind) {
+        case QKV: chunk_partials<W, THREADS, XV, QKV_R>(sp, a.k, xf, rb); break;
+        case O: chunk_partials<W, THREADS, XV, O_R>(sp, a.k, xf, rb); break;
+        case GATE_UP: chunk_partials<W, THREADS, XV, GU_R>(sp, a.k, xf, rb); break;
+        case DOWN: chunk_partials<W, THREADS, XV, DOWN_R>(sp, a.k, xf, rb); break;
+        default: chunk_partials<W, THREADS, XV, CLS_R>(sp, a.k, xf, rb); break;
+      }
+      prow0 = row0;
+      prows = rows;
+      pbuf = seq & 1;
+      ++seq;
+      ++mine;
+      cc.g += G;
+      settle<W, STAGE_BYTES, RS>(s, cc, a);
+    }
+    __syncthreads();        // the last chunk is read and reduced
+    ring.issue_next(s, wt, G);
+    finish_prev();
+    (void)ring_ns;
+    AUTOSCHED_TL(ph, 3, ring_ns);
+    if (kind != 4) {
+      __syncthreads();                        // the block's outputs, before thread 0's release
+      if (tid == 0) {
+        __threadfence();
+        add_release(done + ph, mine);
+      }
+    }
+    AUTOSCHED_TL(ph, 2, AUTOSCHED_NOW());
+  }
+
+  // -- argmax over the blocks' winners (first of ties); the last block picks the token ------------
+  block_argmax<THREADS>(best, best_at, bv, bi);
+  if (tid == 0) {
+    best_v[b] = best;
+    best_i[b] = best_at;
+    __threadfence();
+    ticket = atomicAdd(best_count, 1u);
+  }
+  __syncthreads();
+  if (ticket != (unsigned)G - 1) return;
+  __threadfence();
+  best = neg_inf();
+  best_at = 0x7fffffff;
+  for (int k = tid; k < G; k += THREADS) better_of(best, best_at, __ldcg(best_v + k), __ldcg(best_i + k));
+  block_argmax<THREADS>(best, best_at, bv, bi);
+  if (tid == 0) {
+    token[0] = best_at < vocab ? best_at : 0;     // all-NaN logits: the host sees them in logits_f
+    pos[0] += 1;
+    best_count[0] = 0;
+  }
+  // every block has passed every wait (each took its ticket after them): ready for the next step
+  for (int i = tid; i < 5 * n_layers + 1; i += THREADS) done[i] = 0u;
+}
