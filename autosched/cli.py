@@ -406,7 +406,8 @@ def cmd_generate(args) -> int:
     from autosched.engine.engine import Engine
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress, Database(args.db) as db:
-        eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, reverify=args.reverify, progress=progress)
+        eng = Engine(cfg, weights, args.quant, db=db, verify=args.verify, reverify=args.reverify, progress=progress,
+                     step=args.step)
     for line in eng.describe(args.model):
         err_console.print(f"[dim]{line}[/]" if not line.startswith("untuned") else f"[yellow]{line}[/]", highlight=False)
     out = sys.stdout.buffer
@@ -736,6 +737,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reverify", action="store_true",
                    help="time the candidates in the decode step again, though the database holds their "
                         "times from an engine of the same model, device and candidates")
+    s.add_argument("--step", choices=("kernels", "dataflow", "auto"), default="kernels",
+                   help="the decode step: kernels (default: a kernel per matmul and attention, in a CUDA graph), "
+                        "dataflow (one persistent kernel a step, blocks waiting on counters, weights streamed "
+                        "ahead; fp16 and q4f16_1), or auto (time both in the step, serve the faster)")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_generate)
     return p

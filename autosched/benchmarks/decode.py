@@ -274,7 +274,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
 
 
 def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_dir="bench/results", quick=False,
-        tune_trials: int = 64, db_path=None, log=print) -> Path:
+        tune_trials: int = 64, db_path=None, log=print, step: str = "kernels") -> Path:
     import torch
 
     from autosched.benchmarks.common import write_results
@@ -300,7 +300,8 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                 extra.setdefault("tuning", {}).update(tune_model_gemvs(cfg, db, builder, trials, log))
             for fmt in formats:
                 t0 = time.perf_counter()
-                eng = Engine(cfg, w, fmt, builder=builder, db=db, reverify=True)   # times afresh, stores
+                # times afresh, stores; step="auto" times the dataflow step too and serves the faster
+                eng = Engine(cfg, w, fmt, builder=builder, db=db, reverify=True, step=step if fmt in ("fp16", "q4f16_1") else "kernels")
                 build_s = time.perf_counter() - t0
                 tp = engine_tokens_per_s(torch, eng, 16 if quick else steps)
                 wb = eng.weight_bytes_per_token()
@@ -408,8 +409,12 @@ def main(argv=None) -> int:
                     help="measured configs to have per q4f16_1 GEMV shape of each model (4x for a 7B; 0: no "
                          "tuning, serve what the database and recordings have)")
     ap.add_argument("--db", default=None, help="tuning database (default: the user's)")
+    ap.add_argument("--step", choices=("kernels", "dataflow", "auto"), default="kernels",
+                    help="the engines' decode step (auto: the faster of the per-kernel and dataflow steps, "
+                         "timed in the step; their times are in each row's matmuls lines)")
     a = ap.parse_args(argv)
-    path = run(tuple(a.models.split(",")), tuple(a.formats.split(",")), a.out, a.quick, a.tune_trials, a.db)
+    path = run(tuple(a.models.split(",")), tuple(a.formats.split(",")), a.out, a.quick, a.tune_trials, a.db,
+               step=a.step)
     print(f"wrote {path}")
     return 0
 

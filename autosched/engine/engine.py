@@ -27,11 +27,14 @@ slice 64 positions.
     logits = eng.prefill(prompt)              # the prompt through each layer at once (engine/prefill.py)
     tokens = eng.generate(prompt, 64)         # greedy
 
-Engine(..., step="auto") (the default) also builds the dataflow step (engine/dataflow.py,
+Engine(..., step="auto") also builds the dataflow step (engine/dataflow.py,
 kernels/dataflow_step.cuh: the whole step as one persistent kernel whose blocks wait on per-phase
 counters instead of kernel boundaries, weights streamed into shared memory ahead of the data), times
-its knobs and the per-kernel step in the step itself, and serves the fastest; step="kernels" or
-step="dataflow" serves one of them.  A model or format the dataflow step refuses gets the per-kernel step.
+its knobs and the per-kernel step in the step itself, and serves the fastest; step="dataflow" serves
+it alone.  The default, step="kernels", builds only the per-kernel step: on the H200 the dataflow step
+ran at 0.99-1.01x of it (bench/results/dataflow-ab-NVIDIA_H200-2026-11-28.json), not enough to
+pay for its second copy of the weights and its timing.  A model or format the dataflow step refuses
+gets the per-kernel step.
 
 A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (8) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
@@ -153,7 +156,7 @@ class Engine:
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = VERIFY, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto", step: str = "auto", descent: bool = True):
+                 prefill_backend: str = "auto", step: str = "kernels", descent: bool = True):
         import torch
         from cuda.core import Device
 

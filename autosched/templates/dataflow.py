@@ -27,6 +27,11 @@ KINDS = ("qkv", "o", "gate_up", "down", "cls")
 SMEM_LIMIT = 227 * 1024           # sm_90's opt-in shared memory a block
 STATIC_SMEM = THREADS * 8 * 4 + 4 + 2 * 4 * (THREADS // 32)     # the kernel's static buffers
 TIMELINE_MACRO = "-DAUTOSCHED_TIMELINE"
+# rows a chunk x activation units a thread, the products a thread's chunk loop unrolls: 128 is the
+# most run on a GPU (llama3.2-1b q4f16_1 at 3x64K); the Llama-2-7B shape's q4f16_1 at 3x64K (168)
+# stopped with an illegal instruction, not yet explained (H200, 2026-11-28,
+# bench/results/dataflow-ab-NVIDIA_H200-2026-11-28.log)
+UNROLLED_DOTS = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +137,12 @@ def refusal(cfg, fmt: str, knobs: Knobs | None = None) -> str | None:
         return f"{knobs.label()}: the ring needs 3 slots at least (one in flight beside the two in use)"
     if smem_bytes(knobs) + STATIC_SMEM > SMEM_LIMIT:
         return f"{knobs.label()}: {smem_bytes(knobs) + STATIC_SMEM} bytes of shared memory a block, over {SMEM_LIMIT}"
-    if acts_per_thread(cfg) > 8:
+    xv = acts_per_thread(cfg)
+    widest = max(xv * chunk_rows(fmt, kind, k, knobs) for kind, (_, k) in matrices(cfg).items())
+    if widest > UNROLLED_DOTS:
+        return (f"{knobs.label()}: {widest} unrolled row x unit products a thread, over the {UNROLLED_DOTS} run "
+                f"on a GPU")
+    if xv > 8:
         return f"K up to {max(k for _, k in matrices(cfg).values())}: more activations a thread than its registers hold"
     return None
 

@@ -58,6 +58,14 @@ def test_refusals_name_the_problem():
         df.dataflow_step_spec(wide, "fp16", "sm_90a", df.Knobs(3, 96 * 1024, 32))
 
 
+def test_refuses_a_chunk_loop_past_what_ran():
+    seven = SEED_CONFIGS["llama2-7b"]
+    assert "168 unrolled" in df.refusal(seven, "q4f16_1", df.Knobs(3, 64 * 1024, 32))
+    assert df.refusal(seven, "q4f16_1", df.Knobs(4, 48 * 1024, 32)) is None          # 126: ran
+    assert df.refusal(ONE_B, "q4f16_1", df.Knobs(3, 64 * 1024, 32)) is None          # 128: ran
+    assert df.Knobs(3, 64 * 1024, 32) not in df.choices(seven, "q4f16_1")
+
+
 def test_attention_slices():
     assert df.splits(ONE_B, 132) == 4 and df.splits(ONE_B, 16) == 1
     assert df.splits(LlamaConfig(256, 768, 2, 4, 2, 1000, 64), 132) == 2      # slices of >= 32 positions

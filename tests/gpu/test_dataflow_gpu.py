@@ -101,7 +101,7 @@ def test_long_context(builder):
 def test_engine_auto_times_both_and_serves_the_faster(builder):
     from autosched.engine.engine import Engine
     w = _weights(GQA_1B)
-    eng = Engine(GQA_1B, w, "fp16", builder=builder, batched_prefill=False, verify=1)
+    eng = Engine(GQA_1B, w, "fp16", builder=builder, batched_prefill=False, verify=1, step="auto")
     assert "kernels" in eng.flow_times and len(eng.flow_times) >= 2
     best = min(eng.flow_times, key=eng.flow_times.get)
     assert eng.flow_served == (best != "kernels")
