@@ -19,14 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from autosched.errors import AutoschedError
 from autosched.registry import family, family_of, templates_for
 
 GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
 RUNNERS = ("auto", "gpu", "replay", "ray")   # ray: a Ray cluster (api.tune(cluster=...), --cluster)
-
-
-class AutoschedError(ValueError):
-    """A request that cannot be carried out as given; the message says which input and why."""
 
 
 def workload(op: str, shape: str, **options):
@@ -375,7 +372,7 @@ def best_config(w, *, device=None, db=None, k: int = 1):
     from autosched.selection import rank
     w = _as_workload(w)
     device = device or target_device(w)
-    with _database(db) as database:
+    with _database(db, readonly=True) as database:
         top = rank(w, device, database, k=k)
     return top if k > 1 else top[0]
 
@@ -411,7 +408,7 @@ def export(w, out: str | Path | None = None, *, config: dict | None = None, temp
             raise AutoschedError(f"a config is a JSON object of knob values, got {config!r}")
         t, source = ts[0], "given config"
     else:
-        with _database(db) as database:
+        with _database(db, readonly=True) as database:
             try:
                 cand = best_known(w, device_key, database, templates=ts)
             except NothingKnown as e:
@@ -533,24 +530,34 @@ def current_build(template_name: str) -> str | None:
         return None
 
 
-def stale_rows(db=None, device_key: str | None = None) -> dict:
+def stale_rows(db=None, device_key: str | None = None, recordings=None) -> dict:
     """(workload key, device key, template) -> database rows measured with another build than this
     version's (an edited kernel, another NVRTC, or unknown: rows from before builds were kept).
-    They stay in the file and rank nothing."""
-    with _database(db) as database:
-        return database.stale(current_build, device_key)
+    They stay in the file and rank nothing.  A replay's rows are of its recording's build, which a
+    rerun resumes from, so the builds of `recordings` ([(path, Recording)], default the shipped
+    ones) count as current too."""
+    from autosched.measure.recording import load_shipped
+    replayed: dict[str, set[str]] = {}
+    for _, rec in (load_shipped() if recordings is None else recordings):
+        replayed.setdefault(rec.template, set()).add(rec.build_id)
+
+    def current(template: str) -> set[str]:
+        return {b for b in (current_build(template),) if b} | replayed.get(template, set())
+    with _database(db, readonly=True) as database:
+        return database.stale(current, device_key)
 
 
 class _database:
-    """A Database from a path (opened and closed here) or an open one (left open)."""
+    """A Database from a path (opened and closed here; readonly: for reading only, see Database) or
+    an open one (left open)."""
 
-    def __init__(self, db):
-        self.db, self.own = db, not hasattr(db, "conn")
+    def __init__(self, db, readonly: bool = False):
+        self.db, self.own, self.readonly = db, not hasattr(db, "conn"), readonly
 
     def __enter__(self):
         if self.own:
             from autosched.database import Database
-            self.db = Database(self.db)
+            self.db = Database(self.db, readonly=self.readonly)
         return self.db
 
     def __exit__(self, *exc):

@@ -152,7 +152,7 @@ def cmd_devices(args) -> int:
         for p, r in recs:
             t.add_row(p.name, r.workload_key, r.template, r.device.name, f"{len(r.entries):,}", r.date)
         console.print(t)
-    stale = api.stale_rows(args.db)
+    stale = api.stale_rows(args.db, recordings=recs)
     if stale:
         t = Table("workload", "GPU", "template", "stale rows", title="database rows of other builds (kept, not "
                   "used: an edited .cuh, another NVRTC, or from before builds were recorded)", title_justify="left")

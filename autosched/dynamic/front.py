@@ -136,7 +136,7 @@ def dynamic_dispatcher(dw, *, db=None, device=None):
     if device is None:
         from autosched.device import gpu_count, query
         device = query() if gpu_count() else open_dynamic_runner("synthetic")[0].device_info
-    with _database(db) as database:
+    with _database(db, readonly=True) as database:
         res = load_result(database.path, dw.key, device.key)
     return res.dispatcher if res is not None else None
 
