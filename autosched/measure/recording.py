@@ -272,12 +272,47 @@ def shipped_recordings() -> list[Path]:
     return out
 
 
-def _load_or_skip(path) -> Recording | None:
+# a recording file read once per process: (path, mtime, size) -> Recording, and -> (workload key,
+# template) for the files find_recording only looked into.  Each call loaded every shipped file
+# anew (seconds each), and one answer asks for several
+_LOADED: dict[tuple, Recording] = {}
+_KEYS: dict[tuple, tuple] = {}
+
+
+def _file_key(path) -> tuple | None:
     try:
-        return Recording.load(path)
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (str(path), st.st_mtime_ns, st.st_size)
+
+
+def _load_or_skip(path) -> Recording | None:
+    key = _file_key(path)
+    if key in _LOADED:
+        return _LOADED[key]
+    try:
+        rec = Recording.load(path)
     except ValueError as e:
         warnings.warn(f"skipped a recording that does not load: {e}", RecordingWarning, stacklevel=3)
         return None
+    if key is not None:
+        _LOADED[key] = rec
+    return rec
+
+
+def _holds(path) -> tuple | None:
+    """(workload key, template) a recording file says it holds, read without its rows; None where
+    the file does not say (load it to learn why)."""
+    key = _file_key(path)
+    if key not in _KEYS:
+        try:
+            with gzip.open(path, "rt") as f:
+                doc = json.load(f)
+            _KEYS[key] = (doc.get("workload"), doc.get("template"))
+        except (OSError, EOFError, ValueError, AttributeError):
+            return None
+    return _KEYS[key]
 
 
 def load_shipped(paths=None) -> list[tuple[Path, Recording]]:
@@ -295,6 +330,9 @@ def find_recording(workload_key: str, template: str, paths=None) -> Recording | 
     """The first recording of `workload_key` by `template` among `paths` (default: the shipped
     ones); a recording that does not load is skipped with a RecordingWarning."""
     for p in (paths or shipped_recordings()):
+        holds = _holds(p)
+        if holds is not None and holds != (workload_key, template):
+            continue
         rec = _load_or_skip(p)
         if rec is not None and rec.workload_key == workload_key and rec.template == template:
             return rec
