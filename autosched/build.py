@@ -102,6 +102,13 @@ def build_for(template, device_key: str) -> str:
     return build_id(template, nvrtc if sep else None)
 
 
+def current_builds(template, device_key: str) -> tuple[str, ...]:
+    """The builds whose timings of `template` on `device_key` are current: this source under the
+    NVRTC of the device key (a recording's GPU, seen from a machine without one) and under this
+    machine's (the same one on a GPU here)."""
+    return tuple(dict.fromkeys((build_for(template, device_key), build_id(template))))
+
+
 def _macros(options: tuple[str, ...]) -> list[str] | None:
     """KernelSpec.options may only define macros: anything else would change the cache key
     without reaching NVRTC, so it is refused."""

@@ -73,8 +73,9 @@ COLUMNS = ("workload_key", "device_key", "template", "config_hash", "config", "s
            "source", "cost_s", "versions", "timestamp", "runs", "build")
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM measurements"
 
-# a query's build: one build id, a mapping template -> build id, or None (every build)
-Builds = Union[str, Mapping[str, str], None]
+# a query's build: one build id, several (a tuple: any of them), a mapping template -> build id, or
+# None (every build)
+Builds = Union[str, tuple, Mapping[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,7 @@ class Database:
     def measured(self, workload_key: str, device_key: str, template: str, *,
                  build: Builds = None) -> dict[str, Record]:
         """config_hash -> Record of everything already measured for this workload and device."""
-        where, args = _build_filter(build)
+        where, args = build_filter(build)
         rows = self.conn.execute(
             _SELECT + " WHERE workload_key=? AND device_key=? AND template=?" + where,
             (workload_key, device_key, template) + args).fetchall()
@@ -343,7 +344,7 @@ class Database:
         """(config, workload params, median us or inf if failed) of every workload measured with
         this template on this device: training data for a cost model."""
         from autosched.workloads import workload_from_key
-        where, args = _build_filter(build)
+        where, args = build_filter(build)
         out, params = [], {}
         for wk, cfg, st, med in self.conn.execute(
                 "SELECT workload_key, config, status, median_us FROM measurements "
@@ -357,7 +358,7 @@ class Database:
     def fastest(self, workload_key: str, device_key: str, template: str | None = None, k: int = 1, *,
                 build: Builds = None) -> list[Record]:
         """Up to k measurements that passed their check, fastest first."""
-        where, bargs = _build_filter(build)
+        where, bargs = build_filter(build)
         q = (_SELECT + " WHERE workload_key=? AND device_key=? AND status='ok'"
              + (" AND template=?" if template else "") + where + " ORDER BY median_us LIMIT ?")
         args = (workload_key, device_key) + ((template,) if template else ()) + bargs + (k,)
@@ -372,7 +373,7 @@ class Database:
     def tuning_seconds(self, workload_key: str, device_key: str, template: str, *,
                        build: Builds = None) -> float:
         """Wall time all tuning runs spent on this workload (sum of the per-measurement costs)."""
-        where, args = _build_filter(build)
+        where, args = build_filter(build)
         row = self.conn.execute("SELECT SUM(cost_s) FROM measurements WHERE workload_key=? AND "
                                 "device_key=? AND template=?" + where,
                                 (workload_key, device_key, template) + args).fetchone()
@@ -454,12 +455,14 @@ class Database:
         self.close()
 
 
-def _build_filter(build: Builds) -> tuple[str, tuple]:
+def build_filter(build: Builds) -> tuple[str, tuple]:
     """SQL condition (to append after a WHERE) and its arguments for a query's `build`."""
     if build is None:
         return "", ()
     if isinstance(build, str):
         return " AND build=?", (build,)
+    if isinstance(build, tuple) and build:
+        return " AND build IN (" + ", ".join("?" * len(build)) + ")", build
     if not build:
         return " AND 0", ()
     pairs = tuple(x for tpl_build in sorted(build.items()) for x in tpl_build)

@@ -47,8 +47,8 @@ def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=
     if build == ANY:
         return db.fastest(workload_key, device_key, template.family, k)
     if build == CURRENT:
-        from autosched.build import build_for
-        build = build_for(template, device_key)
+        from autosched.build import current_builds
+        build = current_builds(template, device_key)
     return db.fastest(workload_key, device_key, template.family, k, build=build)
 
 
@@ -68,8 +68,8 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
     if rec.build:                 # a recording that names its build: of an edited kernel, it says nothing
-        from autosched.build import build_for
-        if rec.build != build_for(template, device.key):
+        from autosched.build import current_builds
+        if rec.build not in current_builds(template, device.key):
             return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
 
