@@ -463,6 +463,8 @@ def model_config(spec: str):
         return read_hf_config(path) if path.is_dir() else read_header(path)
     except OSError as e:
         raise AutoschedError(f"model {path}: cannot read it ({e})") from e
+    except ValueError as e:          # HFError, a llama2.c header that is not one: they name the file
+        raise AutoschedError(str(e)) from e
 
 
 def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, runner: str = "auto", db=None,
@@ -490,9 +492,13 @@ def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, ru
 
 
 def convert(source: str | Path, dest: str | Path, *, force: bool = False):
-    """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory (the
-    direction follows the source: a directory is read as Hugging Face).  Never writes over its own
-    input, nor over an existing file unless `force`.  Returns (config, what was written)."""
+    """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory.  The
+    source is read by its kind (a directory: Hugging Face; a file: llama2.c); the output format is
+    the destination's: a path ending in .bin, or any destination of a Hugging Face source, gets a
+    llama2.c file, any other a Hugging Face directory.  Never writes over its own input, nor over an
+    existing path unless `force`; the output is renamed into place when whole, so a conversion cut
+    short leaves nothing at `dest`.  Returns (config, what was written)."""
+    from autosched.atomic import replacing
     from autosched.models.hf import read_hf, write_hf
     from autosched.models.llama2c import read_checkpoint, write_checkpoint
     src, dst = Path(source), Path(dest)
@@ -503,13 +509,14 @@ def convert(source: str | Path, dest: str | Path, *, force: bool = False):
             raise AutoschedError(f"{dst} is the source {src} or inside it: a conversion never writes over its input")
         if not force:
             raise AutoschedError(f"{dst} exists: pass force=True (--force) to write over it")
-    if src.is_dir():
-        cfg, weights = read_hf(src)
-        write_checkpoint(dst, cfg, weights)
-        return cfg, "llama2.c checkpoint"
-    cfg, weights = read_checkpoint(src)
-    write_hf(dst, cfg, weights)
-    return cfg, "Hugging Face directory"
+    cfg, weights = read_hf(src) if src.is_dir() else read_checkpoint(src)
+    to_llama2c = src.is_dir() or dst.suffix.lower() == ".bin"
+    with replacing(dst, folder=not to_llama2c) as out:
+        if to_llama2c:
+            write_checkpoint(out, cfg, weights)
+        else:
+            write_hf(out, cfg, weights)
+    return cfg, "llama2.c checkpoint" if to_llama2c else "Hugging Face directory"
 
 
 def devices():

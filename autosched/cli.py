@@ -363,10 +363,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)      # unwinds, so a write in progress removes its temporary
+
+
 def cmd_convert(args) -> int:
-    """llama2.c checkpoint <-> Hugging Face Llama directory (weights; the format is told by the source)."""
+    """llama2.c checkpoint <-> Hugging Face Llama directory (the output's format by the destination)."""
+    import signal
+
     from autosched import api
-    cfg, kind = api.convert(args.source, args.dest, force=args.force)
+    before = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        cfg, kind = api.convert(args.source, args.dest, force=args.force)
+    finally:
+        signal.signal(signal.SIGTERM, before)
     console.print(f"wrote {args.dest} ({kind}): dim {cfg.dim}, {cfg.n_layers} layers, {cfg.n_heads} heads "
                   f"({cfg.n_kv_heads} kv), vocab {cfg.vocab_size}, {cfg.n_params():,} parameters")
     return 0
@@ -682,10 +692,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("convert", help="llama2.c checkpoint <-> Hugging Face Llama directory",
                        description="Convert model weights between the llama2.c format (a .bin file) and a "
-                                   "Hugging Face Llama directory (config.json + model.safetensors); the "
-                                   "direction follows the source: a directory is read as Hugging Face.")
+                                   "Hugging Face Llama directory (config.json + model.safetensors).  The source "
+                                   "is read by its kind (a directory is Hugging Face, a file llama2.c); the "
+                                   "output is a llama2.c file where DEST ends in .bin or the source is a "
+                                   "Hugging Face directory, else a Hugging Face directory.  It is written "
+                                   "under a temporary name beside DEST and renamed when whole, so an "
+                                   "interrupted conversion leaves nothing at DEST.")
     s.add_argument("source", help="a llama2.c .bin, or a Hugging Face directory")
-    s.add_argument("dest", help="the file or directory to write (never the source)")
+    s.add_argument("dest", help="the file (.bin: llama2.c) or directory (Hugging Face) to write; never the source")
     s.add_argument("--force", action="store_true", help="write over DEST if it exists")
     s.set_defaults(fn=cmd_convert)
 

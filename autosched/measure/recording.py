@@ -115,9 +115,8 @@ class Recording:
                "protocol": self.protocol, "versions": self.versions, "date": self.date,
                "space_size": self.space_size, "knobs": self.knobs, "columns": list(COLUMNS),
                "rows": rows, "errors": errors, "build": self.build}
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(path, "wt") as f:
+        from autosched.atomic import replacing
+        with replacing(path) as tmp, gzip.open(tmp, "wt") as f:
             json.dump(doc, f, separators=(",", ":"))
 
     @classmethod
