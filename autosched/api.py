@@ -127,7 +127,7 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
     """`w`'s recordings of `templates`, or an error that says what would replay instead: the
     templates this shape has recordings of (where only the named one has none), else the shapes the
     operator's templates have recordings of."""
-    from autosched.measure.recording import load_shipped
+    from autosched.measure.recording import recorded
     from autosched.workloads import workload_from_key
     recs = recordings_for(w, templates)
     if recs:
@@ -140,7 +140,7 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
                                  f"this shape's recordings of {', '.join(others)} (leave the template out, or name "
                                  "one of those)")
     fams = {t.family for t in templates_for(w)}
-    shapes = sorted({workload_from_key(r.workload_key).shape_str for _, r in load_shipped() if r.template in fams})
+    shapes = sorted({workload_from_key(wk).shape_str for wk, t in recorded() if t in fams})
     raise AutoschedError(f"{why} and no recording for {w.key}: the replay runner can only answer for recorded "
                          f"shapes (shipped for {', '.join(sorted(fams))}: {', '.join(shapes) or 'none'}; "
                          "`autosched devices` lists every recording)")

@@ -308,9 +308,12 @@ def _holds(path) -> tuple | None:
         try:
             with gzip.open(path, "rt") as f:
                 doc = json.load(f)
-            _KEYS[key] = (doc.get("workload"), doc.get("template"))
+            holds = (doc.get("workload"), doc.get("template"))
         except (OSError, EOFError, ValueError, AttributeError):
             return None
+        if not all(isinstance(x, str) for x in holds):
+            return None
+        _KEYS[key] = holds
     return _KEYS[key]
 
 
@@ -323,6 +326,12 @@ def load_shipped(paths=None) -> list[tuple[Path, Recording]]:
         if rec is not None:
             out.append((Path(p), rec))
     return out
+
+
+def recorded(paths=None) -> list[tuple[str, str]]:
+    """(workload key, template) of every recording of shipped_recordings() (or of `paths`) that says,
+    read from their headers, not their rows: what a refusal lists without loading them all."""
+    return [h for p in (shipped_recordings() if paths is None else paths) if (h := _holds(p)) is not None]
 
 
 def find_recording(workload_key: str, template: str, paths=None) -> Recording | None:
