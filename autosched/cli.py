@@ -116,12 +116,14 @@ class _Bar:
     def __init__(self, prog: Progress, verb: str):
         self.prog, self.verb, self.task = prog, verb, None
         self.plain = not console.is_terminal
-        self.done, self.total, self.t0, self.last = 0, 0, time.monotonic(), 0.0
+        self.done, self.total, self.t0, self.last = 0, 0, 0.0, 0.0
 
     def start(self, plan) -> None:
         _print_plan(plan)
         self.what = f"{self.verb} {plan.workload.shape_str}"
         self.total = plan.total
+        # one clock for the bar, its plain lines and the result's "in N s": the search's, from here
+        self.t0 = time.monotonic()
         self.task = self.prog.add_task(self.what, total=plan.total, best="")
 
     def result(self, cfg, m, res) -> None:
@@ -481,6 +483,10 @@ def cmd_tune_model(args) -> int:
         console.print(t)
         if not plan.shapes:
             console.print("[yellow]nothing tunable in these formats[/]")
+        else:
+            console.print(f"tuning {len(plan.shapes)} shape(s), the largest share of the step first"
+                          + ("; a shape no recording holds is served the cost model's prediction"
+                             if kind == "replay" else ""))
 
     def on_shape(row, p):
         bars[id(row)] = prog.add_task(f"{p.workload.shape_str} ({', '.join(row.shape.names)}, "
@@ -490,15 +496,21 @@ def cmd_tune_model(args) -> int:
         task = next(reversed(bars.values()))
         prog.update(task, advance=1, best=f"best {res.best.median_us:.2f} us" if res.best else "")
 
+    def on_done(row):
+        if id(row) not in bars:         # never searched: said now, not only in the table at the end
+            console.print(f"{row.shape.workload.shape_str} ({', '.join(row.shape.names)}): "
+                          + "; ".join(x for x in (row.note or row.status, row.source) if x), highlight=False)
+
     with _progress() as prog:
         run = api.tune_model(args.model, formats=formats, budget_min=args.budget, runner=args.runner, db=args.db,
                              gpus=api.parse_gpus(args.gpus), seed=args.seed, verify=not args.no_verify, on_plan=on_plan, on_shape=on_shape,
-                             on_result=on_result)
+                             on_result=on_result, on_done=on_done)
     t = Table("shape", "kernels", "share", "budget (s)", "trials", "best (us)", "default (us)", "best vs default",
               "source", title=f"tune-model {args.model} in {run.seconds:.0f} s", title_justify="left")
     for r in run.rows:
+        # a shape no recording holds spent none of its budget: its share went to the shapes after it
         t.add_row(r.shape.workload.shape_str, ", ".join(r.shape.names), f"{r.shape.share:.1%}",
-                  f"{r.shape.budget_s:.0f}", str(r.trials), f"{r.best_us:.2f}" if r.best_us else "",
+                  f"{r.shape.budget_s:.0f}" if r.status != "not recorded" else "", str(r.trials), f"{r.best_us:.2f}" if r.best_us else "",
                   f"{r.default_us:.2f}" if r.default_us else "", f"{r.speedup:.2f}x" if r.speedup else "",
                   r.source if r.status == "tuned" else f"[yellow]{r.status}[/]: {r.source or r.note}")
     console.print(t)
