@@ -150,6 +150,9 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     (api.tune sizes it for its plan), so the space is not built and walked again.
     recordings: where the model-guided strategies look for recordings of this GPU model to learn
     from (paths or Recordings; default the shipped ones)."""
+    # one clock for the run's elapsed time and its time budget, from its start: the setup below (the
+    # strategy's model, the space's walk) is time the user waits too
+    t0 = time.perf_counter()
     templates = _templates(workload, templates)
     device = runner.device_info
     search = search or SearchSpace(workload, templates, device, runner)
@@ -192,7 +195,6 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         raise ValueError(f"trials must be >= 0, got {trials}")
     limit = n_space if trials is None else min(trials, n_space)
     vers = versions(runner.name)
-    t0 = time.perf_counter()
     # the worker makes the shape's inputs and reference while the first configs compile
     runner.prepare_ahead(workload.key)
     if context:

@@ -6,6 +6,7 @@ import re
 import autosched.device
 import autosched.selection
 from autosched.cli import main
+from synthetic_recording import synthetic  # noqa: F401  (fixture)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -34,3 +35,23 @@ def test_tune_model_of_unrecorded_shapes_says_so_shape_by_shape(tmp_path, monkey
     table = text[text.index("tune-model random:llama3.2-1b in"):]
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in table.splitlines() if "not recorded" in line]
     assert len(rows) == 5 and all(r[3] == "" for r in rows)          # the budget (s) column: empty
+
+
+def test_tune_counts_its_progress_lines_and_its_result_on_one_clock(tmp_path, monkeypatch, capsys, synthetic):  # noqa: F811
+    import time
+
+    import autosched.cli
+    monkeypatch.setenv("AUTOSCHED_RECORDINGS", str(synthetic.dir))
+    monkeypatch.setattr(autosched.device, "gpu_count", lambda: 0)
+    show = autosched.cli._print_plan
+
+    def slow_plan(plan):             # a slow start (opening the runner, sizing the space) before the search
+        time.sleep(2.0)
+        show(plan)
+    monkeypatch.setattr(autosched.cli, "_print_plan", slow_plan)
+    assert main(["tune", "gemv-q4f16", "--shape", "4096x4096", "--runner", "replay", "--strategy", "random",
+                 "--trials", "20", "--db", str(tmp_path / "db")]) == 0
+    out = ANSI.sub("", capsys.readouterr().out)
+    progress = [float(s) for s in re.findall(r"tune 4096x4096: \d+/\d+ .*?\((\d+) s\)", out)]
+    total = float(re.search(r"resumed from the database\) in ([\d.]+) s", out).group(1))
+    assert progress and max(progress) <= total + 0.5
