@@ -177,3 +177,22 @@ def test_a_read_only_open_of_a_missing_file_creates_nothing(tmp_path):
     with Database(tmp_path / "none" / "db", readonly=True) as d:
         assert d.workloads() == []
     assert not (tmp_path / "none").exists()
+
+
+def test_a_disk_full_in_tune_model_stops_the_run_with_the_way_out(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("AUTOSCHED_RECORDINGS", raising=False)
+    monkeypatch.setattr(autosched.device, "gpu_count", lambda: 0)
+    init = Database.__init__
+
+    def full_disk(self, *a, **k):
+        init(self, *a, **k)
+        self.conn.execute(f"PRAGMA max_page_count={self.conn.execute('PRAGMA page_count').fetchone()[0]}")
+    monkeypatch.setattr(Database, "__init__", full_disk)
+    db = tmp_path / "db"
+    rc = main(["tune-model", "random:stories15M", "--runner", "replay", "--budget", "0.05", "--db", str(db)])
+    err = " ".join(capsys.readouterr().err.split())
+    one_line_error(rc, err, str(db), "disk is full", "free space")
+    monkeypatch.setattr(Database, "__init__", init)
+    kept = rows(db)
+    with Database(db) as d:                                  # the file still opens, with what was written
+        assert sum(n for *_, n in d.workloads()) == kept
