@@ -252,7 +252,7 @@ def _float_list(flag: str, text):
 def _print_tune_result(run) -> None:
     res, workload, device = run.result, run.plan.workload, run.plan.device
     console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from "
-                  f"the database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
+                  f"the database) in {res.wall_s:.1f} s; statuses {res.statuses}")
     _print_rates(res)
     if not res.best:
         if res.trials == 0:
