@@ -271,9 +271,9 @@ def shipped_recordings() -> list[Path]:
     return out
 
 
-# a recording file read once per process: (path, mtime, size) -> Recording, and -> (workload key,
-# template) for the files find_recording only looked into.  Each call loaded every shipped file
-# anew (seconds each), and one answer asks for several
+# a recording file read once per process, (path, mtime, size) -> its Recording, and its header once
+# -> (workload key, template): one answer (best_config of an hgemm shape) looks several up, and each
+# lookup used to load every shipped file's rows, a minute in all
 _LOADED: dict[tuple, Recording] = {}
 _KEYS: dict[tuple, tuple] = {}
 
