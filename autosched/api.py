@@ -19,14 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from autosched.errors import AutoschedError
 from autosched.registry import family, family_of, templates_for
 
 GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
 RUNNERS = ("auto", "gpu", "replay", "ray")   # ray: a Ray cluster (api.tune(cluster=...), --cluster)
-
-
-class AutoschedError(ValueError):
-    """A request that cannot be carried out as given; the message says which input and why."""
 
 
 def workload(op: str, shape: str, **options):
@@ -130,7 +127,7 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
     """`w`'s recordings of `templates`, or an error that says what would replay instead: the
     templates this shape has recordings of (where only the named one has none), else the shapes the
     operator's templates have recordings of."""
-    from autosched.measure.recording import load_shipped
+    from autosched.measure.recording import recorded
     from autosched.workloads import workload_from_key
     recs = recordings_for(w, templates)
     if recs:
@@ -143,7 +140,7 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
                                  f"this shape's recordings of {', '.join(others)} (leave the template out, or name "
                                  "one of those)")
     fams = {t.family for t in templates_for(w)}
-    shapes = sorted({workload_from_key(r.workload_key).shape_str for _, r in load_shipped() if r.template in fams})
+    shapes = sorted({workload_from_key(wk).shape_str for wk, t in recorded() if t in fams})
     raise AutoschedError(f"{why} and no recording for {w.key}: the replay runner can only answer for recorded "
                          f"shapes (shipped for {', '.join(sorted(fams))}: {', '.join(shapes) or 'none'}; "
                          "`autosched devices` lists every recording)")
@@ -375,7 +372,7 @@ def best_config(w, *, device=None, db=None, k: int = 1):
     from autosched.selection import rank
     w = _as_workload(w)
     device = device or target_device(w)
-    with _database(db) as database:
+    with _database(db, readonly=True) as database:
         top = rank(w, device, database, k=k)
     return top if k > 1 else top[0]
 
@@ -411,7 +408,7 @@ def export(w, out: str | Path | None = None, *, config: dict | None = None, temp
             raise AutoschedError(f"a config is a JSON object of knob values, got {config!r}")
         t, source = ts[0], "given config"
     else:
-        with _database(db) as database:
+        with _database(db, readonly=True) as database:
             try:
                 cand = best_known(w, device_key, database, templates=ts)
             except NothingKnown as e:
@@ -466,6 +463,8 @@ def model_config(spec: str):
         return read_hf_config(path) if path.is_dir() else read_header(path)
     except OSError as e:
         raise AutoschedError(f"model {path}: cannot read it ({e})") from e
+    except ValueError as e:          # HFError, a llama2.c header that is not one: they name the file
+        raise AutoschedError(str(e)) from e
 
 
 def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, runner: str = "auto", db=None,
@@ -493,9 +492,13 @@ def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, ru
 
 
 def convert(source: str | Path, dest: str | Path, *, force: bool = False):
-    """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory (the
-    direction follows the source: a directory is read as Hugging Face).  Never writes over its own
-    input, nor over an existing file unless `force`.  Returns (config, what was written)."""
+    """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory.  The
+    source is read by its kind (a directory: Hugging Face; a file: llama2.c); the output format is
+    the destination's: a path ending in .bin, or any destination of a Hugging Face source, gets a
+    llama2.c file, any other a Hugging Face directory.  Never writes over its own input, nor over an
+    existing path unless `force`; the output is renamed into place when whole, so a conversion cut
+    short leaves nothing at `dest`.  Returns (config, what was written)."""
+    from autosched.atomic import replacing
     from autosched.models.hf import read_hf, write_hf
     from autosched.models.llama2c import read_checkpoint, write_checkpoint
     src, dst = Path(source), Path(dest)
@@ -506,13 +509,14 @@ def convert(source: str | Path, dest: str | Path, *, force: bool = False):
             raise AutoschedError(f"{dst} is the source {src} or inside it: a conversion never writes over its input")
         if not force:
             raise AutoschedError(f"{dst} exists: pass force=True (--force) to write over it")
-    if src.is_dir():
-        cfg, weights = read_hf(src)
-        write_checkpoint(dst, cfg, weights)
-        return cfg, "llama2.c checkpoint"
-    cfg, weights = read_checkpoint(src)
-    write_hf(dst, cfg, weights)
-    return cfg, "Hugging Face directory"
+    cfg, weights = read_hf(src) if src.is_dir() else read_checkpoint(src)
+    to_llama2c = src.is_dir() or dst.suffix.lower() == ".bin"
+    with replacing(dst, folder=not to_llama2c) as out:
+        if to_llama2c:
+            write_checkpoint(out, cfg, weights)
+        else:
+            write_hf(out, cfg, weights)
+    return cfg, "llama2.c checkpoint" if to_llama2c else "Hugging Face directory"
 
 
 def devices():
@@ -533,24 +537,34 @@ def current_build(template_name: str) -> str | None:
         return None
 
 
-def stale_rows(db=None, device_key: str | None = None) -> dict:
+def stale_rows(db=None, device_key: str | None = None, recordings=None) -> dict:
     """(workload key, device key, template) -> database rows measured with another build than this
     version's (an edited kernel, another NVRTC, or unknown: rows from before builds were kept).
-    They stay in the file and rank nothing."""
-    with _database(db) as database:
-        return database.stale(current_build, device_key)
+    They stay in the file and rank nothing.  A replay's rows are of its recording's build, which a
+    rerun resumes from, so the builds of `recordings` ([(path, Recording)], default the shipped
+    ones) count as current too."""
+    from autosched.measure.recording import load_shipped
+    replayed: dict[str, set[str]] = {}
+    for _, rec in (load_shipped() if recordings is None else recordings):
+        replayed.setdefault(rec.template, set()).add(rec.build_id)
+
+    def current(template: str) -> set[str]:
+        return {b for b in (current_build(template),) if b} | replayed.get(template, set())
+    with _database(db, readonly=True) as database:
+        return database.stale(current, device_key)
 
 
 class _database:
-    """A Database from a path (opened and closed here) or an open one (left open)."""
+    """A Database from a path (opened and closed here; readonly: for reading only, see Database) or
+    an open one (left open)."""
 
-    def __init__(self, db):
-        self.db, self.own = db, not hasattr(db, "conn")
+    def __init__(self, db, readonly: bool = False):
+        self.db, self.own, self.readonly = db, not hasattr(db, "conn"), readonly
 
     def __enter__(self):
         if self.own:
             from autosched.database import Database
-            self.db = Database(self.db)
+            self.db = Database(self.db, readonly=self.readonly)
         return self.db
 
     def __exit__(self, *exc):

@@ -116,12 +116,14 @@ class _Bar:
     def __init__(self, prog: Progress, verb: str):
         self.prog, self.verb, self.task = prog, verb, None
         self.plain = not console.is_terminal
-        self.done, self.total, self.t0, self.last = 0, 0, time.monotonic(), 0.0
+        self.done, self.total, self.t0, self.last = 0, 0, 0.0, 0.0
 
     def start(self, plan) -> None:
         _print_plan(plan)
         self.what = f"{self.verb} {plan.workload.shape_str}"
         self.total = plan.total
+        # one clock for the bar, its plain lines and the result's "in N s": the search's, from here
+        self.t0 = time.monotonic()
         self.task = self.prog.add_task(self.what, total=plan.total, best="")
 
     def result(self, cfg, m, res) -> None:
@@ -152,7 +154,7 @@ def cmd_devices(args) -> int:
         for p, r in recs:
             t.add_row(p.name, r.workload_key, r.template, r.device.name, f"{len(r.entries):,}", r.date)
         console.print(t)
-    stale = api.stale_rows(args.db)
+    stale = api.stale_rows(args.db, recordings=recs)
     if stale:
         t = Table("workload", "GPU", "template", "stale rows", title="database rows of other builds (kept, not "
                   "used: an edited .cuh, another NVRTC, or from before builds were recorded)", title_justify="left")
@@ -250,7 +252,7 @@ def _float_list(flag: str, text):
 def _print_tune_result(run) -> None:
     res, workload, device = run.result, run.plan.workload, run.plan.device
     console.print(f"{res.trials} trials ({res.measured_now} measured now, {res.resumed} resumed from "
-                  f"the database) in {res.elapsed_s:.1f} s; statuses {res.statuses}")
+                  f"the database) in {res.wall_s:.1f} s; statuses {res.statuses}")
     _print_rates(res)
     if not res.best:
         if res.trials == 0:
@@ -363,10 +365,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)      # unwinds, so a write in progress removes its temporary
+
+
 def cmd_convert(args) -> int:
-    """llama2.c checkpoint <-> Hugging Face Llama directory (weights; the format is told by the source)."""
+    """llama2.c checkpoint <-> Hugging Face Llama directory (the output's format by the destination)."""
+    import signal
+
     from autosched import api
-    cfg, kind = api.convert(args.source, args.dest, force=args.force)
+    before = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        cfg, kind = api.convert(args.source, args.dest, force=args.force)
+    finally:
+        signal.signal(signal.SIGTERM, before)
     console.print(f"wrote {args.dest} ({kind}): dim {cfg.dim}, {cfg.n_layers} layers, {cfg.n_heads} heads "
                   f"({cfg.n_kv_heads} kv), vocab {cfg.vocab_size}, {cfg.n_params():,} parameters")
     return 0
@@ -472,6 +484,10 @@ def cmd_tune_model(args) -> int:
         console.print(t)
         if not plan.shapes:
             console.print("[yellow]nothing tunable in these formats[/]")
+        else:
+            console.print(f"tuning {len(plan.shapes)} shape(s), the largest share of the step first"
+                          + ("; a shape no recording holds is served the cost model's prediction"
+                             if kind == "replay" else ""))
 
     def on_shape(row, p):
         bars[id(row)] = prog.add_task(f"{p.workload.shape_str} ({', '.join(row.shape.names)}, "
@@ -481,15 +497,21 @@ def cmd_tune_model(args) -> int:
         task = next(reversed(bars.values()))
         prog.update(task, advance=1, best=f"best {res.best.median_us:.2f} us" if res.best else "")
 
+    def on_done(row):
+        if id(row) not in bars:         # never searched: said now, not only in the table at the end
+            console.print(f"{row.shape.workload.shape_str} ({', '.join(row.shape.names)}): "
+                          + "; ".join(x for x in (row.note or row.status, row.source) if x), highlight=False)
+
     with _progress() as prog:
         run = api.tune_model(args.model, formats=formats, budget_min=args.budget, runner=args.runner, db=args.db,
                              gpus=api.parse_gpus(args.gpus), seed=args.seed, verify=not args.no_verify, on_plan=on_plan, on_shape=on_shape,
-                             on_result=on_result)
+                             on_result=on_result, on_done=on_done)
     t = Table("shape", "kernels", "share", "budget (s)", "trials", "best (us)", "default (us)", "best vs default",
               "source", title=f"tune-model {args.model} in {run.seconds:.0f} s", title_justify="left")
     for r in run.rows:
+        # a shape no recording holds spent none of its budget: its share went to the shapes after it
         t.add_row(r.shape.workload.shape_str, ", ".join(r.shape.names), f"{r.shape.share:.1%}",
-                  f"{r.shape.budget_s:.0f}", str(r.trials), f"{r.best_us:.2f}" if r.best_us else "",
+                  f"{r.shape.budget_s:.0f}" if r.status != "not recorded" else "", str(r.trials), f"{r.best_us:.2f}" if r.best_us else "",
                   f"{r.default_us:.2f}" if r.default_us else "", f"{r.speedup:.2f}x" if r.speedup else "",
                   r.source if r.status == "tuned" else f"[yellow]{r.status}[/]: {r.source or r.note}")
     console.print(t)
@@ -683,10 +705,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("convert", help="llama2.c checkpoint <-> Hugging Face Llama directory",
                        description="Convert model weights between the llama2.c format (a .bin file) and a "
-                                   "Hugging Face Llama directory (config.json + model.safetensors); the "
-                                   "direction follows the source: a directory is read as Hugging Face.")
+                                   "Hugging Face Llama directory (config.json + model.safetensors).  The source "
+                                   "is read by its kind (a directory is Hugging Face, a file llama2.c); the "
+                                   "output is a llama2.c file where DEST ends in .bin or the source is a "
+                                   "Hugging Face directory, else a Hugging Face directory.  It is written "
+                                   "under a temporary name beside DEST and renamed when whole, so an "
+                                   "interrupted conversion leaves nothing at DEST.")
     s.add_argument("source", help="a llama2.c .bin, or a Hugging Face directory")
-    s.add_argument("dest", help="the file or directory to write (never the source)")
+    s.add_argument("dest", help="the file (.bin: llama2.c) or directory (Hugging Face) to write; never the source")
     s.add_argument("--force", action="store_true", help="write over DEST if it exists")
     s.set_defaults(fn=cmd_convert)
 

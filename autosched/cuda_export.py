@@ -112,5 +112,7 @@ extern "C" cudaError_t autosched_{template.family}_{tag}({params}, cudaStream_t 
 {optin}{zero}{encode}{launch_text(spec, names)}}}
 """
     out = Path(out)
-    out.write_text(text)
+    from autosched.atomic import replacing
+    with replacing(out) as tmp:
+        tmp.write_text(text)
     return out

@@ -6,7 +6,9 @@ beside the measurements), so spaces are pruned against the GPU the measurements 
 
 from __future__ import annotations
 
+import os
 import platform
+import re
 from dataclasses import asdict, dataclass
 
 # shared memory a launch gets without opting in (static arrays plus dynamic); beyond it, up to the
@@ -82,13 +84,44 @@ def _driver_version() -> str:
 
 
 def gpu_count() -> int:
-    """Number of CUDA GPUs, 0 where there is no driver or no device (never raises)."""
+    """Number of CUDA GPUs this process can use, 0 where there is no driver or no device (never
+    raises).  The host's count comes from NVML, which ignores CUDA_VISIBLE_DEVICES while every CUDA
+    context (the measuring workers') honours it, so the variable is applied here as the driver does."""
+    return visible_count(os.environ.get("CUDA_VISIBLE_DEVICES"), _host_gpus())
+
+
+def _host_gpus() -> int:
+    """The host's GPUs by NVML, without initialising CUDA in this process (it forks a build pool)."""
     try:
         from cuda.core import system
         return int(system.get_num_devices() if callable(getattr(system, "get_num_devices", None))
                    else system.num_devices)
     except Exception:  # no libcuda, no device, or a driver error: all mean "no GPU here"
         return 0
+
+
+def visible_count(visible: str | None, host: int) -> int:
+    """GPUs a CUDA context sees out of `host` under CUDA_VISIBLE_DEVICES=`visible` (None: unset).
+    As the driver reads it: comma-separated indices or GPU-/MIG- UUIDs, the list cut at the first
+    entry that names no device (an index out of range, a repeat, or a malformed entry), so "" and
+    "-1" hide every GPU.  A UUID counts as one device; the driver checks that it exists."""
+    if visible is None:
+        return host
+    seen: set[str] = set()
+    for entry in visible.split(","):
+        entry = entry.strip()
+        if entry.isdigit():
+            key = str(int(entry))
+            if int(entry) >= host:
+                break
+        elif re.fullmatch(r"(GPU|MIG)-[0-9A-Za-z/-]+", entry):
+            key = entry
+        else:
+            break
+        if key in seen:
+            break
+        seen.add(key)
+    return len(seen)
 
 
 def query(device_id: int = 0) -> DeviceInfo:

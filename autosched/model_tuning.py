@@ -74,6 +74,7 @@ def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto
     on_result(config, Measurement, TuneResult) per config, on_done(row) when it ends.
     load_weights() -> weights, for the engine's verification on a GPU (verify)."""
     from autosched import api
+    from autosched.database import DatabaseError
     from autosched.device import gpu_count
     from autosched.selection import rank
     plan = step_plan(cfg, formats, budget_s)
@@ -101,6 +102,8 @@ def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto
                                    time_s=share_s, seed=seed, gpus=None if shared_runner else gpus,
                                    on_start=(lambda p, row=row: on_shape(row, p)) if on_shape else None,
                                    on_result=on_result)
+                except DatabaseError:
+                    raise           # the file, not this shape: every later shape would fail alike
                 except api.AutoschedError as e:
                     if kind != "replay" or "no recording" not in str(e):
                         row.status, row.note = "failed", str(e)

@@ -37,7 +37,7 @@ class Candidate:
 
 # -- what is known -----------------------------------------------------------------------------
 
-CURRENT = "current"       # the build a GPU here would measure: rows of an edited kernel rank nothing
+CURRENT = "current"       # the build the device asked about measures (this source, its NVRTC): rows of an edited kernel rank nothing
 ANY = "any"               # no build filter
 
 
@@ -47,8 +47,8 @@ def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=
     if build == ANY:
         return db.fastest(workload_key, device_key, template.family, k)
     if build == CURRENT:
-        from autosched.build import build_id
-        build = build_id(template)
+        from autosched.build import current_builds
+        build = current_builds(template, device_key)
     return db.fastest(workload_key, device_key, template.family, k, build=build)
 
 
@@ -68,8 +68,8 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
     if rec.build:                 # a recording that names its build: of an edited kernel, it says nothing
-        from autosched.build import build_id
-        if rec.build != build_id(template):
+        from autosched.build import current_builds
+        if rec.build not in current_builds(template, device.key):
             return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
 

@@ -31,7 +31,8 @@ class TuneResult:
     measured_now: int = 0      # configs this run sent to the runner
     resumed: int = 0           # configs found already in the database
     statuses: dict = field(default_factory=dict)
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0     # the search's measuring loop (what the time budget limits)
+    wall_s: float = 0.0        # the whole run, its setup (space walk, the strategy's model) included
     total_tuning_s: float = 0.0   # all runs on this workload, from the database (set by callers)
     total_trials: int = 0
     best_template: str | None = None   # the template of best_config
@@ -150,6 +151,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     (api.tune sizes it for its plan), so the space is not built and walked again.
     recordings: where the model-guided strategies look for recordings of this GPU model to learn
     from (paths or Recordings; default the shipped ones)."""
+    t_start = time.perf_counter()
     templates = _templates(workload, templates)
     device = runner.device_info
     search = search or SearchSpace(workload, templates, device, runner)
@@ -284,7 +286,8 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
             break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
         batch_now = batch_next
-    res.elapsed_s = time.perf_counter() - t0
+    now = time.perf_counter()
+    res.elapsed_s, res.wall_s = now - t0, now - t_start
     if builder is not None:
         res.build_jobs = getattr(builder, "workers", 1)
     res.build_wait_s = getattr(runner, "build_wait_s", 0.0)

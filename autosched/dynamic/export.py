@@ -39,11 +39,10 @@ def artifact_path(db_path, key: str, device_key: str) -> Path:
 
 
 def save_result(result, db_path) -> Path:
+    from autosched.atomic import replacing
     p = artifact_path(db_path, result.workload.key, result.device_key)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=True))
-    tmp.replace(p)
+    with replacing(p) as tmp:
+        tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=True))
     return p
 
 
@@ -156,7 +155,9 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, void
 #endif  // __CUDACC__
 """
     out = Path(out)
-    out.write_text(text)
+    from autosched.atomic import replacing
+    with replacing(out) as tmp:
+        tmp.write_text(text)
     return out
 
 

@@ -101,6 +101,9 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
             if fam in templates and not switch.enabled():
                 raise AutoschedError(switch.refusal(fam))
     r, note = open_dynamic_runner(runner)
+    if r.name == "synthetic":
+        db = modelled_db(db)
+        note += f"; modelled rows are kept apart from measured ones, in {db}"
     with r, _database(db) as database:
         if templates is None:
             from autosched.ops.hgemm import wgmma_in_auto
@@ -130,13 +133,26 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     return res
 
 
+def modelled_db(db) -> Path | str:
+    """The database a synthetic run writes to, for the measured database `db` (a path, an open
+    Database, or None: the default): synthetic/<its name> in its folder, so that no ranking, export
+    or serving query ever meets a modelled time (its artifacts go to synthetic/dynamic/ likewise)."""
+    from autosched.database import default_db_path
+    path = Path(getattr(db, "path", None) or db or default_db_path())
+    return ":memory:" if str(path) == ":memory:" else path.parent / "synthetic" / path.name
+
+
 def dynamic_dispatcher(dw, *, db=None, device=None):
-    """The saved dispatcher of `dw` on `device` (default: this GPU, else the synthetic H100), or None."""
+    """The saved dispatcher of `dw` on `device` (default: this GPU, else the synthetic H100, whose
+    results are the modelled ones of a synthetic run), or None."""
     from autosched.dynamic.export import load_result
     if device is None:
         from autosched.device import gpu_count, query
-        device = query() if gpu_count() else open_dynamic_runner("synthetic")[0].device_info
-    with _database(db) as database:
+        if not gpu_count():
+            device, db = open_dynamic_runner("synthetic")[0].device_info, modelled_db(db)
+        else:
+            device = query()
+    with _database(db, readonly=True) as database:
         res = load_result(database.path, dw.key, device.key)
     return res.dispatcher if res is not None else None
 

@@ -115,9 +115,8 @@ class Recording:
                "protocol": self.protocol, "versions": self.versions, "date": self.date,
                "space_size": self.space_size, "knobs": self.knobs, "columns": list(COLUMNS),
                "rows": rows, "errors": errors, "build": self.build}
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(path, "wt") as f:
+        from autosched.atomic import replacing
+        with replacing(path) as tmp, gzip.open(tmp, "wt") as f:
             json.dump(doc, f, separators=(",", ":"))
 
     @classmethod
@@ -272,12 +271,50 @@ def shipped_recordings() -> list[Path]:
     return out
 
 
-def _load_or_skip(path) -> Recording | None:
+# a recording file read once per process, (path, mtime, size) -> its Recording, and its header once
+# -> (workload key, template): one answer (best_config of an hgemm shape) looks several up, and each
+# lookup used to load every shipped file's rows, a minute in all
+_LOADED: dict[tuple, Recording] = {}
+_KEYS: dict[tuple, tuple] = {}
+
+
+def _file_key(path) -> tuple | None:
     try:
-        return Recording.load(path)
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (str(path), st.st_mtime_ns, st.st_size)
+
+
+def _load_or_skip(path) -> Recording | None:
+    key = _file_key(path)
+    if key in _LOADED:
+        return _LOADED[key]
+    try:
+        rec = Recording.load(path)
     except ValueError as e:
         warnings.warn(f"skipped a recording that does not load: {e}", RecordingWarning, stacklevel=3)
         return None
+    if key is not None:
+        _LOADED[key] = rec
+    return rec
+
+
+def _holds(path) -> tuple | None:
+    """(workload key, template) a recording file says it holds, read without its rows; None where
+    the file does not say (load it to learn why)."""
+    key = _file_key(path)
+    if key not in _KEYS:
+        try:
+            with gzip.open(path, "rt") as f:
+                doc = json.load(f)
+            holds = (doc.get("workload"), doc.get("template"))
+        except (OSError, EOFError, ValueError, AttributeError):
+            return None
+        if not all(isinstance(x, str) for x in holds):
+            return None
+        _KEYS[key] = holds
+    return _KEYS[key]
 
 
 def load_shipped(paths=None) -> list[tuple[Path, Recording]]:
@@ -291,10 +328,19 @@ def load_shipped(paths=None) -> list[tuple[Path, Recording]]:
     return out
 
 
+def recorded(paths=None) -> list[tuple[str, str]]:
+    """(workload key, template) of every recording of shipped_recordings() (or of `paths`) that says,
+    read from their headers, not their rows: what a refusal lists without loading them all."""
+    return [h for p in (shipped_recordings() if paths is None else paths) if (h := _holds(p)) is not None]
+
+
 def find_recording(workload_key: str, template: str, paths=None) -> Recording | None:
     """The first recording of `workload_key` by `template` among `paths` (default: the shipped
     ones); a recording that does not load is skipped with a RecordingWarning."""
     for p in (paths or shipped_recordings()):
+        holds = _holds(p)
+        if holds is not None and holds != (workload_key, template):
+            continue
         rec = _load_or_skip(p)
         if rec is not None and rec.workload_key == workload_key and rec.template == template:
             return rec

@@ -26,19 +26,28 @@ class HFError(ValueError):
     """A Hugging Face directory that cannot be read: the message names the file (and the tensor)."""
 
 
-def read_safetensors(path) -> dict[str, np.ndarray]:
+def safetensors_header(path) -> tuple[dict[str, tuple[str, list[int], int, int]], int]:
+    """({tensor: (dtype, shape, start, end)}, where the data starts) of a safetensors file, from its
+    header alone; HFError naming the file and the tensor for a header that is not one, a tensor
+    whose byte span is not its dtype x shape, or a span past the end of the file.  The header's
+    claimed length is checked against the file before it is read (a damaged length read as is
+    asks for petabytes)."""
+    path = Path(path)
     try:
-        raw = Path(path).read_bytes()
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise HFError(f"{path}: {len(head)} bytes, too short for a safetensors file (truncated?)")
+            (n,) = struct.unpack("<Q", head)
+            if 8 + n > size:
+                raise HFError(f"{path}: truncated or not safetensors (its header claims {n:,} bytes, the file "
+                              f"has {size:,})")
+            text = f.read(n)
     except OSError as e:
         raise HFError(f"{path}: cannot read it ({e.strerror})") from e
-    if len(raw) < 8:
-        raise HFError(f"{path}: {len(raw)} bytes, too short for a safetensors file (truncated?)")
-    (n,) = struct.unpack_from("<Q", raw)
-    if 8 + n > len(raw):
-        raise HFError(f"{path}: truncated or not safetensors (its header claims {n:,} bytes, the file has "
-                      f"{len(raw):,})")
     try:
-        header = json.loads(raw[8:8 + n])
+        header = json.loads(text)
     except ValueError as e:                         # not JSON, or not UTF-8
         raise HFError(f"{path}: not a safetensors file (its header is not JSON: {e})") from e
     if not isinstance(header, dict):
@@ -51,19 +60,31 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
             raise HFError(f"{path}: tensor {name} has no dtype, shape and data_offsets")
         if info["dtype"] not in _DTYPES:
             raise HFError(f"{path}: tensor {name} has dtype {info['dtype']}, not one of {sorted(_DTYPES)}")
-        shape, offsets, dtype = info["shape"], info["data_offsets"], _DTYPES[info["dtype"]]
+        shape, offsets = info["shape"], info["data_offsets"]
         if not (_ints(shape) and _ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
             raise HFError(f"{path}: tensor {name} has shape {shape!r} and data_offsets {offsets!r}")
         a, b = offsets
-        need = math.prod(shape) * dtype.itemsize
+        need = math.prod(shape) * _DTYPES[info["dtype"]].itemsize
         if b - a != need:
             raise HFError(f"{path}: tensor {name} has {b - a:,} bytes, but shape {shape} of {info['dtype']} "
                           f"needs {need:,}")
-        if 8 + n + b > len(raw):
-            raise HFError(f"{path}: truncated: tensor {name} ends at byte {8 + n + b:,}, the file has "
-                          f"{len(raw):,}")
-        arr = np.frombuffer(raw, dtype=dtype, count=(b - a) // dtype.itemsize, offset=8 + n + a)
-        if info["dtype"] == "BF16":      # bf16 is the top half of a float32
+        if 8 + n + b > size:
+            raise HFError(f"{path}: truncated: tensor {name} ends at byte {8 + n + b:,}, the file has {size:,}")
+        out[name] = (info["dtype"], shape, a, b)
+    return out, 8 + n
+
+
+def read_safetensors(path) -> dict[str, np.ndarray]:
+    header, start = safetensors_header(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise HFError(f"{path}: cannot read it ({e.strerror})") from e
+    out = {}
+    for name, (kind, shape, a, b) in header.items():
+        dtype = _DTYPES[kind]
+        arr = np.frombuffer(raw, dtype=dtype, count=(b - a) // dtype.itemsize, offset=start + a)
+        if kind == "BF16":      # bf16 is the top half of a float32
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
         out[name] = arr.astype(np.float32).reshape(shape)
     return out
@@ -196,27 +217,48 @@ def _rope_scaling(path: Path, rs) -> RopeScaling | None:
         raise HFError(f"{path}: {e}") from e
 
 
-def _tensor_names(path) -> set[str]:
-    """The tensor names of a safetensors file, from its header alone."""
-    try:
-        with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(n))
-    except (OSError, struct.error, ValueError) as e:
-        raise HFError(f"{path}: not a readable safetensors file ({e})") from e
-    return set(header) - {"__metadata__"} if isinstance(header, dict) else set()
+def _shapes(cfg: LlamaConfig) -> dict[str, tuple[int, ...]]:
+    """HF tensor name -> the shape config.json makes it, for every tensor a Llama directory holds."""
+    dim, hid, vocab, q, kv = cfg.dim, cfg.hidden_dim, cfg.vocab_size, cfg.n_heads * cfg.head_size, cfg.kv_dim
+    out = {"model.embed_tokens.weight": (vocab, dim), "model.norm.weight": (dim,)}
+    for i in range(cfg.n_layers):
+        p = f"model.layers.{i}."
+        out.update({p + "input_layernorm.weight": (dim,), p + "self_attn.q_proj.weight": (q, dim),
+                    p + "self_attn.k_proj.weight": (kv, dim), p + "self_attn.v_proj.weight": (kv, dim),
+                    p + "self_attn.o_proj.weight": (dim, q), p + "post_attention_layernorm.weight": (dim,),
+                    p + "mlp.gate_proj.weight": (hid, dim), p + "mlp.down_proj.weight": (dim, hid),
+                    p + "mlp.up_proj.weight": (hid, dim)})
+    if not cfg.shared_classifier:
+        out["lm_head.weight"] = (vocab, dim)
+    return out
+
+
+def _check_shapes(d: Path, files: list[Path], cfg: LlamaConfig, shapes: dict[str, tuple], where: dict) -> None:
+    """HFError for the first tensor a Llama of `cfg` needs that is missing or not of its shape."""
+    for name, want in _shapes(cfg).items():
+        if name not in shapes:
+            raise HFError(f"{d}: tensor {name} is missing (not in {', '.join(f.name for f in files)})")
+        if tuple(shapes[name]) != want:
+            raise HFError(f"{where[name]}: tensor {name} has shape {tuple(shapes[name])}, but config.json makes "
+                          f"it {want}")
 
 
 def read_hf_config(directory) -> LlamaConfig:
-    """The config of a Hugging Face Llama directory, without reading its weights (a classifier is
-    tied where config.json says so or no file holds lm_head.weight)."""
+    """The config of a Hugging Face Llama directory, without reading its weights, checked against
+    their headers: every tensor present, of the shape config.json makes it, its bytes in its file
+    (a classifier is tied where config.json says so or no file holds lm_head.weight)."""
     d = Path(directory)
     conf = _read_config(d)
     files = sorted(d.glob("*.safetensors"))
     if not files:
         raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
-    names = set().union(*(_tensor_names(f) for f in files))
-    return _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in names)
+    shapes, where = {}, {}
+    for f in files:
+        for name, (_, shape, _, _) in safetensors_header(f)[0].items():
+            shapes[name], where[name] = shape, f
+    cfg = _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in shapes)
+    _check_shapes(d, files, cfg, shapes, where)
+    return cfg
 
 
 def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
@@ -232,35 +274,30 @@ def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
         for name, arr in read_safetensors(f).items():
             t[name], where[name] = arr, f
     cfg = _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t)
+    _check_shapes(d, files, cfg, {k: v.shape for k, v in t.items()}, where)
     heads, kv_heads = cfg.n_heads, cfg.n_kv_heads
-
-    def get(name: str, shape: tuple[int, ...]) -> np.ndarray:
-        if name not in t:
-            raise HFError(f"{d}: tensor {name} is missing (not in {', '.join(f.name for f in files)})")
-        if t[name].shape != shape:
-            raise HFError(f"{where[name]}: tensor {name} has shape {t[name].shape}, but config.json makes "
-                          f"it {shape}")
-        return t[name]
-
-    dim, hid, vocab, q, kv = cfg.dim, cfg.hidden_dim, cfg.vocab_size, cfg.n_heads * cfg.head_size, cfg.kv_dim
     L = range(cfg.n_layers)
     p = "model.layers.{}."
+
+    def stack(name: str, rope_heads: int | None = None) -> np.ndarray:
+        """One tensor of every layer; q and k rows into llama2.c's RoPE order (over rope_heads)."""
+        return np.stack([_halves_to_pairs(t[p.format(i) + name], rope_heads) if rope_heads else t[p.format(i) + name]
+                         for i in L])
     w = {
-        "token_embedding": get("model.embed_tokens.weight", (vocab, dim)),
-        "rms_att": np.stack([get(p.format(i) + "input_layernorm.weight", (dim,)) for i in L]),
-        "wq": np.stack([_halves_to_pairs(get(p.format(i) + "self_attn.q_proj.weight", (q, dim)), heads) for i in L]),
-        "wk": np.stack([_halves_to_pairs(get(p.format(i) + "self_attn.k_proj.weight", (kv, dim)), kv_heads)
-                        for i in L]),
-        "wv": np.stack([get(p.format(i) + "self_attn.v_proj.weight", (kv, dim)) for i in L]),
-        "wo": np.stack([get(p.format(i) + "self_attn.o_proj.weight", (dim, q)) for i in L]),
-        "rms_ffn": np.stack([get(p.format(i) + "post_attention_layernorm.weight", (dim,)) for i in L]),
-        "w1": np.stack([get(p.format(i) + "mlp.gate_proj.weight", (hid, dim)) for i in L]),
-        "w2": np.stack([get(p.format(i) + "mlp.down_proj.weight", (dim, hid)) for i in L]),
-        "w3": np.stack([get(p.format(i) + "mlp.up_proj.weight", (hid, dim)) for i in L]),
-        "rms_final": get("model.norm.weight", (dim,)),
+        "token_embedding": t["model.embed_tokens.weight"],
+        "rms_att": stack("input_layernorm.weight"),
+        "wq": stack("self_attn.q_proj.weight", heads),
+        "wk": stack("self_attn.k_proj.weight", kv_heads),
+        "wv": stack("self_attn.v_proj.weight"),
+        "wo": stack("self_attn.o_proj.weight"),
+        "rms_ffn": stack("post_attention_layernorm.weight"),
+        "w1": stack("mlp.gate_proj.weight"),
+        "w2": stack("mlp.down_proj.weight"),
+        "w3": stack("mlp.up_proj.weight"),
+        "rms_final": t["model.norm.weight"],
     }
     if not cfg.shared_classifier:
-        w["wcls"] = get("lm_head.weight", (vocab, dim))
+        w["wcls"] = t["lm_head.weight"]
     return cfg, w
 
 

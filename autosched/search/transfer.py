@@ -85,8 +85,8 @@ def _db_rows(db, device_key: str, template, build) -> list:
         return []
     from autosched.selection import ANY, CURRENT
     if build == CURRENT:
-        from autosched.build import build_id
-        build = build_id(template)
+        from autosched.build import current_builds
+        build = current_builds(template, device_key)
     return db.samples(device_key, template.family, build=None if build == ANY else build)
 
 
@@ -145,19 +145,17 @@ def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dic
 
 
 def _fingerprint(device, template, recs, db, build) -> str:
-    from autosched.build import build_id
+    from autosched.build import current_builds
+    from autosched.database import build_filter
     h = hashlib.sha256()
-    h.update(json.dumps([CACHE_VERSION, device.key, template.family, build_id(template),
+    h.update(json.dumps([CACHE_VERSION, device.key, template.family, current_builds(template, device.key),
                          sorted((r.name, r.build_id, len(r.entries)) for r in recs)]).encode())
     if db is not None and hasattr(db, "conn"):
         from autosched.selection import ANY, CURRENT
-        b = build_id(template) if build == CURRENT else build
-        q = "SELECT COUNT(*), MAX(rowid) FROM measurements WHERE device_key=? AND template=?"
-        args = [device.key, template.family]
-        if b != ANY and b is not None:
-            q += " AND build=?"
-            args.append(b)
-        h.update(json.dumps(list(db.conn.execute(q, args).fetchone())).encode())
+        b = current_builds(template, device.key) if build == CURRENT else None if build == ANY else build
+        where, bargs = build_filter(b)
+        q = "SELECT COUNT(*), MAX(rowid) FROM measurements WHERE device_key=? AND template=?" + where
+        h.update(json.dumps(list(db.conn.execute(q, (device.key, template.family) + bargs).fetchone())).encode())
     return h.hexdigest()[:24]
 
 

@@ -388,7 +388,7 @@ def test_cli_synthetic_run_and_export(cli, tmp_path):
                        "--export", str(tmp_path / "b.cu"))
     assert rc == 0, err
     assert "SYNTHETIC" in out and "MODELLED" in out and "dispatch: M 16.." in out
-    assert (tmp_path / "b.cu").exists() and list((tmp_path / "dynamic").glob("*.json"))
+    assert (tmp_path / "b.cu").exists() and list((tmp_path / "synthetic" / "dynamic").glob("*.json"))
 
 
 @pytest.mark.parametrize("flag", [[], ["--no-row-probe"]])
@@ -397,7 +397,7 @@ def test_cli_row_probe_is_on_unless_turned_off(cli, tmp_path, flag):
                        "--runner", "synthetic", "--rounds", "1", "--per-round", "4", "--db", str(tmp_path / "r.db"),
                        *flag)
     assert rc == 0, err
-    saved, = (tmp_path / "dynamic").glob("*.json")
+    saved, = (tmp_path / "synthetic" / "dynamic").glob("*.json")
     kernels = json.loads(saved.read_text())["kernels"]
     assert kernels and all((k["row_us"] is None) == bool(flag) for k in kernels)
 

@@ -392,7 +392,8 @@ def test_find_recording_skips_a_bad_recording_with_a_warning(bad_first, syntheti
     assert rec is not None and rec.name == FILE_NAME
     text = [str(w.message) for w in got]
     assert any("a-not-gzip.json.gz" in t for t in text)
-    assert any("b-negative.json.gz" in t and "row 0" in t for t in text)
+    # another shape's recording, by its header: its rows are never read, so their fault is not met
+    assert not any("b-negative.json.gz" in t for t in text)
 
 
 def test_load_shipped_skips_bad_recordings_and_lists_the_rest(bad_first, synthetic):
