@@ -4,9 +4,12 @@
     best, timed = fastest(cands, time_one, what="in a CUDA graph")
 
 `rank` reads what is known, in a fixed chain of sources: the tuning database for this exact device
-key, then a shipped recording taken on the same device key, then the config a cost model trained
-on every other shape measured on this device key predicts fastest ("predicted": search/transfer.py),
-then the rule-based default of the workload's first template.  The first source that holds any config of the workload's space
+key, then a shipped recording taken on the same device key, then a recording of the same shape taken
+on a sibling GPU (`kinship`: the same GPU model under another driver, or another model of the same
+architecture and SM count, such as an H200 beside an H100: the same chip with other memory), then the
+config a cost model trained on every other shape measured on this device key predicts fastest
+("predicted": search/transfer.py), then the same prediction from a sibling's measurements, then the
+rule-based default of the workload's first template.  The first source that holds any config of the workload's space
 answers alone, its candidates from every template merged fastest first (the numbers of one source
 were taken by one runner under one protocol, so they compare; numbers of two sources may not).
 
@@ -75,6 +78,55 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
 
 
 PREDICTED = "predicted"
+SIBLING = "a sibling GPU"   # in the source of a config measured on a sibling, not this GPU
+
+
+def untuned(source: str) -> bool:
+    """Whether a candidate of this source was never measured on this GPU (a prediction, a default,
+    a sibling's measurement)."""
+    return source.startswith((PREDICTED, "default")) or SIBLING in source
+
+
+def kinship(here, there) -> int | None:
+    """How near measurements taken on GPU `there` (a DeviceInfo) are to GPU `here`: 0 the same
+    device key, 1 the same GPU model and architecture under another driver or CUDA, 2 another model
+    of the same architecture and SM count (the same chip: an H200 runs an H100's kernels at the same
+    occupancy, only its memory is faster); None for anything else, whose numbers are not served."""
+    if there.key == here.key:
+        return 0
+    if there.cc != here.cc or there.sm_count != here.sm_count:
+        return None
+    return 1 if there.name == here.name else 2
+
+
+def siblings(device, recordings=None) -> list:
+    """The DeviceInfos of the recordings' GPUs that are siblings of `device` (kinship 1 or 2),
+    nearest first."""
+    from autosched.measure.recording import recording_devices
+    found = {}
+    for d in recording_devices(recordings):
+        k = kinship(device, d)
+        if k in (1, 2) and d.key not in found:
+            found[d.key] = (k, d)
+    return [d for _, d in sorted(found.values(), key=lambda kd: (kd[0], kd[1].key))]
+
+
+def from_sibling_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
+    """Up to k configs of `template`, fastest first, from a recording of this shape taken on a
+    sibling GPU (`kinship` 1 or 2), the nearest that has one; its times are that GPU's."""
+    from autosched.measure.recording import find_recording
+    rec = find_recording(workload.key, template.family, recordings)
+    if rec is None or kinship(device, rec.device) not in (1, 2):
+        return []
+    if rec.build:
+        from autosched.build import current_builds
+        if rec.build not in current_builds(template, rec.device.key):
+            return []
+    return [Candidate(template.family, c, f"recording {rec.name} of {SIBLING} ({rec.device.name}: "
+                      f"{rec.device.arch}, {rec.device.sm_count} SMs; untuned on {device.name})", m.median_us)
+            for c, m in rec.fastest(k)]
+
+
 
 
 def from_prediction(workload, template, device, db=None, recordings=None, k: int = 1, *,
@@ -86,6 +138,18 @@ def from_prediction(workload, template, device, db=None, recordings=None, k: int
     return [Candidate(template.family, c, f"{PREDICTED} (cost model of the other shapes measured on "
                       f"{device.name}; untuned)", us)
             for c, us in predicted(workload, template, device, db, recordings, k, build=build)]
+
+
+def from_sibling_prediction(workload, template, device, db=None, recordings=None, k: int = 1, *,
+                            build=CURRENT) -> list[Candidate]:
+    """from_prediction with the nearest sibling GPU's measurements, where this GPU has too few."""
+    from autosched.search.transfer import predicted
+    for sib in siblings(device, recordings):
+        found = predicted(workload, template, sib, db, recordings, k, build=build)
+        if found:
+            return [Candidate(template.family, c, f"{PREDICTED} (cost model of the shapes measured on {SIBLING}, "
+                              f"{sib.name}; untuned on {device.name})", us) for c, us in found]
+    return []
 
 
 def _templates(workload) -> list:
@@ -109,8 +173,9 @@ def default_candidate(workload, device, source: str = "default") -> Candidate:
 
 def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURRENT) -> list[Candidate]:
     """Up to k candidates, fastest first, from the first source that has any config in its
-    template's space: the database (this device key), then a same-device recording, then the
-    cost model's prediction from the other shapes measured on this device key; the default when
+    template's space: the database (this device key), then a same-device recording, then a sibling
+    GPU's recording of the shape, then the cost model's prediction from the other shapes measured on
+    this device key, then from a sibling's; the default when
     none has one.  Every template of the workload is asked, and their candidates merged by
     the source's time.  Database rows count only if measured with `build` (default: the current
     build of each template's kernel)."""
@@ -118,7 +183,9 @@ def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURREN
     spaces = {t.family: t.space(workload, device) for t in templates}
     sources = (lambda t: from_database(workload, t, device, db, k, build=build),
                lambda t: from_recording(workload, t, device, recordings, k),
-               lambda t: from_prediction(workload, t, device, db, recordings, k, build=build))
+               lambda t: from_sibling_recording(workload, t, device, recordings, k),
+               lambda t: from_prediction(workload, t, device, db, recordings, k, build=build),
+               lambda t: from_sibling_prediction(workload, t, device, db, recordings, k, build=build))
     for source in sources:
         found = [c for t in templates for c in source(t) if spaces[t.family].contains(c.config)]
         if found:

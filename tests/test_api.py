@@ -73,9 +73,15 @@ def test_best_config_follows_the_chain(replay_only, synthetic, tmp_path):
     # nothing in the database: the recording taken on the same device
     got = autosched.best_config(w, device=synthetic.device, db=tmp_path / "db")
     assert got.config == rec.best()[0] and got.template == "gemv_q4f16" and got.source.startswith("recording")
-    # another device: its numbers say nothing here, so the default
+    # the same GPU model under another driver: the recording serves as a sibling's, and says so
     import dataclasses
+
+    from autosched.selection import SIBLING
     other = dataclasses.replace(synthetic.device, driver_version="1.0")
+    got = autosched.best_config(w, device=other, db=tmp_path / "db")
+    assert got.config == rec.best()[0] and SIBLING in got.source
+    # another architecture: its numbers say nothing here, so the default
+    other = dataclasses.replace(synthetic.device, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     got = autosched.best_config(w, device=other, db=tmp_path / "db")
     assert got.source == "default" and got.config == synthetic.template.default_config(w, other)
 

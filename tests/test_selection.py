@@ -9,7 +9,8 @@ from autosched import registry
 from autosched.database import Database
 from autosched.measure.recording import Recording
 from autosched.measure.result import Measurement, Status
-from autosched.selection import Candidate, NothingKnown, Timing, best_known, fastest, pick, rank
+from autosched.selection import (SIBLING, Candidate, NothingKnown, Timing, best_known, fastest, kinship, pick, rank,
+                                 untuned)
 from autosched.templates import GemvQ4F16Template
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
 from autosched.build import build_id, current_builds
@@ -42,12 +43,21 @@ def test_the_chain_of_sources(synthetic, tmp_path, monkeypatch):   # noqa: F811
         [c] = rank(w, dev, db)
         assert c.source == "database" and c.config == cfg and c.median_us == 1.5
 
-    # another driver: neither the recording's nor any database's numbers apply; the default serves
-    other = dataclasses.replace(dev, driver_version="999.0")
-    with Database(tmp_path / "db") as db:
-        [c] = rank(w, other, db)
-    assert c.source == "default" and c.config == t.default_config(w, other)
-    assert c.median_us is None and c.template == t.family
+    # another driver, or another GPU model of the same architecture and SM count: the recording
+    # serves as a sibling's, said so (and counted untuned); the database's rows of the other key do not
+    for other in (dataclasses.replace(dev, driver_version="999.0"), dataclasses.replace(dev, name="NVIDIA H200")):
+        with Database(tmp_path / "db") as db:
+            [c] = rank(w, other, db)
+        assert c.config == best_rec[1] and c.median_us == best_rec[0]
+        assert SIBLING in c.source and untuned(c.source)
+    assert kinship(other, dev) == 2 and kinship(dataclasses.replace(dev, driver_version="999.0"), dev) == 1
+    # another architecture or SM count: nothing of this GPU applies; the default serves
+    for other in (dataclasses.replace(dev, cc=(8, 9)), dataclasses.replace(dev, name="NVIDIA H100 PCIe", sm_count=114)):
+        with Database(tmp_path / "db") as db:
+            [c] = rank(w, other, db)
+        assert kinship(other, dev) is None
+        assert c.source == "default" and c.config == t.default_config(w, other)
+        assert c.median_us is None and c.template == t.family
 
 
 def test_rank_fastest_first_from_the_first_source_that_has_any(synthetic, tmp_path, monkeypatch):  # noqa: F811
@@ -156,7 +166,8 @@ def test_rank_merges_every_template_fastest_first(synthetic, tmp_path, two_templ
 
 def test_rank_across_templates_the_default_is_the_first_templates(synthetic, tmp_path, two_templates):  # noqa: F811
     real, alt, space, order = two_templates
-    other = dataclasses.replace(synthetic.device, driver_version="999.0")
+    # a GPU no recording is a sibling of (another architecture): nothing but its own database applies
+    other = dataclasses.replace(synthetic.device, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     w = synthetic.workload
     with Database(tmp_path / "db") as db:
         # only the second template measured, on this device: it answers alone
@@ -289,7 +300,8 @@ def test_engine_gemv_candidates_rank_and_pair_rows(h100, tmp_path):
     from autosched.templates.gemv_q4f16 import blocks_pair_rows
     from autosched.workloads import GemvQ4F16
     cfg = LlamaConfig(dim=128, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, seq_len=64)
-    other = dataclasses.replace(h100, driver_version="999.0")
+    # a GPU no shipped recording is a sibling of: only its database answers, the default elsewhere
+    other = dataclasses.replace(h100, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     t = GemvQ4F16Template()
     n, k = matmul_shapes(cfg)["gate_up"]
     w = GemvQ4F16(n, k)

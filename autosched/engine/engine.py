@@ -54,6 +54,7 @@ import json
 import numpy as np
 
 from autosched.engine.matmul import Matmul, with_prefetch_budget
+from autosched.selection import untuned
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, classifier, fused
@@ -775,13 +776,10 @@ def descended(prior, config: dict, change: str, from_us: float, us: float, when:
 
 
 # sources of a config nobody measured on this shape and GPU (selection.rank's last two)
-UNTUNED_SOURCES = ("predicted", "default")
-
-
 def untuned_matmuls(choices: dict, shapes: dict) -> list[str]:
     """name -> Candidate (None: a format with nothing to tune) -> ["name NxK" of the untuned]."""
     return [f"{name} {shapes[name][0]}x{shapes[name][1]}" for name, c in choices.items()
-            if c is not None and c.source.startswith(UNTUNED_SOURCES)]
+            if c is not None and untuned(c.source)]
 
 
 def untuned_note(untuned: list[str], model: str | None, fmt: str) -> str:

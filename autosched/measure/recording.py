@@ -276,6 +276,7 @@ def shipped_recordings() -> list[Path]:
 # lookup used to load every shipped file's rows, a minute in all
 _LOADED: dict[tuple, Recording] = {}
 _KEYS: dict[tuple, tuple] = {}
+_DEVICES: dict[tuple, DeviceInfo] = {}
 
 
 def _file_key(path) -> tuple | None:
@@ -314,7 +315,24 @@ def _holds(path) -> tuple | None:
         if not all(isinstance(x, str) for x in holds):
             return None
         _KEYS[key] = holds
+        try:
+            _DEVICES[key] = DeviceInfo.from_json(doc["device"])
+        except (KeyError, TypeError, ValueError):
+            pass            # a recording whose device does not read says so when it is loaded
     return _KEYS[key]
+
+
+def recording_devices(paths=None) -> list[DeviceInfo]:
+    """The GPUs the recordings of shipped_recordings() (or of `paths`: files or Recordings) were
+    taken on, read from their headers, each device key once."""
+    out = {}
+    for p in (shipped_recordings() if paths is None else paths):
+        if isinstance(p, Recording):
+            out.setdefault(p.device.key, p.device)
+            continue
+        if _holds(p) is not None and (d := _DEVICES.get(_file_key(p))) is not None:
+            out.setdefault(d.key, d)
+    return list(out.values())
 
 
 def load_shipped(paths=None) -> list[tuple[Path, Recording]]:

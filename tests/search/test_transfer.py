@@ -65,8 +65,15 @@ def test_a_recorded_shape_is_still_served_its_recording(h100):
     assert c.source.startswith("recording")
 
 
-def test_another_device_key_gets_the_default(h100):
-    other = dataclasses.replace(h100, driver_version="999.0")   # nothing measured on it
+def test_a_sibling_gpu_gets_the_prediction_of_its_siblings_measurements(h100):
+    """An H200 (the H100's chip, other memory) with nothing measured on it: the cost model of the
+    H100's measurements predicts, and says whose they are; another architecture gets the default."""
+    from autosched.selection import SIBLING, untuned
+    h200 = dataclasses.replace(h100, name="NVIDIA H200", driver_version="999.0")
+    [c] = rank(UNRECORDED, h200)
+    assert c.source.startswith("predicted") and SIBLING in c.source and h100.name in c.source and untuned(c.source)
+    assert c.config == transfer.predicted(UNRECORDED, T, h100, k=1)[0][0]
+    other = dataclasses.replace(h100, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     [c] = rank(UNRECORDED, other)
     assert c.source == "default" and c.config == T.default_config(UNRECORDED, other)
 
