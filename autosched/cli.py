@@ -139,6 +139,27 @@ class _Bar:
                               highlight=False)
 
 
+def cmd_pack(args) -> int:
+    from autosched import packs
+    from autosched.database import Database
+    if args.pack_cmd == "merge":
+        n = packs.merge_packs(args.packs, args.out)
+        console.print(f"wrote {args.out}: {n} configs from {len(args.packs)} pack(s)")
+        return 0
+    readonly = args.pack_cmd in ("export", "dump")
+    with Database(args.db, readonly=readonly) as db:
+        if args.pack_cmd == "export":
+            n = packs.export_pack(db, args.out, args.device_key, args.top)
+            console.print(f"wrote {args.out}: {n} configs from {db.path}")
+        elif args.pack_cmd == "import":
+            added, kept = packs.import_pack(db, args.pack)
+            console.print(f"{args.pack}: {added} configs added to {db.path}, {kept} kept as measured there (as fast or faster)")
+        else:
+            n = packs.dump(db, args.out, args.format)
+            console.print(f"wrote {args.out}: {n} rows of {db.path}")
+    return 0
+
+
 def cmd_devices(args) -> int:
     from autosched import api
     gpus, recs = api.devices()
@@ -538,6 +559,30 @@ def build_parser() -> argparse.ArgumentParser:
             f"{', '.join(t.family for t in f.templates)}\n" for f in FAMILIES.values())
         + "\n`autosched COMMAND --help` explains each command; the same is a Python API: import autosched.")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("pack", help="tuning packs: export a database's winners, import or merge them; dump rows",
+                       description="A pack is a small versioned JSON file of the best measured configs per "
+                                   "device key, workload, template and build, with their times and provenance. "
+                                   "Imported into another database they serve as its own rows do (a pack of "
+                                   "another GPU model or kernel build is kept but ranks nothing there); a config "
+                                   "the database measured faster keeps its own row.")
+    ps = s.add_subparsers(dest="pack_cmd", required=True, metavar="ACTION")
+    q = ps.add_parser("export", help="write the database's best configs to a pack file")
+    q.add_argument("out", help="the pack file to write (JSON; written whole or not at all)")
+    q.add_argument("--db", default=None, help="SQLite database (default: the user's)")
+    q.add_argument("--device-key", default=None, help="only this device key's rows (`autosched devices` lists keys)")
+    q.add_argument("--top", type=_positive, default=1, help="configs kept per device, workload, template and build")
+    q = ps.add_parser("import", help="add a pack's configs to the database")
+    q.add_argument("pack")
+    q.add_argument("--db", default=None)
+    q = ps.add_parser("merge", help="several packs into one, the faster measured config winning")
+    q.add_argument("packs", nargs="+")
+    q.add_argument("--out", required=True)
+    q = ps.add_parser("dump", help="every database row (each build and status) as CSV or JSON, for analysis")
+    q.add_argument("out", help="file.csv or file.json")
+    q.add_argument("--db", default=None)
+    q.add_argument("--format", choices=("csv", "json"), default=None, help="default: by the file's suffix")
+    s.set_defaults(fn=cmd_pack)
 
     s = sub.add_parser("devices", help="list GPUs, shipped recordings, and stale database rows")
     s.add_argument("--db", default=None, help="SQLite database (default ~/.local/share/autosched/autosched.db)")
