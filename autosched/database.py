@@ -198,6 +198,7 @@ class Database:
                                         timeout=timeout_s, check_same_thread=False)
             self._check_tables()
             newer = self._newer()
+            self._read_as_current()
         except sqlite3.OperationalError as e:
             raise sql_error(self.path, e) from e
         except (sqlite3.DatabaseError, UnicodeDecodeError) as e:
@@ -205,6 +206,23 @@ class Database:
                                 f"from a backup or {_TRY}") from e
         if newer:
             warnings.warn(f"{self.path} {newer}: it is read, never written; {_UPGRADE}", stacklevel=3)
+
+    def _read_as_current(self) -> None:
+        """Make an older file read as _migrate would make it, in this connection's TEMP schema (which
+        SQLite searches first), the file untouched: empty tables where it has none, NULL for the
+        columns it predates."""
+        main = {r[0] for r in self.conn.execute("SELECT name FROM main.sqlite_master WHERE type='table'")}
+        if "measurements" not in main:
+            self.conn.executescript(SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE"))
+            return
+        if "verifications" not in main:
+            self.conn.executescript(SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS verifications"):]
+                                    .replace("CREATE TABLE", "CREATE TEMP TABLE"))
+        have = {r[1] for r in self.conn.execute("PRAGMA main.table_info(measurements)")}
+        missing = [c for c in COLUMNS if c not in have]
+        if missing:
+            self.conn.execute("CREATE TEMP VIEW measurements AS SELECT *, "
+                              + ", ".join(f"NULL AS {c}" for c in missing) + " FROM main.measurements")
 
     def _check_file(self, writable: bool = True) -> None:
         """Refuse, before SQLite touches it, a path that is not a usable database file: SQLite

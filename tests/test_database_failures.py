@@ -195,3 +195,26 @@ def test_a_disk_full_in_tune_model_stops_the_run_with_the_way_out(monkeypatch, t
     one_line_error(rc, err, str(db), "disk is full", "free space")
     assert len(calls) == 1
     Database(db).close()                                     # the file still opens
+
+
+def test_a_file_from_before_builds_is_read_read_only_as_it_is(tmp_path):
+    """An old file (no build, runs or cost_s column, no verifications) is read by the read-only
+    commands without being migrated or written."""
+    path = tmp_path / "old.db"
+    c = sqlite3.connect(path)
+    old = SCHEMA[:SCHEMA.index("CREATE INDEX")]
+    for col in ("    cost_s       REAL,\n", "    runs         INTEGER,\n", "    build        TEXT,\n"):
+        old = old.replace(col, "")
+    c.execute(old)
+    c.execute("INSERT INTO measurements VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+              ("w", "d", "t", "h", "{}", "ok", 1.0, 1.5, 0.1, 0.0, "", 32, 0, 0, "gpu", "{}", 1.0))
+    c.commit()
+    c.close()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with Database(path, readonly=True) as d:
+        assert d.workloads() == [("w", "d", "t", 1)]
+        assert d.stale({"t": "b"}) == {("w", "d", "t"): 1}        # its rows' build is not known
+        assert d.measured("w", "d", "t")["h"].measurement.median_us == 1.5
+        assert d.verification("k") is None
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]

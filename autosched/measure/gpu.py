@@ -199,8 +199,11 @@ class GpuRunner(Runner):
         self.prepare_timeout_s = prepare_timeout_s
         bad = [i for i in ids if not 0 <= i < n_gpus]
         if bad:
-            raise ValueError(f"no GPU {', '.join(map(str, bad))} here: this machine has GPUs "
-                             f"0..{n_gpus - 1}")
+            import os
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            raise ValueError(f"no GPU {', '.join(map(str, bad))} here: this process sees GPUs 0..{n_gpus - 1}"
+                             + (f" (CUDA_VISIBLE_DEVICES={visible} shows {n_gpus}, numbered from 0)"
+                                if visible is not None else ""))
         self.slots = _start_slots(ids, protocol, start_timeout_s)
         kinds: dict[str, list[int]] = {}
         for s in self.slots:

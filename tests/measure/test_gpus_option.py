@@ -54,10 +54,20 @@ def test_gpus_of_two_models_are_refused_naming_each_group(monkeypatch):
 
 
 def test_a_gpu_id_the_machine_lacks_is_refused(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr("autosched.device.gpu_count", lambda: 2)
     monkeypatch.setattr(gpu_mod, "_Slot", lambda *a: pytest.fail("no worker before the ids are checked"))
-    with pytest.raises(AutoschedError, match="no GPU 5 here: this machine has GPUs 0..1"):
+    with pytest.raises(AutoschedError, match=r"no GPU 5 here: this process sees GPUs 0..1$"):
         api._gpu_runner(None, [0, 5])
+
+
+def test_a_gpu_id_hidden_by_cuda_visible_devices_is_refused_saying_how_they_are_numbered(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    monkeypatch.setattr("autosched.device._host_gpus", lambda: 2)
+    monkeypatch.setattr(gpu_mod, "_Slot", lambda *a: pytest.fail("no worker before the ids are checked"))
+    with pytest.raises(AutoschedError, match=r"no GPU 1 here: this process sees GPUs 0..0 "
+                                             r"\(CUDA_VISIBLE_DEVICES=1 shows 1, numbered from 0\)"):
+        api._gpu_runner(None, [1])
 
 
 def test_a_replay_refuses_gpu_ids(monkeypatch):
