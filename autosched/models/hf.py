@@ -4,7 +4,9 @@ Weights are held in llama2.c's convention (autosched.models.llama2c).  The one r
 RoPE: llama2.c rotates adjacent pairs (2i, 2i+1) of a head, HF rotates (i, i + hs/2) ("rotate
 half"), so the rows of wq and wk are permuted on the way between the two.  safetensors is read and
 written here directly (an 8-byte header length, a JSON header, raw little-endian data), so bf16
-checkpoints load without torch.
+checkpoints load without torch.  Files are memory-mapped and the per-layer matrices read a layer at
+a time (LayerStack), so a 7B checkpoint's float32 copy never sits in host memory whole; Hub shards
+(model-0000k-of-0000n.safetensors) are read through their model.safetensors.index.json.
 """
 
 from __future__ import annotations
@@ -74,20 +76,86 @@ def safetensors_header(path) -> tuple[dict[str, tuple[str, list[int], int, int]]
     return out, 8 + n
 
 
-def read_safetensors(path) -> dict[str, np.ndarray]:
+def _as_float32(raw: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "BF16":      # bf16 is the top half of a float32
+        return (raw.astype(np.uint32) << 16).view(np.float32)
+    return raw.astype(np.float32)
+
+
+class MappedTensor:
+    """One tensor of a memory-mapped safetensors file, read (and converted to float32) only when
+    asked: a checkpoint's bytes stay in the page cache, not in the process's own memory."""
+
+    def __init__(self, mm: np.ndarray, kind: str, shape: list[int], start: int):
+        self.mm, self.kind, self.shape, self.start = mm, kind, tuple(shape), start
+
+    def load(self) -> np.ndarray:
+        dtype = _DTYPES[self.kind]
+        n = math.prod(self.shape)
+        raw = np.frombuffer(self.mm, dtype=dtype, count=n, offset=self.start)
+        return _as_float32(raw, self.kind).reshape(self.shape)
+
+
+def map_safetensors(path) -> dict[str, MappedTensor]:
+    """The tensors of a safetensors file, memory-mapped (nothing read but the header)."""
     header, start = safetensors_header(path)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as e:
-        raise HFError(f"{path}: cannot read it ({e.strerror})") from e
-    out = {}
-    for name, (kind, shape, a, b) in header.items():
-        dtype = _DTYPES[kind]
-        arr = np.frombuffer(raw, dtype=dtype, count=(b - a) // dtype.itemsize, offset=start + a)
-        if kind == "BF16":      # bf16 is the top half of a float32
-            arr = (arr.astype(np.uint32) << 16).view(np.float32)
-        out[name] = arr.astype(np.float32).reshape(shape)
-    return out
+        mm = np.memmap(path, dtype=np.uint8, mode="r")
+    except (OSError, ValueError) as e:
+        raise HFError(f"{path}: cannot map it ({e})") from e
+    return {name: MappedTensor(mm, kind, shape, start + a) for name, (kind, shape, a, _) in header.items()}
+
+
+def read_safetensors(path) -> dict[str, np.ndarray]:
+    """Every tensor of a safetensors file as float32 (the whole file in memory: small files only)."""
+    return {name: t.load() for name, t in map_safetensors(path).items()}
+
+
+class LayerStack:
+    """One matrix of every layer, (n_layers, *shape), read from its mapped tensors one layer at a
+    time: stack[i] is layer i as a float32 array (RoPE rows reordered where the loader asked), so
+    the engine packs a 7B model without its float32 copy in host memory.  np.asarray(stack) reads
+    it whole, for callers that want the array."""
+
+    def __init__(self, layers: list, rope_heads: int | None = None):
+        self.layers, self.rope_heads = layers, rope_heads
+        self.shape = (len(layers), *layers[0].shape)
+        self.dtype, self.ndim = np.dtype(np.float32), len(self.shape)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __getitem__(self, i):
+        if isinstance(i, (int, np.integer)):
+            w = self.layers[i].load()
+            return _halves_to_pairs(w, self.rope_heads) if self.rope_heads else w
+        return np.asarray(self)[i]
+
+    def __array__(self, dtype=None, copy=None):
+        out = np.stack([self[i] for i in range(len(self))])
+        return out if dtype is None else out.astype(dtype)
+
+
+def _weight_files(d: Path) -> list[Path]:
+    """The safetensors files of a directory: those model.safetensors.index.json names, where it
+    exists (sharded checkpoints as the Hub lays them out), else every *.safetensors."""
+    index = d / "model.safetensors.index.json"
+    if index.exists():
+        try:
+            m = json.loads(index.read_text()).get("weight_map")
+        except (OSError, ValueError, AttributeError) as e:
+            raise HFError(f"{index}: not readable as a shard index ({e})") from e
+        if not isinstance(m, dict) or not all(isinstance(v, str) for v in m.values()):
+            raise HFError(f"{index}: no weight_map of tensor names to files")
+        files = [d / f for f in sorted(set(m.values()))]
+        missing = [f.name for f in files if not f.exists()]
+        if missing:
+            raise HFError(f"{index} names {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not in {d}")
+        return files
+    files = sorted(d.glob("*.safetensors"))
+    if not files:
+        raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
+    return files
 
 
 def _ints(x) -> bool:
@@ -249,9 +317,7 @@ def read_hf_config(directory) -> LlamaConfig:
     (a classifier is tied where config.json says so or no file holds lm_head.weight)."""
     d = Path(directory)
     conf = _read_config(d)
-    files = sorted(d.glob("*.safetensors"))
-    if not files:
-        raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
+    files = _weight_files(d)
     shapes, where = {}, {}
     for f in files:
         for name, (_, shape, _, _) in safetensors_header(f)[0].items():
@@ -261,17 +327,17 @@ def read_hf_config(directory) -> LlamaConfig:
     return cfg
 
 
-def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
-    """(config, llama2.c weights) of a Hugging Face Llama directory; HFError (a ValueError) naming
-    the file, and the tensor, for one that is incomplete or does not match its config.json."""
+def read_hf(directory) -> tuple[LlamaConfig, dict]:
+    """(config, llama2.c weights) of a Hugging Face Llama directory (one file or Hub shards with
+    their index), memory-mapped: the per-layer matrices are LayerStacks read a layer at a time, the
+    norms, embedding and classifier float32 arrays.  HFError (a ValueError) naming the file, and the
+    tensor, for one that is incomplete or does not match its config.json."""
     d = Path(directory)
     conf = _read_config(d)
-    files = sorted(d.glob("*.safetensors"))
-    if not files:
-        raise HFError(f"{d}: no *.safetensors files (model.safetensors holds the weights)")
+    files = _weight_files(d)
     t, where = {}, {}
     for f in files:
-        for name, arr in read_safetensors(f).items():
+        for name, arr in map_safetensors(f).items():
             t[name], where[name] = arr, f
     cfg = _llama_config(d, conf, tied=conf.get("tie_word_embeddings", False) or "lm_head.weight" not in t)
     _check_shapes(d, files, cfg, {k: v.shape for k, v in t.items()}, where)
@@ -279,25 +345,27 @@ def read_hf(directory) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     L = range(cfg.n_layers)
     p = "model.layers.{}."
 
-    def stack(name: str, rope_heads: int | None = None) -> np.ndarray:
+    def stack(name: str, rope_heads: int | None = None) -> LayerStack:
         """One tensor of every layer; q and k rows into llama2.c's RoPE order (over rope_heads)."""
-        return np.stack([_halves_to_pairs(t[p.format(i) + name], rope_heads) if rope_heads else t[p.format(i) + name]
-                         for i in L])
+        return LayerStack([t[p.format(i) + name] for i in L], rope_heads)
+
+    def norms(name: str) -> np.ndarray:
+        return np.stack([t[p.format(i) + name].load() for i in L])
     w = {
-        "token_embedding": t["model.embed_tokens.weight"],
-        "rms_att": stack("input_layernorm.weight"),
+        "token_embedding": t["model.embed_tokens.weight"].load(),
+        "rms_att": norms("input_layernorm.weight"),
         "wq": stack("self_attn.q_proj.weight", heads),
         "wk": stack("self_attn.k_proj.weight", kv_heads),
         "wv": stack("self_attn.v_proj.weight"),
         "wo": stack("self_attn.o_proj.weight"),
-        "rms_ffn": stack("post_attention_layernorm.weight"),
+        "rms_ffn": norms("post_attention_layernorm.weight"),
         "w1": stack("mlp.gate_proj.weight"),
         "w2": stack("mlp.down_proj.weight"),
         "w3": stack("mlp.up_proj.weight"),
-        "rms_final": t["model.norm.weight"],
+        "rms_final": t["model.norm.weight"].load(),
     }
     if not cfg.shared_classifier:
-        w["wcls"] = t["lm_head.weight"]
+        w["wcls"] = t["lm_head.weight"].load()
     return cfg, w
 
 

@@ -145,7 +145,8 @@ def read_header(path) -> LlamaConfig:
 
 def read_checkpoint(path) -> tuple[LlamaConfig, dict[str, np.ndarray]]:
     path = Path(path)
-    raw = path.read_bytes()
+    # memory-mapped: the weights are views of the file, read as the engine packs each layer
+    raw = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else b""
     cfg = _config_of(path, raw)
     dim, hidden, layers, heads, kv_heads, vocab, seq = HEADER.unpack_from(raw)
     shapes = cfg.shapes()
