@@ -85,14 +85,6 @@ def cache_key(spec: KernelSpec, nvrtc: str) -> str:
     return hashlib.sha256(f"{spec.source_hash}|nvrtc {nvrtc}".encode()).hexdigest()[:32]
 
 
-def build_id(template) -> str:
-    """What a measurement of `template` here depends on besides its config, device and workload:
-    its kernel source and the NVRTC that compiles it, as "<12 hex of the source hash>/nvrtc-<x.y>".
-    The database keeps it with every row so that, after a .cuh edit or an NVRTC upgrade, old
-    timings neither rank configs nor count as already measured."""
-    return f"{template.source_hash()[:12]}/nvrtc-{nvrtc_version()}"
-
-
 def _macros(options: tuple[str, ...]) -> list[str] | None:
     """KernelSpec.options may only define macros: anything else would change the cache key
     without reaching NVRTC, so it is refused."""

@@ -47,7 +47,7 @@ def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=
     if build == ANY:
         return db.fastest(workload_key, device_key, template.family, k)
     if build == CURRENT:
-        from autosched.build import build_id
+        from autosched.identity import build_id
         build = build_id(template)
     return db.fastest(workload_key, device_key, template.family, k, build=build)
 
@@ -67,9 +67,9 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
-    if rec.build:                 # a recording that names its build: of an edited kernel, it says nothing
-        from autosched.build import build_id
-        if rec.build != build_id(template):
+    if rec.build:                 # a recording that names its build: of other code, it says nothing
+        from autosched.identity import is_current
+        if not is_current(rec.build, template):
             return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
 

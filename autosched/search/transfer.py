@@ -85,7 +85,7 @@ def _db_rows(db, device_key: str, template, build) -> list:
         return []
     from autosched.selection import ANY, CURRENT
     if build == CURRENT:
-        from autosched.build import build_id
+        from autosched.identity import build_id
         build = build_id(template)
     return db.samples(device_key, template.family, build=None if build == ANY else build)
 
@@ -145,7 +145,7 @@ def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dic
 
 
 def _fingerprint(device, template, recs, db, build) -> str:
-    from autosched.build import build_id
+    from autosched.identity import build_id
     h = hashlib.sha256()
     h.update(json.dumps([CACHE_VERSION, device.key, template.family, build_id(template),
                          sorted((r.name, r.build_id, len(r.entries)) for r in recs)]).encode())

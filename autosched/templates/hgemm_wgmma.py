@@ -76,6 +76,7 @@ def tensormap_params(of: str, dtype: str, dims: tuple, row_bytes: int, box: tupl
 
 
 class HgemmWgmmaTemplate(Template):
+    probe_shapes = ("200x264x200_bt",)        # B transposed (the sanitizer shapes' _bt is refused)
     family = "hgemm_wgmma"
     workload_name = "hgemm"
     header = "hgemm_wgmma.cuh"

@@ -17,7 +17,8 @@ import pytest
 
 import autosched.templates.hgemm_wgmma_splitk as hs
 from autosched import registry
-from autosched.build import build_id, compile_spec
+from autosched.build import compile_spec
+from autosched.identity import build_id, source_id
 from autosched.measure.recording import Recording, shipped_recordings
 from autosched.registry import family
 from autosched.space import ConfigError
@@ -89,7 +90,7 @@ def test_hgemm_wgmma_is_the_same_whatever_the_switch(monkeypatch, h100, switch):
     assert t.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma.cuh").encode()).hexdigest()
     recs = [Recording.load(p) for p in shipped_recordings() if p.name.startswith("hgemm_wgmma-")]
     assert len(recs) == 18 and {r.template for r in recs} == {"hgemm_wgmma"}
-    assert {r.build.split("/")[0] for r in recs} == {build_id(t).split("/")[0]}
+    assert {r.build.split("/")[0] for r in recs} == {source_id(t).split("/")[0]}
     for shape in [SMALL, "4096x4096x4096", "296x264x200_tn_bf16"]:
         w = Hgemm.from_shape(shape)
         space = t.space(w, h100)
@@ -295,7 +296,8 @@ def test_build_id_is_the_split_k_header_s(t, monkeypatch, switch):
     setenv(monkeypatch, switch)
     s = HgemmWgmmaSplitKTemplate()
     assert s.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_splitk.cuh").encode()).hexdigest()
-    assert build_id(s).split("/")[0] == s.source_hash()[:12] != build_id(HgemmWgmmaTemplate()).split("/")[0]
+    assert source_id(s).split("/")[0] == s.source_hash()[:12] != source_id(HgemmWgmmaTemplate()).split("/")[0]
+    assert build_id(s) != build_id(HgemmWgmmaTemplate())
 
 
 def test_build_id_follows_both_headers(monkeypatch):
