@@ -42,9 +42,10 @@ REFERENCE_GPU = DeviceInfo(name="NVIDIA H100 80GB HBM3", cc=(9, 0), sm_count=132
                            l2_bytes=52428800, warp_size=32, driver_version="", cuda_version="")
 MAX_PROBES = 12                 # per sanitizer shape: the picks come first, the random ones last
 SHIPPED_LEDGER = Path(__file__).parent / "data" / "build_ids.json"
-# sections of a cubin that are the program; the rest (.debug_frame, .note.nv.tkinfo naming the tool
-# and its options, the symbol and string tables) may differ for the same code
-_CODE = (".text.", ".nv.", ".rela.text.", ".rela.nv.")
+# .nv.info attributes (EIATTR_*) whose value starts with a symbol's index: PARAM_CBANK, FRAME_SIZE,
+# MIN_STACK_SIZE, MAX_STACK_SIZE, REGCOUNT; EXTERNS is a list of them
+_SYMBOL_FIRST = {0x0A, 0x11, 0x12, 0x23, 0x2F}
+_EXTERNS = 0x0F
 
 
 class BuildId(str):
@@ -68,22 +69,70 @@ def names_of(build) -> tuple[str, ...]:
     return build.names if isinstance(build, BuildId) else (build,)
 
 
-def code_digest(cubin: bytes) -> str:
-    """sha256 of the code sections of an ELF64 cubin (name and bytes of each, in file order)."""
+def _elf(cubin: bytes) -> tuple[list, list[str]]:
+    """(name, type, bytes) of each section of an ELF64 cubin, and its symbols' names by index."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:
         raise ValueError("not an ELF64 cubin")
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
     heads = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-    names = heads[shstrndx][4]
-    h = hashlib.sha256()
-    for name_at, kind, _, _, offset, size, *_ in heads:
-        name = cubin[names + name_at:cubin.index(b"\0", names + name_at)]
-        if not name.decode().startswith(_CODE):
+
+    def cstr(table: bytes, at: int) -> str:
+        return table[at:table.index(b"\0", at)].decode()
+    names = cubin[heads[shstrndx][4]:heads[shstrndx][4] + heads[shstrndx][5]]
+    secs = [(cstr(names, h[0]), h[1], b"" if h[1] == 8 else cubin[h[4]:h[4] + h[5]], h[5]) for h in heads]
+    by = {n: d for n, _, d, _ in secs}
+    symtab, strtab = by.get(".symtab", b""), by.get(".strtab", b"")
+    syms = []
+    for at in range(0, len(symtab), 24):
+        name, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", symtab, at)
+        syms.append(cstr(strtab, name) or (secs[shndx][0] if shndx < len(secs) else ""))
+    return secs, syms
+
+
+def _info(data: bytes, syms: list[str]) -> bytes:
+    """An .nv.info section's records with each symbol index replaced by the symbol's name."""
+    out, at = [], 0
+    while at + 4 <= len(data):
+        fmt, attr, value = struct.unpack_from("<BBH", data, at)
+        at += 4
+        if fmt != 4:                                    # no value, a byte or a half-word: in the header
+            out.append(data[at - 4:at])
             continue
-        h.update(name + b"\0" + struct.pack("<IQ", kind, size))
-        if kind != 8:                     # SHT_NOBITS (.nv.shared.*): a size, no bytes
-            h.update(cubin[offset:offset + size])
+        body = data[at:at + value]
+        at += value
+        if attr == _EXTERNS:
+            body = b"".join(syms[i].encode() + b"\0" for i in struct.unpack(f"<{len(body) // 4}I", body))
+        elif attr in _SYMBOL_FIRST and len(body) >= 4:
+            body = syms[struct.unpack_from("<I", body)[0]].encode() + b"\0" + body[4:]
+        out.append(bytes([fmt, attr]) + body)
+    return b"\1".join(out)
+
+
+def code_digest(cubin: bytes) -> str:
+    """sha256 of what runs, read from an ELF64 cubin: each kernel's code and its relocations, its
+    launch attributes (.nv.info, symbol indices read as names), its parameter bank's and shared
+    memory's sizes, and constant data.  Left out: symbol and string tables, debug frames, the tool
+    note, and the initial values of the static constexpr members NVRTC emits as globals for every
+    class it instantiates (.nv.global.init, reached through bank 4), whose names and order follow
+    how the source is organised and which the wgmma kernels never read (their code folds them)."""
+    secs, syms = _elf(cubin)
+    h = hashlib.sha256()
+    for name, kind, data, size in secs:
+        if name.startswith(".text."):
+            part = data
+        elif name.startswith(".rela.text."):           # (offset, symbol, type, addend) each
+            part = b"".join(struct.pack("<QIq", off, info & 0xFFFFFFFF, add) + syms[info >> 32].encode()
+                            for off, info, add in struct.iter_unpack("<QQq", data))
+        elif name.startswith(".nv.info"):
+            part = _info(data, syms)
+        elif name.startswith((".nv.shared.", ".nv.constant0.")):
+            part = struct.pack("<Q", size)              # sizes: what a launch reserves
+        elif name.startswith(".nv.constant") and not name.startswith(".nv.constant4"):
+            part = data
+        else:
+            continue
+        h.update(name.encode() + b"\0" + struct.pack("<IQ", kind, len(part)) + part)
     return h.hexdigest()
 
 
