@@ -1,6 +1,5 @@
 // wgmma N below 64 and between hgemm_wgmma's 64-multiples (m64nNk16: N / 2 accumulators a thread),
-// one asm statement each as in hgemm_wgmma.cuh: the column-split consumers' halves (N = 32,
-// hgemm_wgmma_nsplit) and the swapped roles' token tiles (hgemm_wgmma_swap).
+// one asm statement each as in hgemm_wgmma.cuh: the swapped roles' token tiles (hgemm_wgmma_swap).
 #pragma once
 #include "hgemm_wgmma.cuh"
 
