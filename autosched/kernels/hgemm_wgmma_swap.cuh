@@ -36,8 +36,7 @@
 // Accumulator fragment of m64nBTk16 (warp w, lane l, register i < BT / 2): weight row
 // 16 w + l / 4 + 8 ((i / 2) % 2) of the m64 block, token 8 (i / 4) + 2 (l % 4) + i % 2.
 #pragma once
-#include "wgmma_narrow.cuh"   // inlines hgemm_wgmma.cuh
-#include "splitk_reduce.cuh"
+#include "hgemm_wgmma.cuh"
 
 namespace autosched_wgmma {
 

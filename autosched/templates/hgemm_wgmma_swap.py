@@ -100,7 +100,7 @@ def smem_bytes(bw, bt, swizzle, stages) -> int:
 
 class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
     family = "hgemm_wgmma_swap"
-    header = "hgemm_wgmma_swap.cuh"    # inlines wgmma_narrow.cuh and hgemm_wgmma.cuh: an edit to any stales the build id
+    header = "hgemm_wgmma_swap.cuh"    # inlines hgemm_wgmma.cuh
 
     def refuses(self, workload) -> str | None:
         why = super().refuses(workload)
