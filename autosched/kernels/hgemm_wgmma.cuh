@@ -101,6 +101,50 @@ __device__ __forceinline__ void bulk_wait_read_all() { asm volatile("cp.async.bu
 __device__ __forceinline__ void bulk_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// ---- clusters ------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned cluster_reg_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_reg_nctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_reg_id() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned cluster_reg_count() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
+  return r;
+}
+// every thread of every CTA of the cluster; not .aligned: a warp may reach it apart (the producer)
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// the shared::cluster address of `local` (a shared::cta address) in the CTA of rank `rank`
+__device__ __forceinline__ unsigned cluster_map(unsigned local, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+// an arrival on the barrier at `cluster_bar` (a shared::cluster address, the peer's) at CTA scope
+__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+// tma_load into the same offset `dst` of every CTA in `mask`, completing on `bar` at the same offset
+__device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
+                                                   unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n"
+      ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
+}
+
 // ---- warpgroup MMA ---------------------------------------------------------------------------
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -223,8 +267,8 @@ struct Ring {
     }
   }
   // a consumer's nk slots of one unit: wait for each, mma(its two operands' addresses) as one wgmma commit
-  // group, keep one group in flight and release(empty barrier) the slot before it (the last slot's release
-  // is the caller's)
+  // group, keep one group in flight and release(kb > 0, it) the slot before it, whose empty barrier is at
+  // bars + last(it) (the last slot's release is the caller's, after its wgmma wait)
   template <class Mma, class Release>
   static __device__ __forceinline__ void drain(unsigned& it, unsigned ring, unsigned bars, int nk, Mma mma,
                                                Release release) {
@@ -237,12 +281,10 @@ struct Ring {
       mma(a, b);
       wgmma_commit();
       wgmma_wait<1>();                           // the previous slot's group has finished reading
-      if (kb > 0) release(bars + 8 * (STAGES + (it - 1) % STAGES));
+      release(kb > 0, it);
     }
   }
-  static __device__ __forceinline__ unsigned last_empty(unsigned bars, unsigned it) {
-    return bars + 8 * (STAGES + (it - 1) % STAGES);
-  }
+  static __device__ __forceinline__ unsigned last(unsigned it) { return 8 * (STAGES + (it - 1) % STAGES); }
 };
 
 // warpgroup 0 the producer, the others consumers; with two consumers setmaxnreg hands them its registers
@@ -437,15 +479,15 @@ struct HgemmWgmma {
       unit(u, tiles_m, tiles_n, M, kslots, m0, n0, kb0, nk);
       zero(acc);
       Pipe::drain(it, ring, bars, nk, [&](unsigned a, unsigned b) { mma<BN>(acc, a, b, wg * MW * 64); },
-                  [&](unsigned empty) { if (lane == 0) mbar_arrive(empty); });
+                  [&](bool go, unsigned i) { if (go && lane == 0) mbar_arrive(bars + Pipe::last(i)); });
       // unconditional, even for an empty slice: a wgmma wait under a branch makes ptxas serialize every
       // wgmma of the kernel (C7518)
       wgmma_wait<0>();
       if constexpr (SPLIT_K == 1) {
-        if (lane == 0) mbar_arrive(Pipe::last_empty(bars, it));
+        if (lane == 0) mbar_arrive(bars + Pipe::last(it));
         epilogue(acc, tmC, my_c, wg, t, warp, lane, M, N, m0, n0);
       } else {
-        if (nk > 0 && lane == 0) mbar_arrive(Pipe::last_empty(bars, it));
+        if (nk > 0 && lane == 0) mbar_arrive(bars + Pipe::last(it));
         if (Reduce::reduce(&acc[0][0], ws, tiles, u / SPLIT_K, u % SPLIT_K, ct))
           epilogue(acc, tmC, my_c, wg, t, t / 32, t % 32, M, N, m0, n0);
       }
