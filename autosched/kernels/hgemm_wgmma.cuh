@@ -287,6 +287,14 @@ struct Ring {
   static __device__ __forceinline__ unsigned last(unsigned it) { return 8 * (STAGES + (it - 1) % STAGES); }
 };
 
+template <int W, int N>
+__device__ __forceinline__ void zero(float (&acc)[W][N]) {
+#pragma unroll
+  for (int w = 0; w < W; ++w)
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[w][i] = 0.0f;
+}
+
 // warpgroup 0 the producer, the others consumers; with two consumers setmaxnreg hands them its registers
 template <int CONSUMERS, class Producer, class Consumer>
 __device__ __forceinline__ void roles(Producer producer_warpgroup, Consumer consumer) {
@@ -417,14 +425,6 @@ struct HgemmWgmma {
 #pragma unroll
       for (int w = 0; w < W; ++w) Wgmma<NW>::template mma<BF16, A_MN, B_MN>(acc[w], desc<A_MN>(a, row0 + w * 64, kk), db);
     }
-  }
-
-  template <int W, int N_>
-  static __device__ __forceinline__ void zero(float (&acc)[W][N_]) {
-#pragma unroll
-    for (int w = 0; w < W; ++w)
-#pragma unroll
-      for (int i = 0; i < N_; ++i) acc[w][i] = 0.0f;
   }
 
   // registers -> this consumer's 128B-swizzled staging `my_c` (MW x BN / 64 boxes of 64 x 64) -> TMA stores

@@ -157,7 +157,7 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
     for (int pair = cluster_reg_id(); pair < pairs; pair += clusters) {
       int m0, n0;
       pair_tile(pair, rank, pm_count, pn_count, m0, n0);
-      Base::zero(acc);
+      zero(acc);
       Pipe::drain(it, ring, bars, kslots, [&](unsigned a, unsigned b) { Base::template mma<BN>(acc, a, b, wg * MW * 64); },
                   release);
       wgmma_wait<0>();

@@ -78,7 +78,9 @@ struct HgemmWgmmaSched {
     n0 = n0 / 64 * BN;
   }
 
-  // HgemmWgmma::producer over this kernel's STAGES slots
+  using Pipe = Ring<STAGES, STAGE_BYTES, Base::A_SLOT>;
+
+  // HgemmWgmma::producer over this kernel's STAGES slots and BN
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
                                   int M, int tiles_m, int tiles_n, int kslots) {
     tensormap_prefetch(tmA);
@@ -89,26 +91,12 @@ struct HgemmWgmmaSched {
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int m0, n0;
       tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-        mbar_wait(empty, phase ^ 1);
-        mbar_expect_tx(full, expect);
-        const unsigned a = ring + s * STAGE_BYTES, b = a + Base::A_SLOT;
+      Pipe::fill(it, ring, bars, 0, kslots, [&] { return expect; }, [&, m0, n0](unsigned a, unsigned full, int kb) {
+        const unsigned b = a + Base::A_SLOT;
         const int k0 = kb * BK;
-        if constexpr (A_MN) {
-#pragma unroll
-          for (int q = 0; q < BM / BK; ++q) tma_load(a + q * BK * SWZ, tmA, full, m0 + q * BK, k0);
-        } else {
-          tma_load(a, tmA, full, k0, m0);
-        }
-        if constexpr (B_MN) {
-#pragma unroll
-          for (int q = 0; q < BN / BK; ++q) tma_load(b + q * BK * SWZ, tmB, full, n0 + q * BK, k0);
-        } else {
-          tma_load(b, tmB, full, k0, n0);
-        }
-      }
+        Base::template load<A_MN, BM>(a, tmA, full, m0, k0);
+        Base::template load<B_MN, BN>(b, tmB, full, n0, k0);
+      });
     }
   }
 
@@ -125,33 +113,15 @@ struct HgemmWgmmaSched {
     for (int j = PINGPONG ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += PINGPONG ? 2 : 1) {
       int m0, n0;
       tile_coords(blockIdx.x + j * gridDim.x, tiles_m, tiles_n, M, m0, n0);
-#pragma unroll
-      for (int w = 0; w < MW; ++w)
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
+      zero(acc);
       // the other consumer has passed every full barrier of tile j - 1: its ((j - 1) / 2)-th turn
       if (PINGPONG && j > 0) mbar_wait(order_other, ((j - 1) / 2) & 1);
       unsigned it = j * kslots;
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        mbar_wait(bars + 8 * s, phase);
-        __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
-        const unsigned a = ring + s * STAGE_BYTES, b = a + Base::A_SLOT;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-          const unsigned long long db = Base::template desc<B_MN>(b, 0, kk);
-#pragma unroll
-          for (int w = 0; w < MW; ++w)
-            Wgmma<BN>::template mma<BF16, A_MN, B_MN>(acc[w], Base::template desc<A_MN>(a, row_base + w * 64, kk), db);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();                           // the previous slot's group has finished reading
-        if (kb > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-      }
+      Pipe::drain(it, ring, bars, kslots, [&](unsigned a, unsigned b) { Base::template mma<BN>(acc, a, b, row_base); },
+                  [&](bool go, unsigned i) { if (go && lane == 0) mbar_arrive(bars + Pipe::last(i)); });
       if (PINGPONG && lane == 0) mbar_arrive(order_mine);   // the other consumer's turn at the ring
       wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      if (lane == 0) mbar_arrive(bars + Pipe::last(it));
 
       // epilogue: registers -> swizzled staging -> TMA stores, in ROUNDS stagings of PER_ROUND boxes
 #pragma unroll
@@ -200,24 +170,11 @@ struct HgemmWgmmaSched {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned ring = base, cstage = base + STAGES * STAGE_BYTES, bars = base + BAR_OFFSET;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kslots = (K + BK - 1) / BK;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);
-        mbar_init(bars + 8 * (STAGES + s), PINGPONG ? 4 : 8);   // empty: lane 0 of each warp reading the slot
-      }
-      mbar_init(bars + 8 * (2 * STAGES), 4);                     // order[0], order[1] (ping-pong only)
-      mbar_init(bars + 8 * (2 * STAGES + 1), 4);
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      fence_async_smem();
-    }
+    // empty: lane 0 of each warp reading the slot; then order[0], order[1] (ping-pong only)
+    if (threadIdx.x == 0) Pipe::template init<2>(bars, PINGPONG ? 4 : 8);
     __syncthreads();
-    if (threadIdx.x < 128) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots);
-    } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-      consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots);
-    }
+    roles<2>([&] { if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots); },
+             [&] { consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots); });
   }
 };
 

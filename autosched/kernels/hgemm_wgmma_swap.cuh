@@ -69,35 +69,15 @@ struct HgemmWgmmaSwap {
   static_assert(!CLUSTER || (SPLIT_K >= 2 && STAGES * STAGE_BYTES >= MW * ACC * 128 * 4),
                 "a cluster reduction: 2 to 8 slices, the ring holds a slice's FP32 accumulators");
 
+  using Pipe = Ring<STAGES, STAGE_BYTES, W_SLOT>;
+
   // CLUSTER: rank 0 of the tile's cluster adds the other ranks' accumulators, which each left in its
   // ring (float4 j of consumer thread ct at j * 128 + ct), read over DSMEM.  Every thread of every CTA
   // passes the two cluster barriers (the producer warpgroup's after its loop, in run): the first
   // publishes the partials, the second keeps each CTA's shared memory alive until rank 0 has read it.
-  // (hgemm_wgmma_cluster.cuh has these three too; including it would inline hgemm_wgmma.cuh twice)
-  static __device__ __forceinline__ unsigned cta_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-  }
-  // every thread of every CTA of the cluster; not .aligned: the producer warp reaches it apart
-  static __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-  }
-  // the shared::cluster address of `local` (a shared::cta address) in the CTA of rank `rank`
-  static __device__ __forceinline__ unsigned peer_addr(unsigned local, unsigned rank) {
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
-    return r;
-  }
-
-  // the consumer warpgroup is done with a slot: lane 0 of each warp arrives (count 4)
-  static __device__ __forceinline__ void release_slot(unsigned empty, int lane) {
-    if (lane == 0) mbar_arrive(empty);
-  }
-
   static __device__ __forceinline__ bool cluster_reduce(float* acc, unsigned ring, int ct) {
     constexpr int NV = MW * ACC / 4;
-    const unsigned rank = cta_rank();
+    const unsigned rank = cluster_reg_ctarank();
     if (rank != 0) {
       // every consumer warp past its last wgmma (their reads of the ring) before any overwrites it
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
@@ -106,11 +86,11 @@ struct HgemmWgmmaSwap {
         asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ring + (j * 128 + ct) * 16),
                      "f"(acc[4 * j]), "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3]) : "memory");
     }
-    cluster_sync();
+    cluster_sync_all();
     if (rank == 0) {
 #pragma unroll 1
       for (int r = 1; r < SPLIT_K; ++r) {
-        const unsigned peer = peer_addr(ring + ct * 16, r);
+        const unsigned peer = cluster_map(ring + ct * 16, r);
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
           float x, y, z, w;
@@ -123,7 +103,7 @@ struct HgemmWgmmaSwap {
         }
       }
     }
-    cluster_sync();
+    cluster_sync_all();
     return rank == 0;
   }
 
@@ -149,15 +129,13 @@ struct HgemmWgmmaSwap {
       const Unit un = unit(u, tiles_w, tiles_t);
       int kb0, nk;
       Reduce::slice_range(un.slice, kslots, kb0, nk);
-      for (int kb = kb0; kb < kb0 + nk; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-        mbar_wait(empty, phase ^ 1);
-        mbar_expect_tx(full, un.own ? STAGE_BYTES : X_SLOT);   // whole boxes, zero-filled past M, N or K
-        const unsigned w = ring + s * STAGE_BYTES;
-        if (un.own) tma_load(w, tmW, full, kb * BK, un.w0);
-        tma_load(w + W_SLOT, tmX, full, kb * BK, un.t0);
-      }
+      // whole boxes, zero-filled past M, N or K
+      const bool own = un.own;
+      Pipe::fill(it, ring, bars, kb0, nk, [&] { return own ? STAGE_BYTES : X_SLOT; },
+                 [&](unsigned w, unsigned full, int kb) {
+                   if (own) tma_load(w, tmW, full, kb * BK, un.w0);
+                   tma_load(w + W_SLOT, tmX, full, kb * BK, un.t0);
+                 });
     }
   }
 
@@ -170,6 +148,13 @@ struct HgemmWgmmaSwap {
                                   int M, int N, int tiles_w, int tiles_t, int kslots, unsigned char* ws) {
     const int t = threadIdx.x - 128, warp = t / 32, lane = t % 32;
     if (t == 0) tensormap_prefetch(tmC);
+    // the consumer warpgroup is done with a slot: lane 0 of each warp arrives (count 4)
+    const auto release = [&](bool go, unsigned i) {
+      if (go) {
+        const unsigned empty = bars + Pipe::last(i);
+        if (lane == 0) mbar_arrive(empty);
+      }
+    };
     float acc[MW][ACC];
     unsigned it = 0;
     for (int u = blockIdx.x; u < units(tiles_w, tiles_t); u += gridDim.x) {
@@ -177,29 +162,18 @@ struct HgemmWgmmaSwap {
       const int w0 = un.w0, t0 = un.t0;
       int kb0, nk;
       Reduce::slice_range(un.slice, kslots, kb0, nk);
-#pragma unroll
-      for (int w = 0; w < MW; ++w)
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
-      for (int kb = 0; kb < nk; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        mbar_wait(bars + 8 * s, phase);
-        __syncwarp();
-        const unsigned wslot = ring + s * STAGE_BYTES, xslot = wslot + W_SLOT;
-        wgmma_fence();
+      zero(acc);
+      Pipe::drain(it, ring, bars, nk, [&](unsigned wslot, unsigned xslot) {
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
           const unsigned long long dx = desc(xslot, 0, kk);
 #pragma unroll
           for (int w = 0; w < MW; ++w) Wgmma<BT>::template mma<BF16, 0, 0>(acc[w], desc(wslot, w * 64, kk), dx);
         }
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (kb > 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
-      }
-      // unconditional, as in hgemm_wgmma_splitk.cuh: a wgmma wait under a branch serializes every wgmma
+      }, release);
+      // unconditional, as in hgemm_wgmma.cuh: a wgmma wait under a branch serializes every wgmma
       wgmma_wait<0>();
-      if (nk > 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES), lane);
+      release(nk > 0, it);
       if (!un.own) continue;
       if constexpr (CLUSTER) {
         if (!cluster_reduce(&acc[0][0], ring, t)) continue;                   // rank 0 stores C
@@ -246,24 +220,17 @@ struct HgemmWgmmaSwap {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned ring = base, cstage = base + C_OFFSET, bars = base + BAR_OFFSET;
     const int tiles_w = (N + BW - 1) / BW, tiles_t = (M + BT - 1) / BT, kslots = (K + BK - 1) / BK;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);                  // full: the producer's expect_tx
-        mbar_init(bars + 8 * (STAGES + s), 4);       // empty: see release_slot
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      fence_async_smem();
-    }
+    if (threadIdx.x == 0) Pipe::init(bars, 4);      // empty: lane 0 of each consumer warp
     __syncthreads();
-    if (threadIdx.x < 128) {
-      if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles_w, tiles_t, kslots);
-      if constexpr (CLUSTER) {                       // the consumers' two cluster barriers (one work unit)
-        cluster_sync();
-        cluster_sync();
-      }
-    } else {
-      consumer(tmC, ring, cstage, bars, M, N, tiles_w, tiles_t, kslots, ws);
-    }
+    roles<1>(
+        [&] {
+          if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles_w, tiles_t, kslots);
+          if constexpr (CLUSTER) {                   // the consumers' two cluster barriers (one work unit)
+            cluster_sync_all();
+            cluster_sync_all();
+          }
+        },
+        [&] { consumer(tmC, ring, cstage, bars, M, N, tiles_w, tiles_t, kslots, ws); });
   }
 };
 
