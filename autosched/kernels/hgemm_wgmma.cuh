@@ -37,9 +37,8 @@
 //
 // Tensor maps arrive by value, as __grid_constant__ kernel parameters holding the 128-byte
 // CUtensorMaps the host encoded (cuTensorMapEncodeTiled): the copy engine reads them from the
-// parameter space, which nothing writes while the kernel runs, so each is only prefetched.  (A map
-// kept in global memory would need a sys-scope tensormap acquire fence before its first use, since
-// a host copy wrote it: on an H100 that fence cost 0.6-1 us a launch of a short GEMM, 2026-11-26.)
+// parameter space, which nothing writes while the kernel runs, so each is only prefetched (a map in
+// global memory would need a costly sys-scope tensormap acquire fence before its first use).
 //
 // Accumulator fragment of m64nNk16 (per warp w of the warpgroup, lane l, register i < N / 2):
 //   row 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
@@ -330,17 +329,14 @@ struct HgemmWgmma {
   static_assert(BN == 64 || BN == 128 || BN == 192 || BN == 256, "wgmma N and the 64-wide output boxes");
   static_assert(BM <= 256 && BN <= 256, "a TMA box is at most 256 rows");
   static_assert(MW * ACC <= 128, "accumulators: MW x BN / 2 <= 128 floats a consumer thread");
-  // up to 16: a 64 x 64 tile's ring fits 13 slots, and short GEMMs kept gaining past 8 (H100,
-  // 2026-11-26, 64x4096x4096: 24.5 us at 8 slots, 22.7 at 13; scripts/experiments/wgmma_stages.py)
+  // up to 16: short GEMMs keep gaining past 8 slots (scripts/experiments/wgmma_stages.py)
   static_assert(STAGES >= 2 && STAGES <= 16, "a ring of 2 to 16 slots");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
   static_assert(GROUP >= 1, "tile-row group of the raster");
   static_assert(64 % BK == 0, "an MN-major m64 block spans whole E = BK chunks");
 
-  // Rows of A past M.  TMA zero-fills the rows of a box that lie outside the tensor, and on an H100
-  // a box mostly outside is slow to arrive (64 x 64 tiles, 4096 x 4096: 24.6 us at M = 1 and 25.8
-  // at M = 65 against 22.4 at M = 64 and 128; scripts/experiments/wgmma_oob_rows.py, 2026-11-26).
-  // So a K-major A never reaches past M by more than 15 rows: where M >= BM the last tile row is
+  // Rows of A past M.  TMA zero-fills the rows of a box outside the tensor, and a box mostly outside
+  // is slow to arrive (scripts/experiments/wgmma_oob_rows.py).  So a K-major A never reaches past M by more than 15 rows: where M >= BM the last tile row is
   // moved up to end at M (its rows above m0 repeat the tile row before it, stored twice with the
   // same values), and where M < BM the host's map boxes a_rows(M) rows, a multiple of 16 (the
   // slot's other rows keep stale data, whose products land only in output rows past M, which the

@@ -2,9 +2,8 @@
 // producer and consumer warpgroups, mbarrier ring and TMA-store epilogue, but the two CTAs of a
 // cluster compute two adjacent output tiles that share one operand, and each loads only half of
 // that operand's slot, multicast into both CTAs' shared memory: the shared operand crosses from L2
-// to the SMs once for two tiles.  The template renders hgemm_wgmma itself for cluster = 1; this
-// kernel lives in its own file so that hgemm_wgmma.cuh, whose hash is the build id every
-// measurement of the family is keyed by, stays byte for byte what was measured.
+// to the SMs once for two tiles (cluster = 1 renders hgemm_wgmma itself).  HgemmWgmma's pipeline (Ring,
+// loads, mma, epilogue) with a walk over pairs, half loads multicast and releases to both producers.
 //
 // CDIM = 0 (pair along M): tiles (m, n) and (m + 1, n) share B's slot -> B is multicast, A is not.
 // CDIM = 1 (pair along N): tiles (m, n) and (m, n + 1) share A's slot -> A is multicast, B is not.
@@ -35,10 +34,8 @@
 //     Both the remote arrival and the wait keep PTX's default CTA-scope semantics: the consumers
 //     only read a slot through wgmma, whose reads wait_group has retired before the arrival, so
 //     there is no write of theirs to publish, only a completed read before the peer's TMA
-//     overwrites it.  Release at cluster scope (and acquire at cluster scope in the producer's
-//     wait) ordered nothing more and made the kernel 1.5-3x slower than the lone CTA (H100,
-//     2026-11-26, scripts/experiments/wgmma_cluster_scope.py: 128x4096x4096 64 x 64 pairs along M
-//     72.2 -> 24.3 us, 4096^3 289.6 -> 189.5 us).
+//     overwrites it; cluster scope ordered nothing more and was 1.5-3x slower
+//     (scripts/experiments/wgmma_cluster_scope.py).
 //   * start: mbarrier init, fence.mbarrier_init.release.cluster, then a cluster barrier (all
 //     threads of both CTAs), so no multicast or remote arrival reaches an uninitialized barrier.
 //   * exit: a cluster barrier again, so no CTA exits (freeing its shared memory) while its peer may

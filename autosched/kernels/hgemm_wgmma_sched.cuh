@@ -1,11 +1,8 @@
 // The wgmma + TMA GEMM of hgemm_wgmma.cuh with two knobs that its own kernel fixes: how its two
 // consumer warpgroups share the tiles, and how much shared memory its epilogue stages through.  The
-// same producer warpgroup, mbarrier ring, slot layout and grouped persistent raster: HgemmWgmma's at
-// the same tile (its raster, descriptors and A's box rows are called; its producer is repeated here,
-// because HgemmWgmma's is bound to a STAGES whose static_assert counts a whole-tile staging, which
-// rules out the deeper rings this kernel is for).  It lives in its own file so that hgemm_wgmma.cuh,
-// whose hash is the build id every measurement of hgemm_wgmma is keyed by, stays byte for byte what
-// was measured.
+// same pipeline (Ring), loads, descriptors, raster and A's box rows as HgemmWgmma's, from an instance
+// of 2 slots and 64 columns (HgemmWgmma's static_asserts count a whole-tile staging, which rules out
+// the deeper rings this kernel is for); its own consumers and epilogue.
 //
 // PINGPONG = 0 (cooperative): both consumers work on every tile, each on BM / 2 of its rows, as
 //   hgemm_wgmma's two consumers do; they reach their epilogues together, and the tensor cores idle

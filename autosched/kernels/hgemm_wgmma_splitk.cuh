@@ -12,22 +12,8 @@
 // k-blocks, slice s holds q + (s < r) starting at s * q + min(s, r).  A slice with none (K shorter
 // than SPLIT_K k-blocks: the template never renders that) adds zeros and still signals.
 //
-// Serial reduction in one launch; no CTA ever waits for another, so nothing assumes the CTAs of a
-// tile are resident together:
-//   1. every consumer thread stores its FP32 accumulators to partials[slice][tile] in fragment
-//      order (float4 j of consumer thread c at j * CT + c: coalesced; the thread that reads it
-//      back holds the same fragment positions in another CTA, so rows and columns never appear);
-//   2. release: each thread fences at gpu scope, the consumer threads meet at a named barrier
-//      (the producer warpgroup is elsewhere, so never __syncthreads), and one thread adds 1 to
-//      counters[tile] with an acq_rel atomic;
-//   3. the CTA whose add returns SPLIT_K - 1 is the tile's last: its thread resets the counter to
-//      0 (every slice has arrived, so nobody touches it again in this launch, and the next launch
-//      is stream-ordered after this one: no memset between launches), the verdict reaches the other
-//      consumer threads through bar.red.or, they fence (acquire) and add the other slices'
-//      partials with ld.global.cg (L2, never a stale L1 line), then run the usual epilogue.  The
-//      other CTAs go on to their next unit.
-// The last CTA's own partial is stored for nothing: it cannot know it is last before it signals.
-//
+// The slices meet in one launch, no CTA waiting for another: each stores its FP32 partial, and the CTA
+// that finishes a tile's last slice adds the others' and stores C (splitk_reduce.cuh says how).
 // Workspace (ArgSpec role "workspace", allocated zeroed once by the launcher): counters, one u32
 // per tile padded to 256 bytes, then partials (SPLIT_K, tiles, BM x BN) floats.
 #pragma once
