@@ -17,7 +17,8 @@ from autosched.build import compile_spec
 from autosched.database import Database
 from autosched.device import nvrtc_version
 from autosched.identity import build_id, code_digest, is_current, source_id
-from autosched.measure.recording import Recording, ReplayRunner, import_recording, recording_from_db
+from autosched.measure.recording import (Recording, ReplayRunner, import_recording, recording_from_db,
+                                         shipped_recordings)
 from autosched.measure.result import Measurement, Status
 from autosched.registry import FAMILIES
 from autosched.selection import from_recording
@@ -46,12 +47,14 @@ def _edited(monkeypatch, template, edit) -> None:
     monkeypatch.setattr(sys.modules[type(template).__module__], "kernel_source", base.kernel_source)
 
 
-def test_nvrtc_cubins_are_deterministic_and_the_digest_reads_only_their_code(h100):
+def test_nvrtc_code_is_deterministic_and_the_digest_reads_only_the_code(h100):
     t = SgemmTemplate()
     w = Sgemm.from_shape("300x260x200")
     spec = t.render(w, t.default_config(w, h100), h100)
     a, b = compile_spec(spec), compile_spec(spec)
-    assert a.ok and a.cubin == b.cubin
+    # the code is: (the whole file may not be; once in a long test run two compiles' section tables
+    # sat at different offsets, which is why the digest reads the code sections only)
+    assert a.ok and code_digest(a.cubin) == code_digest(b.cubin)
     commented = dataclasses.replace(spec, source="// a comment\n" + spec.source)
     c = compile_spec(commented)
     assert commented.source_hash != spec.source_hash and code_digest(c.cubin) == code_digest(a.cubin)
@@ -70,14 +73,20 @@ def test_every_template_has_a_binary_build_id_that_answers_for_its_source_id():
     assert len(set(ids.values())) == len(ids)
 
 
-def test_the_shipped_ledger_names_the_shipped_sources_as_this_nvrtc_compiles_them(ledger):
-    # the cheapest family, compiled again here: what the shipped file says is what NVRTC makes
-    t = TEMPLATES["gemv_dense"]
+@pytest.mark.parametrize("family", ["gemv_dense", "hgemm_wgmma"])
+def test_the_shipped_ledger_names_the_shipped_sources_as_this_nvrtc_compiles_them(ledger, family):
+    """Compiled again here, the current source makes the code the shipped ledger says; for hgemm_wgmma
+    that is also the code of the source its shipped recordings name, so they still serve."""
+    t = TEMPLATES[family]
     shipped = json.loads(identity.SHIPPED_LEDGER.read_text())
     known = shipped[t.family].get(t.source_hash()[:12], {}).get(nvrtc_version())
     if known is None:
-        pytest.skip("decode.cuh changed since the ledger was shipped (python -m autosched.identity)")
+        pytest.skip(f"{t.header} changed since the ledger was shipped (python -m autosched.identity)")
     assert identity.program_digest(t, nvrtc_version()) == known
+    if family == "hgemm_wgmma":
+        recorded = {r.build.split("/")[0] for r in (Recording.load(p) for p in shipped_recordings())
+                    if r.template == family}
+        assert recorded and all(shipped[family][src][nvrtc_version()] == known for src in recorded)
 
 
 def test_a_header_edit_that_compiles_to_the_same_code_stales_nothing(ledger, tmp_path, monkeypatch, h100):
