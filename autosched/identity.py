@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import struct
 from pathlib import Path
 
@@ -46,6 +47,9 @@ SHIPPED_LEDGER = Path(__file__).parent / "data" / "build_ids.json"
 # MIN_STACK_SIZE, MAX_STACK_SIZE, REGCOUNT; EXTERNS is a list of them
 _SYMBOL_FIRST = {0x0A, 0x11, 0x12, 0x23, 0x2F}
 _EXTERNS = 0x0F
+# the names NVRTC gives what has internal linkage carry a hash and a number that change from one
+# compile of the same source to the next (_INTERNAL_<8 hex>_<n>_<file>_<8 hex>_<n>): read without them
+_INTERNAL = re.compile(r"_INTERNAL_[0-9a-f]{8}_\d+_(\w+?)_[0-9a-f]{8}_\d+")
 
 
 class BuildId(str):
@@ -86,7 +90,8 @@ def _elf(cubin: bytes) -> tuple[list, list[str]]:
     syms = []
     for at in range(0, len(symtab), 24):
         name, _, _, shndx, _, _ = struct.unpack_from("<IBBHQQ", symtab, at)
-        syms.append(cstr(strtab, name) or (secs[shndx][0] if shndx < len(secs) else ""))
+        name = cstr(strtab, name) or (secs[shndx][0] if shndx < len(secs) else "")
+        syms.append(_INTERNAL.sub(r"_INTERNAL_\1", name))
     return secs, syms
 
 

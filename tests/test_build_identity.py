@@ -55,6 +55,11 @@ def test_nvrtc_code_is_deterministic_and_the_digest_reads_only_the_code(h100):
     # the code is: (the whole file may not be; once in a long test run two compiles' section tables
     # sat at different offsets, which is why the digest reads the code sections only)
     assert a.ok and code_digest(a.cubin) == code_digest(b.cubin)
+    # gemv_q4f16's cubins name a global of internal linkage with a hash that changes every compile
+    g = GemvQ4F16Template()
+    wq = FAMILIES["gemv-q4f16"].parse("264x4128")
+    q = g.render(wq, g.default_config(wq, h100), h100)
+    assert len({code_digest(compile_spec(q).cubin) for _ in range(3)}) == 1
     commented = dataclasses.replace(spec, source="// a comment\n" + spec.source)
     c = compile_spec(commented)
     assert commented.source_hash != spec.source_hash and code_digest(c.cubin) == code_digest(a.cubin)
