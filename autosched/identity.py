@@ -19,6 +19,9 @@ seen to the digest its probes compiled to under an NVRTC.  A source id names the
 (`BuildId.aliases`) when its NVRTC is this one and its source compiled to the current digest: the
 current source always; an older one if the ledger saw it compile to the same code.  The database
 queries, the tuner's resume and the recordings' check all take the aliases.
+
+The ledger is keyed by the .cuh text (a lookup must not render and compile probes at every start), so
+a change only in how Python renders a config of the same text is seen as before: not at all.
 """
 
 from __future__ import annotations
