@@ -527,9 +527,9 @@ def devices():
 
 
 def current_build(template_name: str) -> str | None:
-    """The build id (kernel source hash, NVRTC version) a GPU here would measure `template_name`
+    """The build id (binaries and NVRTC, identity.build_id) a GPU here would measure `template_name`
     under; None for a template this version no longer has."""
-    from autosched.build import build_id
+    from autosched.identity import build_id
     from autosched.registry import template_named
     try:
         return build_id(template_named(template_name))

@@ -85,30 +85,6 @@ def cache_key(spec: KernelSpec, nvrtc: str) -> str:
     return hashlib.sha256(f"{spec.source_hash}|nvrtc {nvrtc}".encode()).hexdigest()[:32]
 
 
-def build_id(template, nvrtc: str | None = None) -> str:
-    """What a measurement of `template` here depends on besides its config, device and workload:
-    its kernel source and the NVRTC that compiles it, as "<12 hex of the source hash>/nvrtc-<x.y>".
-    The database keeps it with every row so that, after a .cuh edit or an NVRTC upgrade, old
-    timings neither rank configs nor count as already measured.  nvrtc: the version that builds
-    for the GPU asked about (its DeviceInfo.cuda_version) where that is not this machine's, as for
-    a recording's GPU seen from a machine without one; default this machine's."""
-    return f"{template.source_hash()[:12]}/nvrtc-{nvrtc or nvrtc_version()}"
-
-
-def build_for(template, device_key: str) -> str:
-    """The current build of `template` on the GPU of `device_key` (DeviceInfo.key, which ends in
-    "cuda <the NVRTC version that builds for it>"): this source, that NVRTC."""
-    head, sep, nvrtc = device_key.rpartition("|cuda ")
-    return build_id(template, nvrtc if sep else None)
-
-
-def current_builds(template, device_key: str) -> tuple[str, ...]:
-    """The builds whose timings of `template` on `device_key` are current: this source under the
-    NVRTC of the device key (a recording's GPU, seen from a machine without one) and under this
-    machine's (the same one on a GPU here)."""
-    return tuple(dict.fromkeys((build_for(template, device_key), build_id(template))))
-
-
 def _macros(options: tuple[str, ...]) -> list[str] | None:
     """KernelSpec.options may only define macros: anything else would change the cache key
     without reaching NVRTC, so it is refused."""

@@ -103,7 +103,8 @@ def _print_plan(plan) -> None:
         console.print("[yellow]REPLAY[/]: " + note)
     if plan.stale:
         console.print(f"{plan.stale:,} database rows of this shape were measured with another build of its kernels "
-                      "(an edited .cuh, another NVRTC, or from before builds were recorded): kept, not used")
+                      "(a kernel edit that changed the code, another NVRTC, or from before builds were recorded): "
+                      "kept, not used")
 
 
 class _Bar:
@@ -178,7 +179,8 @@ def cmd_devices(args) -> int:
     stale = api.stale_rows(args.db, recordings=recs)
     if stale:
         t = Table("workload", "GPU", "template", "stale rows", title="database rows of other builds (kept, not "
-                  "used: an edited .cuh, another NVRTC, or from before builds were recorded)", title_justify="left")
+                  "used: a kernel edit that changed the code, another NVRTC, or from before builds were recorded)",
+                  title_justify="left")
         for (wk, dk, tf), n in stale.items():
             t.add_row(wk, dk, tf, f"{n:,}")
         console.print(t)

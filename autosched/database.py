@@ -2,8 +2,9 @@
 
 A tuning run writes each result as it arrives, so a run that is killed and restarted resumes:
 `measured()` tells the search which configs to skip.  Every row names the build it timed
-(autosched.build.build_id: kernel source hash and NVRTC version); rankings and resume ask for one
-build, so timings of an older .cuh stay in the file (`stale()` counts them) but rank nothing.
+(autosched.identity.build_id: the hash of the binaries and the NVRTC that made them); rankings and
+resume ask for one build (with its aliases, the older ids of the same binaries), so timings of other
+code stay in the file (`stale()` counts them) but rank nothing.
 Verifications (the decode engine's timing of its candidate configs inside its own step) are kept
 too, under a key that names everything they depended on.
 
@@ -88,7 +89,7 @@ class Record:
     versions: dict
     timestamp: float
     cost_s: float | None = None     # tuning wall time this measurement took (build + measure share)
-    build: str | None = None        # build id timed (autosched.build.build_id); None: not known
+    build: str | None = None        # build id timed (autosched.identity.build_id); None: not known
 
 
 def default_db_path() -> Path:
@@ -340,10 +341,12 @@ class Database:
                 (workload_key, device_key, template, config_hash(config),
                  json.dumps(config, sort_keys=True), m.status.value, _num(m.min_us), _num(m.median_us),
                  _num(m.spread_us), _num(m.max_abs_err), m.error, m.registers, m.smem_bytes, m.spills,
-                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time(), m.runs, build))
+                 m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time(), m.runs,
+                 None if build is None else str(build)))
 
     # The queries below take `build`: a build id, or a mapping template -> build id (for a query
-    # over several templates), and return only rows of that build.  build=None returns rows of
+    # over several templates), and return only rows of that build (or of its aliases: the older
+    # ids of the same binaries, identity.BuildId).  build=None returns rows of
     # every build, unknown ones included: only for callers that show what the file holds.
 
     @_guarded
@@ -416,7 +419,7 @@ class Database:
         for wk, dk, tpl, build, n in self.conn.execute(q + " GROUP BY 1, 2, 3, 4", args):
             if tpl not in builds:
                 b = now(tpl)
-                builds[tpl] = () if b is None else (b,) if isinstance(b, str) else b
+                builds[tpl] = () if b is None else _names(b) if isinstance(b, str) else _all_names(b)
             if build is None or build not in builds[tpl]:
                 out[(wk, dk, tpl)] = out.get((wk, dk, tpl), 0) + n
         return dict(sorted(out.items()))
@@ -473,18 +476,33 @@ class Database:
         self.close()
 
 
+def _names(build) -> tuple:
+    # a build id answers for itself and its aliases (identity.BuildId); a plain string for itself
+    return tuple(map(str, getattr(build, "names", (build,))))
+
+
+def _all_names(builds) -> tuple:
+    return tuple(n for b in builds for n in _names(b))
+
+
 def build_filter(build: Builds) -> tuple[str, tuple]:
     """SQL condition (to append after a WHERE) and its arguments for a query's `build`."""
     if build is None:
         return "", ()
     if isinstance(build, str):
-        return " AND build=?", (build,)
+        names = _names(build)
+        return f" AND build IN ({', '.join('?' * len(names))})", names
     if isinstance(build, tuple) and build:
-        return " AND build IN (" + ", ".join("?" * len(build)) + ")", build
+        names = _all_names(build)
+        return f" AND build IN ({', '.join('?' * len(names))})", names
     if not build:
         return " AND 0", ()
-    pairs = tuple(x for tpl_build in sorted(build.items()) for x in tpl_build)
-    return " AND (" + " OR ".join(["(template=? AND build=?)"] * len(build)) + ")", pairs
+    conds, args = [], []
+    for tpl, b in sorted(build.items()):
+        names = _names(b)
+        conds.append(f"(template=? AND build IN ({', '.join('?' * len(names))}))")
+        args += [tpl, *map(str, names)]
+    return " AND (" + " OR ".join(conds) + ")", tuple(args)
 
 
 def _header_size(head: bytes) -> int:

@@ -124,8 +124,6 @@ def _hgemm_picks(template, workload, device) -> list[dict]:
         return _hgemm_wgmma_picks(template, workload, device)
     if template.family == "hgemm_stream":
         return _hgemm_stream_picks(template, workload, device)
-    if template.family == "hgemm_wgmma_nsplit":
-        return _hgemm_nsplit_picks(template, workload, device)
     if template.family == "hgemm_wgmma_sched":
         return _hgemm_sched_picks(template, workload, device)
     if template.family == "hgemm_wgmma_swap":
@@ -169,20 +167,6 @@ def _hgemm_stream_picks(template, workload, device) -> list[dict]:
     return _distinct(picks)
 
 
-def _hgemm_nsplit_picks(template, workload, device) -> list[dict]:
-    """The column-split wgmma template's corners: the smallest tile with the shortest ring and 32-byte
-    swizzle (the most CTAs, the halves 32 columns wide), the most shared memory, the most accumulators
-    a consumer thread, then the default and two random ones."""
-    cfgs = template.space(workload, device).enumerate()
-    if not cfgs:
-        return []
-    smem = template.smem
-    picks = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
-             max(cfgs, key=lambda c: (c["bm"] * c["bn"], -c["group"]))]
-    picks += _default_and_random(template, workload, device)
-    return _distinct(picks)
-
-
 def _hgemm_sched_picks(template, workload, device) -> list[dict]:
     """hgemm_wgmma_sched's corners, per schedule: the smallest tile with the shortest ring and 32-byte
     swizzle (the most CTAs, ping-pong: the most turns), the most shared memory (the deepest ring) with
@@ -207,14 +191,11 @@ def _hgemm_sched_picks(template, workload, device) -> list[dict]:
 
 def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
-    most CTAs, the narrowest wgmma), the widest multicast cluster at its deepest K split and at its
-    smallest tile (where N leaves a cluster's last ranks without a weight tile, they run too), the
-    deepest K split of the widest tile (the most partials summed through the workspace), the same
+    most CTAs, the narrowest wgmma), the deepest K split of the widest tile (the most partials summed through the workspace), the same
     summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest
     token tile (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
     (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
     not nt."""
-    from autosched.templates.hgemm_wgmma_swap import mcast_of
     if template.refuses(workload) is not None:
         return []
     cfgs = template.space(workload, device).enumerate()
@@ -223,11 +204,7 @@ def _hgemm_swap_picks(template, workload, device) -> list[dict]:
     smem = template.smem
     deepest = lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])  # noqa: E731
     clustered = [c for c in cfgs if c["reduce"] == "cluster"]
-    multicast = [c for c in cfgs if mcast_of(c) > 1]
     picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"], c["split_k"])),
-             *([max(multicast, key=lambda c: (c["mcast"], *deepest(c))),
-                min(multicast, key=lambda c: (-c["mcast"], c["bw"] * c["bt"], c["swizzle"], c["stages"]))]
-               if multicast else []),
              max((c for c in cfgs if c["reduce"] == "workspace"), key=deepest),
              *([max(clustered, key=deepest)] if clustered else []), max(cfgs, key=smem),
              max(cfgs, key=lambda c: (c["bw"], c["bt"], -c["stages"]))]
@@ -280,7 +257,6 @@ def _families() -> dict[str, Family]:
     from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
     from autosched.templates.hgemm_stream import HgemmStreamTemplate
     from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate, cluster_enabled
-    from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate, nsplit_enabled
     from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedTemplate, sched_enabled
     from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
     from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapTemplate, swap_enabled
@@ -318,7 +294,6 @@ def _families() -> dict[str, Family]:
                                 *([HgemmWgmmaSplitKTemplate()] if split_k_enabled() else []), HgemmStreamTemplate(),
                                 *([HgemmWgmmaClusterTemplate()] if cluster_enabled() else []),
                                 *([HgemmWgmmaSchedTemplate()] if sched_enabled() else []),
-                                *([HgemmWgmmaNSplitTemplate()] if nsplit_enabled() else []),
                                 *([HgemmWgmmaSwapTemplate()] if swap_enabled() else [])),
                "FP16 or BF16 tensor-core GEMM, FP32 accumulation", "MxNxK, with _bt for B stored (N, K) "
                "(e.g. 4096x4096x4096 or 64x14336x4096_bt); or --layout, --dtype (or suffixes: "

@@ -50,7 +50,7 @@ def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=
     if build == ANY:
         return db.fastest(workload_key, device_key, template.family, k)
     if build == CURRENT:
-        from autosched.build import current_builds
+        from autosched.identity import current_builds
         build = current_builds(template, device_key)
     return db.fastest(workload_key, device_key, template.family, k, build=build)
 
@@ -70,9 +70,9 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
-    if rec.build:                 # a recording that names its build: of an edited kernel, it says nothing
-        from autosched.build import current_builds
-        if rec.build not in current_builds(template, device.key):
+    if rec.build:                 # a recording that names its build: of other code, it says nothing
+        from autosched.identity import current_builds
+        if rec.build not in current_builds(template, device.key).names:
             return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
 
@@ -119,8 +119,8 @@ def from_sibling_recording(workload, template, device, recordings=None, k: int =
     if rec is None or kinship(device, rec.device) not in (1, 2):
         return []
     if rec.build:
-        from autosched.build import current_builds
-        if rec.build not in current_builds(template, rec.device.key):
+        from autosched.identity import current_builds
+        if rec.build not in current_builds(template, rec.device.key).names:
             return []
     return [Candidate(template.family, c, f"recording {rec.name} of {SIBLING} ({rec.device.name}: "
                       f"{rec.device.arch}, {rec.device.sm_count} SMs; untuned on {device.name})", m.median_us)

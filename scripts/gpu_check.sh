@@ -30,19 +30,12 @@
 #                                        # with them and without (at most ~580 s); when it passes and the bench's
 #                                        # vs-cuBLAS figure at M <= 256 rises, flip templates/hgemm_stream.py
 #                                        # DYN_STREAM_VERIFIED
-#   bash scripts/gpu_check.sh nsplit     # hgemm_wgmma_nsplit, consumers splitting the tile by columns (switch on
-#                                        # for the stage): GPU tests vs float64 in every layout, memcheck +
-#                                        # racecheck of its corners, then the hgemm bench on the three prefill
-#                                        # shapes under 91% (wgmma, split-K, nsplit tuned; at most ~420 s); passed
-#                                        # on an H100 on 2026-11-26, no gain: NSPLIT_VERIFIED stays False
 #   bash scripts/gpu_check.sh swap       # hgemm_wgmma_swap, the operands' roles swapped for few rows, K split
 #                                        # or not (on since 2026-11-27): GPU tests vs float64 (static, and
 #                                        # served for a dynamic M by ops.HgemmDispatch; hgemm_wgmma_sched served
 #                                        # so too, and the Timer's host_late count), memcheck + racecheck of its
 #                                        # corners, a timing against hgemm_wgmma and cuBLAS at BERT's and
 #                                        # few-row Llama shapes (swap_sweep.py) (at most ~560 s)
-#   bash scripts/gpu_check.sh mcast      # scripts/experiments/mcast_sweep.py: swap kernels whose weight tiles of one
-#                                        # token tile form a cluster, the token slot multicast (at most MCAST_S, 500 s)
 #   bash scripts/gpu_check.sh pair-order # scripts/experiments/pair_order.py: does the kernel before it move a short
 #                                        # GEMM's time (series / pairing / cuBLAS against itself)? (at most 150 s)
 #   bash scripts/gpu_check.sh bench-swap # the quick DietCode bench (at most 240 s)
@@ -223,23 +216,6 @@ dyn-stream)
     2>&1 | tee "$OUT/bench-dynamic-no-stream.log" | tail -8
   echo "rc=${PIPESTATUS[0]}"
   ;;
-nsplit)
-  export AUTOSCHED_WGMMA_NSPLIT=1
-  stage "pytest hgemm_wgmma_nsplit"
-  timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_hgemm_wgmma_nsplit_gpu.py 2>&1 \
-    | tee "$OUT/pytest-nsplit.log" | tail -15
-  echo "rc=${PIPESTATUS[0]}"
-  # the registry's picks: the smallest tile on the shortest ring (halves 32 columns wide), the most
-  # shared memory, the largest tile; 300 x 264 is ragged in both, 296 x 264 tn BF16 MN-major A
-  TEMPLATES=hgemm_wgmma_nsplit PER_TEMPLATE=4 sanitize_both nsplit "hgemm_wgmma_nsplit corners" 40 "$SANITIZE_HGEMM" \
-    scripts/sanitize.py hgemm 300x264x200 296x264x200_tn_bf16 128x520x264_bt
-  stage "bench: the prefill shapes under 91% of cuBLAS, wgmma / split-K / nsplit tuned"
-  timeout 300 "$PY" -m autosched bench hgemm --shapes 128x4096x4096_bt,512x4096x11008_bt,512x11008x4096_bt \
-    --time-per-shape 60 --split wgmma=0.6,mma=0,wmma=0,wgmma_splitk=0.3,stream=0,wgmma_nsplit=0.3 --out "$OUT" 2>&1 \
-    | grep -v -i warn | tee "$OUT/bench-nsplit.log" | tail -8
-  echo "rc=${PIPESTATUS[0]}"
-  unset AUTOSCHED_WGMMA_NSPLIT
-  ;;
 sched)
   export AUTOSCHED_WGMMA_SCHED=1
   stage "pytest hgemm_wgmma_sched"
@@ -272,17 +248,6 @@ swap)
   stage "timing: hgemm_wgmma_swap (K split or not) vs hgemm_wgmma vs cuBLAS at few rows"
   timeout 360 "$PY" scripts/experiments/swap_sweep.py 2>&1 | tee "$OUT/swap-sweep.log" | tail -12
   echo "rc=${PIPESTATUS[0]}"
-  ;;
-mcast)
-  # hgemm_wgmma_swap's multicast clusters (mcast 2, 4) screened with mcast 1 at the few-row shapes still
-  # under cuBLAS, the best of each paired with cuBLAS (MCAST_SHAPES, MCAST_S seconds)
-  stage "timing: hgemm_wgmma_swap mcast 1 / 2 / 4 vs cuBLAS"
-  timeout ${MCAST_S:-500} "$PY" scripts/experiments/mcast_sweep.py ${MCAST_SHAPES:-} 2>&1 | tee "$OUT/mcast-sweep.log" | tail -30
-  echo "rc=${PIPESTATUS[0]}"
-  # the registry's picks with the knob on: the widest cluster at its deepest split and at its smallest
-  # tile first (2120 and 768 weight rows leave the last cluster's high ranks without a tile)
-  AUTOSCHED_SWAP_MCAST=1 TEMPLATES=hgemm_wgmma_swap PER_TEMPLATE=3 sanitize_both swap-mcast "hgemm_wgmma_swap mcast" 90 \
-    "$SANITIZE_HGEMM" scripts/sanitize.py hgemm 300x2120x136_bt_bf16 112x768x768_bt
   ;;
 pair-order)
   # whether the kernel before it moves a few-microsecond GEMM's time: series vs the bench's pairing vs

@@ -12,7 +12,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from autosched.build import build_id
+from autosched.identity import build_id, same_program
 from autosched.database import Database
 from autosched.device import DeviceInfo
 from autosched.measure.protocol import Protocol
@@ -29,13 +29,12 @@ def main(db_path, device_json, out_dir, date=None):
         for wkey, dkey, family, n in db.workloads(device.key):
             w = workload_from_key(wkey)
             t = template_named(family)      # a family of several templates records each on its own
-            # the build the GPU measured: this source, compiled by the GPU machine's NVRTC (which may
-            # differ from this machine's); none of this source: the rows timed older kernels, skipped
-            src = build_id(t).split("/")[0]
+            # the build the GPU measured: this program, compiled by the GPU machine's NVRTC (which may
+            # differ from this machine's); none of this program: the rows timed other code, skipped
             builds = Counter(r.build for r in db.measured(wkey, dkey, family).values()
-                             if r.build and r.build.split("/")[0] == src)
+                             if r.build and same_program(r.build, t))
             if not builds:
-                print(f"{wkey} {family}: no rows of this source ({src}); skipped")
+                print(f"{wkey} {family}: no rows of this program ({build_id(t)}); skipped")
                 continue
             rec = recording_from_db(db, w, t, device, Protocol().to_json(),
                                     {"runner": "gpu", "source": "the configs earlier GPU tuning runs measured: random, "

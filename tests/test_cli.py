@@ -348,7 +348,7 @@ class _GpuStandIn(ReplayRunner):
     the GPU runner, says it measures the local build."""
 
     def build_id(self, template):
-        from autosched.build import build_id
+        from autosched.identity import build_id
         return build_id(template)
 
 

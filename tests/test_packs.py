@@ -14,7 +14,7 @@ from autosched.errors import AutoschedError
 from autosched.measure.result import Measurement, Status
 from autosched.templates.gemv_q4f16 import GemvQ4F16Template
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
-from autosched.build import current_builds
+from autosched.identity import current_builds
 
 
 def ok(us):
@@ -32,7 +32,7 @@ def _tuned_db(path, w, dev, configs_us, build):
 def test_a_pack_serves_the_same_configs_on_another_machine(synthetic, tmp_path):   # noqa: F811
     w, dev = synthetic.workload, synthetic.device
     t = GemvQ4F16Template()
-    build = sorted(current_builds(t, dev.key))[0]
+    build = current_builds(t, dev.key)
     space = list(t.space(w, dev))
     a = _tuned_db(tmp_path / "a.db", w, dev, [(space[3], 2.0), (space[5], 1.5), (space[7], 9.0)], build)
     want = autosched.best_config(w, device=dev, db=a)
@@ -57,7 +57,7 @@ def test_a_pack_serves_the_same_configs_on_another_machine(synthetic, tmp_path):
 def test_merge_keeps_the_faster_and_another_build_ranks_nothing(synthetic, tmp_path):   # noqa: F811
     w, dev = synthetic.workload, synthetic.device
     t = GemvQ4F16Template()
-    build = sorted(current_builds(t, dev.key))[0]
+    build = current_builds(t, dev.key)
     space = list(t.space(w, dev))
     for name, us in (("x", 3.0), ("y", 2.0)):
         d = _tuned_db(tmp_path / f"{name}.db", w, dev, [(space[4], us)], build)

@@ -13,7 +13,7 @@ from autosched.selection import (SIBLING, Candidate, NothingKnown, Timing, best_
                                  untuned)
 from autosched.templates import GemvQ4F16Template
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
-from autosched.build import build_id, current_builds
+from autosched.identity import build_id, current_builds
 
 CUR = build_id(GemvQ4F16Template())     # rows of the current build: the only ones that rank
 
@@ -113,7 +113,7 @@ def test_rank_passes_a_build_filter_to_the_database(synthetic, h100):     # noqa
     rank(w, other, Db(), build="any")
     # the current build unless told otherwise: this source under the device key's NVRTC and this machine's
     current = current_builds(GemvQ4F16Template(), other.key)
-    assert CUR in current and seen == [{"build": current}, {"build": "b1"}, {}]
+    assert CUR in current.names and seen == [{"build": current}, {"build": "b1"}, {}]
 
 
 class _OnlySome:
@@ -154,9 +154,9 @@ def test_rank_merges_every_template_fastest_first(synthetic, tmp_path, two_templ
         for cfg, us in ((space[0], 2.0), (space[1], 4.0), (space[2], 6.0)):
             db.add(w.key, dev.key, real.family, cfg, ok(us), build=CUR)
         for cfg, us in ((space[10], 1.0), (space[11], 3.0), (space[12], 5.0)):
-            db.add(w.key, dev.key, alt.family, cfg, ok(us), build=CUR)
+            db.add(w.key, dev.key, alt.family, cfg, ok(us), build=build_id(alt))
         # faster than all, but outside the second template's own space: skipped for it only
-        db.add(w.key, dev.key, alt.family, space[1], ok(0.5), build=CUR)
+        db.add(w.key, dev.key, alt.family, space[1], ok(0.5), build=build_id(alt))
         got = rank(w, dev, db, k=5)
     assert [(c.template, c.median_us) for c in got] == [
         (alt.family, 1.0), (real.family, 2.0), (alt.family, 3.0), (real.family, 4.0), (alt.family, 5.0)]
@@ -171,7 +171,7 @@ def test_rank_across_templates_the_default_is_the_first_templates(synthetic, tmp
     w = synthetic.workload
     with Database(tmp_path / "db") as db:
         # only the second template measured, on this device: it answers alone
-        db.add(w.key, other.key, alt.family, space[15], ok(9.0), build=CUR)
+        db.add(w.key, other.key, alt.family, space[15], ok(9.0), build=build_id(alt))
         assert [(c.template, c.config) for c in rank(w, other, db, k=3)] == [(alt.family, space[15])]
     order.reverse()
     [c] = rank(w, other)
@@ -272,7 +272,7 @@ def test_best_known_across_templates_and_when_nothing_is(synthetic, tmp_path, tw
     w = synthetic.workload
     with Database(tmp_path / "db") as db:
         db.add(w.key, "gpu-a", real.family, space[1], ok(3.0), build=CUR)
-        db.add(w.key, "gpu-a", alt.family, space[11], ok(2.0), build=CUR)
+        db.add(w.key, "gpu-a", alt.family, space[11], ok(2.0), build=build_id(alt))
         c = best_known(w, "gpu-a", db)
         assert (c.template, c.config, c.source) == (alt.family, space[11], "database best on gpu-a")
     from autosched.workloads import GemvQ4F16

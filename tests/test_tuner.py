@@ -309,7 +309,7 @@ def test_a_kernel_edit_measures_again_instead_of_resuming_from_stale_rows(synthe
 
 
 def test_a_replay_run_twice_resumes_under_the_recordings_build_never_the_local_one(synthetic, loaded, tmp_path):
-    from autosched.build import build_id
+    from autosched.identity import build_id
     path = tmp_path / "db"
     w, t, key = synthetic.workload, synthetic.template, synthetic.device.key
     assert ReplayRunner(loaded).build_id(t) == "recording:x.json.gz"      # an old recording: no build id

@@ -193,7 +193,7 @@ def rerank_configs(w, template, device, db, first: dict, builder, k: int, time_c
     and the database's fastest configs of `w`, k in all.  `time_config(spec, binary)` checks one
     kernel against the reference and returns its median time (us), raising if it fails.
     Returns (config, [{config, tuner_us, bench_us | error}]); `first` where every one failed."""
-    from autosched.build import build_id
+    from autosched.identity import build_id
     from autosched.selection import Candidate, fastest, from_database
     space = template.space(w, device)
 

@@ -197,7 +197,7 @@ def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> d
     """Tune the q4f16_1 GEMV of every matmul shape of `cfg` until the database (or a same-device
     recording) holds `trials` measured configs for it (model-guided search; resumes)."""
     from autosched.benchmarks.common import tune_all
-    from autosched.build import build_id
+    from autosched.identity import build_id
     from autosched.device import query
     from autosched.engine.engine import matmul_shapes
     from autosched.measure.gpu import GpuRunner

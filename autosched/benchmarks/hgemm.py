@@ -45,15 +45,14 @@ def default_shapes() -> list[str]:
 # it is what reaches the prefill bar (128x4096x4096: 90.5% of cuBLAS at split_k 2, 79.0% without)
 # hgemm_stream serves only the linear layer's few rows (M <= 256, nt): of the bench's shapes, the prefill
 # ones of M = 128; there it takes wmma's share (wmma's bar is at 4096^3, where stream does not serve)
-# hgemm_wgmma_nsplit (consumers splitting the tile by columns, where its switch is on) serves the same
-# shapes as wgmma and takes its share out of wgmma's, as split-K does; so does hgemm_wgmma_cluster (pairs
-# of CTAs sharing an operand by multicast, where its switch is on) and hgemm_wgmma_sched (consumers
+# hgemm_wgmma_cluster (pairs of CTAs sharing an operand by multicast, where its switch is on) serves the
+# same shapes as wgmma and takes its share out of wgmma's, as split-K does; so does hgemm_wgmma_sched (consumers
 # split by rows or taking whole tiles in turn, staging their output a box at a time, where its switch is on)
 SPLIT = {"hgemm_wgmma": 0.6, "hgemm_mma": 0.2, "hgemm_wmma": 0.2, "hgemm_wgmma_splitk": 0.3, "hgemm_stream": 0.2,
-         "hgemm_wgmma_nsplit": 0.2, "hgemm_wgmma_cluster": 0.3, "hgemm_wgmma_sched": 0.3}
+         "hgemm_wgmma_cluster": 0.3, "hgemm_wgmma_sched": 0.3}
 # a template whose share is taken out of another's where both serve a shape, rather than added beside
 # it: the other templates' shares, and so the plan's total, stay those of a run without it
-CARVED_FROM = {"hgemm_wgmma_splitk": "hgemm_wgmma", "hgemm_stream": "hgemm_wmma", "hgemm_wgmma_nsplit": "hgemm_wgmma",
+CARVED_FROM = {"hgemm_wgmma_splitk": "hgemm_wgmma", "hgemm_stream": "hgemm_wmma",
                "hgemm_wgmma_cluster": "hgemm_wgmma", "hgemm_wgmma_sched": "hgemm_wgmma"}
 TARGET_S = 500          # what the default plan may take, all in (the gpu_check stage allows 560)
 TUNE_DEADLINE = 0.75    # of TARGET_S: past it the default plan tunes no further (the timing phase must still
@@ -86,7 +85,7 @@ def first_configs(t, w, device) -> list[dict]:
 # on 16 cores), and NVRTC takes 0.3-0.7 s a build, 16 at a time; hgemm_wgmma_swap's rate is a guess
 # (a kernel for few rows, one consumer warpgroup: a large shape runs it well below wgmma's)
 RATE_TFLOPS = {"hgemm_wgmma": 700.0, "hgemm_mma": 270.0, "hgemm_wmma": 270.0, "hgemm_wgmma_splitk": 700.0,
-               "hgemm_stream": 300.0, "hgemm_wgmma_nsplit": 700.0, "hgemm_wgmma_cluster": 700.0,
+               "hgemm_stream": 300.0, "hgemm_wgmma_cluster": 700.0,
                "hgemm_wgmma_sched": 700.0, "hgemm_wgmma_swap": 300.0}
 SLOWDOWN = 1.8
 FLUSH_US = 100.0        # 256 MB memset at ~2.6 TB/s

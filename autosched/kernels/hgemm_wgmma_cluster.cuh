@@ -2,9 +2,8 @@
 // producer and consumer warpgroups, mbarrier ring and TMA-store epilogue, but the two CTAs of a
 // cluster compute two adjacent output tiles that share one operand, and each loads only half of
 // that operand's slot, multicast into both CTAs' shared memory: the shared operand crosses from L2
-// to the SMs once for two tiles.  The template renders hgemm_wgmma itself for cluster = 1; this
-// kernel lives in its own file so that hgemm_wgmma.cuh, whose hash is the build id every
-// measurement of the family is keyed by, stays byte for byte what was measured.
+// to the SMs once for two tiles (cluster = 1 renders hgemm_wgmma itself).  HgemmWgmma's pipeline (Ring,
+// loads, mma, epilogue) with a walk over pairs, half loads multicast and releases to both producers.
 //
 // CDIM = 0 (pair along M): tiles (m, n) and (m + 1, n) share B's slot -> B is multicast, A is not.
 // CDIM = 1 (pair along N): tiles (m, n) and (m, n + 1) share A's slot -> A is multicast, B is not.
@@ -35,10 +34,8 @@
 //     Both the remote arrival and the wait keep PTX's default CTA-scope semantics: the consumers
 //     only read a slot through wgmma, whose reads wait_group has retired before the arrival, so
 //     there is no write of theirs to publish, only a completed read before the peer's TMA
-//     overwrites it.  Release at cluster scope (and acquire at cluster scope in the producer's
-//     wait) ordered nothing more and made the kernel 1.5-3x slower than the lone CTA (H100,
-//     2026-11-26, scripts/experiments/wgmma_cluster_scope.py: 128x4096x4096 64 x 64 pairs along M
-//     72.2 -> 24.3 us, 4096^3 289.6 -> 189.5 us).
+//     overwrites it; cluster scope ordered nothing more and was 1.5-3x slower
+//     (scripts/experiments/wgmma_cluster_scope.py).
 //   * start: mbarrier init, fence.mbarrier_init.release.cluster, then a cluster barrier (all
 //     threads of both CTAs), so no multicast or remote arrival reaches an uninitialized barrier.
 //   * exit: a cluster barrier again, so no CTA exits (freeing its shared memory) while its peer may
@@ -56,50 +53,6 @@
 
 namespace autosched_wgmma {
 
-// ---- clusters ------------------------------------------------------------------------------
-__device__ __forceinline__ unsigned cluster_reg_ctarank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_reg_nctarank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_reg_id() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ unsigned cluster_reg_count() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%nclusterid.x;\n" : "=r"(r));
-  return r;
-}
-// every thread of every CTA of the cluster; not .aligned: a warp may reach it apart (the producer)
-__device__ __forceinline__ void cluster_sync_all() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-// the shared::cluster address of `local` (a shared::cta address) in the CTA of rank `rank`
-__device__ __forceinline__ unsigned cluster_map(unsigned local, unsigned rank) {
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
-  return r;
-}
-// an arrival on the barrier at `cluster_bar` (a shared::cluster address, the peer's) at CTA scope
-__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
-}
-// tma_load into the same offset `dst` of every CTA in `mask`, completing on `bar` at the same offset
-__device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0, int c1,
-                                                   unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%3, %4}], [%2], %5;\n"
-      ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(mask) : "memory");
-}
-
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int CONSUMERS, int GROUP, int CLUSTER,
           int CDIM>
 struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CONSUMERS, GROUP> {
@@ -112,8 +65,8 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
   using Base::C_BOX;
   using Base::MW;
   using Base::STAGE_BYTES;
+  using Pipe = typename Base::Pipe;
   static constexpr int SHARED_ROWS = CDIM == 0 ? BN : BM;            // rows (m or n) of the shared slot
-  static constexpr int SHARED_MN = CDIM == 0 ? B_MN : A_MN;          // its layout: 1 = MN-major
   static constexpr int SHARED_SLOT = CDIM == 0 ? B_SLOT : A_SLOT;    // bytes each full barrier gets of it
   static constexpr int OWN_SLOT = CDIM == 0 ? A_SLOT : B_SLOT;       // bytes of the operand not shared
   static constexpr unsigned short MASK = (1u << CLUSTER) - 1;        // every CTA of the cluster
@@ -140,6 +93,19 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
     }
   }
 
+  // rank `rank`'s half of the shared operand's slot (ROWS x BK from row r0, k k0), multicast to both CTAs
+  template <int MN, int ROWS>
+  static __device__ __forceinline__ void load_half(unsigned dst, const TensorMap* map, unsigned bar, int r0, int k0,
+                                                   int rank) {
+    if constexpr (MN) {
+#pragma unroll
+      for (int j = 0; j < ROWS / BK; ++j)
+        tma_load_multicast(dst + j * BK * SWZ + rank * (BK / 2) * SWZ, map, bar, r0 + j * BK, k0 + rank * (BK / 2), MASK);
+    } else {
+      tma_load_multicast(dst + rank * (ROWS / 2) * SWZ, map, bar, k0, r0 + rank * (ROWS / 2), MASK);
+    }
+  }
+
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars, int rank,
                                   int pm_count, int pn_count, int M, int N, int kslots) {
     tensormap_prefetch(tmA);
@@ -152,88 +118,18 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
       pair_tile(pair, rank, pm_count, pn_count, m0, n0);
       const bool own = CDIM == 0 ? m0 < M : n0 < N;    // this CTA's tile lies inside C
       const unsigned bytes = SHARED_SLOT + (own ? OWN_SLOT : 0);
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-        mbar_wait(empty, phase ^ 1);               // both CTAs' consumers are done with the slot
-        mbar_expect_tx(full, bytes);
-        const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
+      // both CTAs' consumers are done with the slot; this CTA's own operand, and its half of the shared one
+      Pipe::fill(it, ring, bars, 0, kslots, [&] { return bytes; }, [&, m0, n0](unsigned a, unsigned full, int kb) {
+        const unsigned b = a + A_SLOT;
         const int k0 = kb * BK;
-        if constexpr (CDIM == 0) {                 // A: this CTA's own; B: half of it, to both
-          if (own) {
-            if constexpr (A_MN) {
-#pragma unroll
-              for (int j = 0; j < BM / BK; ++j) tma_load(a + j * BK * SWZ, tmA, full, m0 + j * BK, k0);
-            } else {
-              tma_load(a, tmA, full, k0, m0);
-            }
-          }
-          if constexpr (B_MN) {
-#pragma unroll
-            for (int j = 0; j < BN / BK; ++j)
-              tma_load_multicast(b + j * BK * SWZ + rank * (BK / 2) * SWZ, tmB, full, n0 + j * BK,
-                                 k0 + rank * (BK / 2), MASK);
-          } else {
-            tma_load_multicast(b + rank * (BN / 2) * SWZ, tmB, full, k0, n0 + rank * (BN / 2), MASK);
-          }
-        } else {                                   // B: this CTA's own; A: half of it, to both
-          if constexpr (A_MN) {
-#pragma unroll
-            for (int j = 0; j < BM / BK; ++j)
-              tma_load_multicast(a + j * BK * SWZ + rank * (BK / 2) * SWZ, tmA, full, m0 + j * BK,
-                                 k0 + rank * (BK / 2), MASK);
-          } else {
-            tma_load_multicast(a + rank * (BM / 2) * SWZ, tmA, full, k0, m0 + rank * (BM / 2), MASK);
-          }
-          if (own) {
-            if constexpr (B_MN) {
-#pragma unroll
-              for (int j = 0; j < BN / BK; ++j) tma_load(b + j * BK * SWZ, tmB, full, n0 + j * BK, k0);
-            } else {
-              tma_load(b, tmB, full, k0, n0);
-            }
-          }
-        }
-      }
-    }
-  }
-
-  // hgemm_wgmma's epilogue: registers -> 128B-swizzled staging -> TMA stores clipped at M and N
-  static __device__ __forceinline__ void epilogue(const float (&acc)[MW][ACC], const TensorMap* tmC, unsigned my_c,
-                                                  int wg, int t, int M, int N, int m0, int n0) {
-    const int warp = t / 32, lane = t % 32;
-    if (t == 0) bulk_wait_read_all();              // the last tile's store has read the staging
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-#pragma unroll
-    for (int w = 0; w < MW; ++w)
-#pragma unroll
-      for (int i = 0; i < ACC; i += 2) {
-        const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        const int col = 8 * (i / 4) + 2 * (lane % 4);
-        const int box = col / 64, unit = (col % 64) / 8;
-        const unsigned dst = my_c + (w * (BN / 64) + box) * C_BOX + row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2;
-        unsigned packed;
-        if constexpr (BF16) {
-          __nv_bfloat162 v = __floats2bfloat162_rn(acc[w][i], acc[w][i + 1]);
-          packed = *reinterpret_cast<unsigned*>(&v);
+        if constexpr (CDIM == 0) {
+          if (own) Base::template load<A_MN, BM>(a, tmA, full, m0, k0);
+          load_half<B_MN, BN>(b, tmB, full, n0, k0, rank);
         } else {
-          __half2 v = __floats2half2_rn(acc[w][i], acc[w][i + 1]);
-          packed = *reinterpret_cast<unsigned*>(&v);
+          load_half<A_MN, BM>(a, tmA, full, m0, k0, rank);
+          if (own) Base::template load<B_MN, BN>(b, tmB, full, n0, k0);
         }
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(packed) : "memory");
-      }
-    fence_async_smem();
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
-    if (t == 0) {
-#pragma unroll
-      for (int w = 0; w < MW; ++w) {
-        const int row0 = m0 + (wg * MW + w) * 64;
-        if (row0 >= M) continue;                   // outside C (a whole lone-pair tile too)
-#pragma unroll
-        for (int box = 0; box < BN / 64; ++box)
-          if (n0 + box * 64 < N) tma_store(tmC, my_c + (w * (BN / 64) + box) * C_BOX, n0 + box * 64, row0);
-      }
-      bulk_commit();
+      });
     }
   }
 
@@ -245,43 +141,25 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
     const int clusters = cluster_reg_count();
     const unsigned my_c = cstage + wg * MW * (BN / 64) * C_BOX;
     const unsigned peer_bars = cluster_map(bars, rank ^ 1);     // the peer's barriers, same offsets
+    // released to both producers: both write into the slot
+    const auto release = [&](bool go, unsigned i) {
+      if (go && lane == 0) {
+        const unsigned prev = Pipe::last(i);
+        mbar_arrive(bars + prev);
+        mbar_arrive_remote(peer_bars + prev);
+      }
+    };
     float acc[MW][ACC];
     unsigned it = 0;
     for (int pair = cluster_reg_id(); pair < pairs; pair += clusters) {
       int m0, n0;
       pair_tile(pair, rank, pm_count, pn_count, m0, n0);
-#pragma unroll
-      for (int w = 0; w < MW; ++w)
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        mbar_wait(bars + 8 * s, phase);
-        __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
-        const unsigned a = ring + s * STAGE_BYTES, b = a + A_SLOT;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-          const unsigned long long db = Base::template desc<B_MN>(b, 0, kk);
-#pragma unroll
-          for (int w = 0; w < MW; ++w)
-            Wgmma<BN>::template mma<BF16, A_MN, B_MN>(acc[w], Base::template desc<A_MN>(a, (wg * MW + w) * 64, kk), db);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();                           // the previous slot's group has finished reading
-        if (kb > 0 && lane == 0) {                 // released to both producers: both write into it
-          const unsigned prev = 8 * (STAGES + (it - 1) % STAGES);
-          mbar_arrive(bars + prev);
-          mbar_arrive_remote(peer_bars + prev);
-        }
-      }
+      zero(acc);
+      Pipe::drain(it, ring, bars, kslots, [&](unsigned a, unsigned b) { Base::template mma<BN>(acc, a, b, wg * MW * 64); },
+                  release);
       wgmma_wait<0>();
-      if (lane == 0) {
-        const unsigned prev = 8 * (STAGES + (it - 1) % STAGES);
-        mbar_arrive(bars + prev);
-        mbar_arrive_remote(peer_bars + prev);
-      }
-      epilogue(acc, tmC, my_c, wg, t, M, N, m0, n0);
+      release(true, it);
+      Base::epilogue(acc, tmC, my_c, wg, t, t / 32, t % 32, M, N, m0, n0);
     }
     if (t == 0) bulk_wait_all();                   // the staging must outlive the stores' reads
   }
@@ -296,22 +174,11 @@ struct HgemmWgmmaCluster : HgemmWgmma<BF16, A_MN, B_MN, BM, BN, SWZ, STAGES, CON
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kslots = (K + BK - 1) / BK;
     const int pm_count = CDIM == 0 ? (tiles_m + 1) / 2 : tiles_m;
     const int pn_count = CDIM == 0 ? tiles_n : (tiles_n + 1) / 2;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);                                  // full: this producer's expect_tx
-        mbar_init(bars + 8 * (STAGES + s), CLUSTER * 4 * CONSUMERS); // empty: every consumer warp of both
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      fence_async_smem();
-    }
+    if (threadIdx.x == 0) Pipe::init(bars, CLUSTER * 4 * CONSUMERS);   // empty: every consumer warp of both
     cluster_sync_all();                            // both CTAs' barriers exist before anyone uses them
-    if (threadIdx.x < 128) {
-      if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, rank, pm_count, pn_count, M, N, kslots);
-    } else {
-      if constexpr (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-      consumer(tmC, ring, cstage, bars, rank, M, N, pm_count, pn_count, kslots);
-    }
+    roles<CONSUMERS>(
+        [&] { if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, rank, pm_count, pn_count, M, N, kslots); },
+        [&] { consumer(tmC, ring, cstage, bars, rank, M, N, pm_count, pn_count, kslots); });
     cluster_sync_all();                            // the peer may still arrive on this CTA's barriers
   }
 };

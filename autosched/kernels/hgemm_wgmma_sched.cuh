@@ -1,11 +1,8 @@
 // The wgmma + TMA GEMM of hgemm_wgmma.cuh with two knobs that its own kernel fixes: how its two
 // consumer warpgroups share the tiles, and how much shared memory its epilogue stages through.  The
-// same producer warpgroup, mbarrier ring, slot layout and grouped persistent raster: HgemmWgmma's at
-// the same tile (its raster, descriptors and A's box rows are called; its producer is repeated here,
-// because HgemmWgmma's is bound to a STAGES whose static_assert counts a whole-tile staging, which
-// rules out the deeper rings this kernel is for).  It lives in its own file so that hgemm_wgmma.cuh,
-// whose hash is the build id every measurement of hgemm_wgmma is keyed by, stays byte for byte what
-// was measured.
+// same pipeline (Ring), loads, descriptors, raster and A's box rows as HgemmWgmma's, from an instance
+// of 2 slots and 64 columns (HgemmWgmma's static_asserts count a whole-tile staging, which rules out
+// the deeper rings this kernel is for); its own consumers and epilogue.
 //
 // PINGPONG = 0 (cooperative): both consumers work on every tile, each on BM / 2 of its rows, as
 //   hgemm_wgmma's two consumers do; they reach their epilogues together, and the tensor cores idle
@@ -37,41 +34,6 @@ namespace autosched_wgmma {
 
 template <int N>
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory"); }
-
-// wgmma N = 168: 66 column tiles of 168 cover N = 11008 (Llama-2-7B's FFN) in exactly two waves of 132
-// CTAs at M = 512 (128 x 256 tiles: 172 tiles, 1.3 waves; 128 x 192: 232, 1.76)
-#define AUTOSCHED_WGMMA_N168(TY) \
-  asm volatile( \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, %86, 0;\n" \
-    "wgmma.mma_async.sync.aligned.m64n168k16.f32." TY "." TY " {" \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-    "%80, %81, %82, %83" \
-    "}, %84, %85, p, 1, 1, %87, %88;\n}\n" \
-    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
-      "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-      "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-      "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]) \
-    : "l"(da), "l"(db), "r"(1), "n"(TA), "n"(TB))
-
-template <>
-struct Wgmma<168> {
-  template <int BF16, int TA, int TB>
-  static __device__ __forceinline__ void mma(float (&d)[84], unsigned long long da, unsigned long long db) {
-    if constexpr (BF16) AUTOSCHED_WGMMA_N168("bf16");
-    else AUTOSCHED_WGMMA_N168("f16");
-  }
-};
 
 template <int BF16, int A_MN, int B_MN, int BM, int BN, int SWZ, int STAGES, int GROUP, int PINGPONG, int EPI_BOXES>
 struct HgemmWgmmaSched {
@@ -113,7 +75,9 @@ struct HgemmWgmmaSched {
     n0 = n0 / 64 * BN;
   }
 
-  // HgemmWgmma::producer over this kernel's STAGES slots
+  using Pipe = Ring<STAGES, STAGE_BYTES, Base::A_SLOT>;
+
+  // HgemmWgmma::producer over this kernel's STAGES slots and BN
   static __device__ void producer(const TensorMap* tmA, const TensorMap* tmB, unsigned ring, unsigned bars,
                                   int M, int tiles_m, int tiles_n, int kslots) {
     tensormap_prefetch(tmA);
@@ -124,26 +88,12 @@ struct HgemmWgmmaSched {
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int m0, n0;
       tile_coords(tile, tiles_m, tiles_n, M, m0, n0);
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-        mbar_wait(empty, phase ^ 1);
-        mbar_expect_tx(full, expect);
-        const unsigned a = ring + s * STAGE_BYTES, b = a + Base::A_SLOT;
+      Pipe::fill(it, ring, bars, 0, kslots, [&] { return expect; }, [&, m0, n0](unsigned a, unsigned full, int kb) {
+        const unsigned b = a + Base::A_SLOT;
         const int k0 = kb * BK;
-        if constexpr (A_MN) {
-#pragma unroll
-          for (int q = 0; q < BM / BK; ++q) tma_load(a + q * BK * SWZ, tmA, full, m0 + q * BK, k0);
-        } else {
-          tma_load(a, tmA, full, k0, m0);
-        }
-        if constexpr (B_MN) {
-#pragma unroll
-          for (int q = 0; q < BN / BK; ++q) tma_load(b + q * BK * SWZ, tmB, full, n0 + q * BK, k0);
-        } else {
-          tma_load(b, tmB, full, k0, n0);
-        }
-      }
+        Base::template load<A_MN, BM>(a, tmA, full, m0, k0);
+        Base::template load<B_MN, BN>(b, tmB, full, n0, k0);
+      });
     }
   }
 
@@ -160,33 +110,15 @@ struct HgemmWgmmaSched {
     for (int j = PINGPONG ? wg : 0; blockIdx.x + j * gridDim.x < tiles; j += PINGPONG ? 2 : 1) {
       int m0, n0;
       tile_coords(blockIdx.x + j * gridDim.x, tiles_m, tiles_n, M, m0, n0);
-#pragma unroll
-      for (int w = 0; w < MW; ++w)
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
+      zero(acc);
       // the other consumer has passed every full barrier of tile j - 1: its ((j - 1) / 2)-th turn
       if (PINGPONG && j > 0) mbar_wait(order_other, ((j - 1) / 2) & 1);
       unsigned it = j * kslots;
-      for (int kb = 0; kb < kslots; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        mbar_wait(bars + 8 * s, phase);
-        __syncwarp();                              // the spin may leave lanes apart; wgmma is .aligned
-        const unsigned a = ring + s * STAGE_BYTES, b = a + Base::A_SLOT;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-          const unsigned long long db = Base::template desc<B_MN>(b, 0, kk);
-#pragma unroll
-          for (int w = 0; w < MW; ++w)
-            Wgmma<BN>::template mma<BF16, A_MN, B_MN>(acc[w], Base::template desc<A_MN>(a, row_base + w * 64, kk), db);
-        }
-        wgmma_commit();
-        wgmma_wait<1>();                           // the previous slot's group has finished reading
-        if (kb > 0 && lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-      }
+      Pipe::drain(it, ring, bars, kslots, [&](unsigned a, unsigned b) { Base::template mma<BN>(acc, a, b, row_base); },
+                  [&](bool go, unsigned i) { if (go && lane == 0) mbar_arrive(bars + Pipe::last(i)); });
       if (PINGPONG && lane == 0) mbar_arrive(order_mine);   // the other consumer's turn at the ring
       wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+      if (lane == 0) mbar_arrive(bars + Pipe::last(it));
 
       // epilogue: registers -> swizzled staging -> TMA stores, in ROUNDS stagings of PER_ROUND boxes
 #pragma unroll
@@ -235,24 +167,11 @@ struct HgemmWgmmaSched {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned ring = base, cstage = base + STAGES * STAGE_BYTES, bars = base + BAR_OFFSET;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, kslots = (K + BK - 1) / BK;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);
-        mbar_init(bars + 8 * (STAGES + s), PINGPONG ? 4 : 8);   // empty: lane 0 of each warp reading the slot
-      }
-      mbar_init(bars + 8 * (2 * STAGES), 4);                     // order[0], order[1] (ping-pong only)
-      mbar_init(bars + 8 * (2 * STAGES + 1), 4);
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      fence_async_smem();
-    }
+    // empty: lane 0 of each warp reading the slot; then order[0], order[1] (ping-pong only)
+    if (threadIdx.x == 0) Pipe::template init<2>(bars, PINGPONG ? 4 : 8);
     __syncthreads();
-    if (threadIdx.x < 128) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-      if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots);
-    } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
-      consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots);
-    }
+    roles<2>([&] { if (threadIdx.x == 0) producer(tmA, tmB, ring, bars, M, tiles_m, tiles_n, kslots); },
+             [&] { consumer(tmC, ring, cstage, bars, M, N, tiles_m, tiles_n, kslots); });
   }
 };
 

@@ -33,34 +33,14 @@
 // kernel takes 10-12 us (768 x 3072 at M = 80-192); a cluster barrier and DSMEM reads are a few hundred
 // cycles.  No workspace.
 //
-// Or (MCAST = 2 or 4, hgemm_wgmma_swap_mcast) MCAST CTAs of adjacent weight tiles and the same token tile and
-// K slice run as one cluster (compile-time dims MCAST x 1 x 1, a CTA a work unit): each loads its own W
-// slot and a 1 / MCAST share of the X slot (whole 8-row swizzle atoms), multicast by TMA into every CTA
-// of the cluster, so the token tile crosses from L2 to the SMs once for MCAST weight tiles.
-// Why: at 768 x 3072 and M = 112-192 cuBLAS runs nvjet_..._4x1_..._TNN, clusters of 4 tiles along the
-// weight rows (checks/cublas-kernels-2026-11-27.json), and our unclustered tiles read 1.5x its bytes
-// from L2 (a W tile once per token tile, the token tile once per W tile).
-// Protocol per ring slot s: full[s] (count 1) gets this CTA's expect_tx of its own W slot plus the whole
-// X slot (a peer's share may land before it: the phase cannot complete without this producer's
-// arrival); empty[s] (count MCAST) gets one arrival from every CTA of the cluster, made by one consumer
-// thread once the four consumer warps have met at named barrier 3 (through mapa, at CTA scope as in
-// hgemm_wgmma_cluster.cuh), since each producer writes into every CTA's slot s.  (Measured first with
-// lane 0 of every warp arriving on every CTA, 4 x MCAST remote arrivals a k-step: slower than no cluster,
-// checks/mcast-sweep-2026-11-27.json at commit 9075306; this form is not yet measured.)  A cluster
-// barrier after the barriers' init (no multicast reaches an uninitialized barrier) and one at exit (no
-// CTA frees shared memory a peer still arrives on).  Where N leaves the
-// last cluster's high ranks without a W tile they still load their X share and release every slot,
-// and store nothing.
-//
 // Accumulator fragment of m64nBTk16 (warp w, lane l, register i < BT / 2): weight row
 // 16 w + l / 4 + 8 ((i / 2) % 2) of the m64 block, token 8 (i / 4) + 2 (l % 4) + i % 2.
 #pragma once
-#include "wgmma_narrow.cuh"   // inlines hgemm_wgmma.cuh
-#include "splitk_reduce.cuh"
+#include "hgemm_wgmma.cuh"
 
 namespace autosched_wgmma {
 
-template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K, int CLUSTER, int MCAST>
+template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K, int CLUSTER>
 struct HgemmWgmmaSwap {
   static constexpr int BK = SWZ / 2;                        // elements of K a slot holds
   static constexpr int MW = BW / 64;                        // m64 blocks (of weight rows) a tile holds
@@ -76,8 +56,6 @@ struct HgemmWgmmaSwap {
   static constexpr int BAR_OFFSET = C_OFFSET + C_BYTES;
   static constexpr int SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024;
   static constexpr int ACC = BT / 2;
-  static constexpr int X_PART = BT / MCAST;                 // token rows of the X slot each CTA loads
-  static constexpr unsigned short MASK = (1u << MCAST) - 1;  // every CTA of a multicast cluster
   using Reduce = SplitKReduce<SPLIT_K, 128, MW * ACC / 4, 2>;   // named barrier 2: 1 is the epilogue's
 
   static_assert(SWZ == 32 || SWZ == 64 || SWZ == 128, "swizzle 32, 64 or 128 bytes");
@@ -88,65 +66,18 @@ struct HgemmWgmmaSwap {
   static_assert(STAGES >= 2 && STAGES <= 16, "a ring of 2 to 16 slots");
   static_assert(SPLIT_K >= 1 && SPLIT_K <= 8, "1 to 8 K slices");
   static_assert(SMEM_BYTES <= 232448, "shared memory: the H100's opt-in limit per block");
-  static_assert(MCAST == 1 || MCAST == 2 || MCAST == 4, "multicast clusters of 1, 2 or 4 weight tiles");
-  static_assert(MCAST == 1 || (!CLUSTER && X_PART % 8 == 0),
-                "a multicast share of the X slot is whole 8-row swizzle atoms; not with a cluster reduction");
   static_assert(!CLUSTER || (SPLIT_K >= 2 && STAGES * STAGE_BYTES >= MW * ACC * 128 * 4),
                 "a cluster reduction: 2 to 8 slices, the ring holds a slice's FP32 accumulators");
+
+  using Pipe = Ring<STAGES, STAGE_BYTES, W_SLOT>;
 
   // CLUSTER: rank 0 of the tile's cluster adds the other ranks' accumulators, which each left in its
   // ring (float4 j of consumer thread ct at j * 128 + ct), read over DSMEM.  Every thread of every CTA
   // passes the two cluster barriers (the producer warpgroup's after its loop, in run): the first
   // publishes the partials, the second keeps each CTA's shared memory alive until rank 0 has read it.
-  // (hgemm_wgmma_cluster.cuh has these three too; including it would inline hgemm_wgmma.cuh twice)
-  static __device__ __forceinline__ unsigned cta_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-  }
-  // every thread of every CTA of the cluster; not .aligned: the producer warp reaches it apart
-  static __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-  }
-  // the shared::cluster address of `local` (a shared::cta address) in the CTA of rank `rank`
-  static __device__ __forceinline__ unsigned peer_addr(unsigned local, unsigned rank) {
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
-    return r;
-  }
-
-  // an arrival, at CTA scope, on the barrier at shared::cluster address `cluster_bar` (a peer's)
-  static __device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
-  }
-  // tma_load into offset `dst` of every CTA of the cluster, completing on `bar` at the same offset in each
-  static __device__ __forceinline__ void tma_load_multicast(unsigned dst, const TensorMap* map, unsigned bar, int c0,
-                                                            int c1) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n"
-        ::"r"(dst), "l"(map), "r"(bar), "r"(c0), "r"(c1), "h"(MASK) : "memory");
-  }
-  // the consumer warpgroup is done with a slot (every consumer thread `t` calls this): every CTA whose
-  // producer writes into it hears so.  Alone, lane 0 of each warp arrives (count 4: the form measured
-  // before multicast existed, kept as it was); in a multicast cluster the warps meet first, each warp's
-  // wgmma reads of the slot retired by its own wait, and one thread arrives on each CTA's barrier
-  // (count MCAST)
-  static __device__ __forceinline__ void release_slot(unsigned empty, int t, int lane) {
-    if constexpr (MCAST == 1) {
-      if (lane == 0) mbar_arrive(empty);
-    } else {
-      asm volatile("bar.sync 3, 128;\n" ::: "memory");
-      if (t == 0) {
-#pragma unroll
-        for (unsigned r = 0; r < MCAST; ++r) mbar_arrive_remote(peer_addr(empty, r));
-      }
-    }
-  }
-
   static __device__ __forceinline__ bool cluster_reduce(float* acc, unsigned ring, int ct) {
     constexpr int NV = MW * ACC / 4;
-    const unsigned rank = cta_rank();
+    const unsigned rank = cluster_reg_ctarank();
     if (rank != 0) {
       // every consumer warp past its last wgmma (their reads of the ring) before any overwrites it
       asm volatile("bar.sync 1, 128;\n" ::: "memory");
@@ -155,11 +86,11 @@ struct HgemmWgmmaSwap {
         asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(ring + (j * 128 + ct) * 16),
                      "f"(acc[4 * j]), "f"(acc[4 * j + 1]), "f"(acc[4 * j + 2]), "f"(acc[4 * j + 3]) : "memory");
     }
-    cluster_sync();
+    cluster_sync_all();
     if (rank == 0) {
 #pragma unroll 1
       for (int r = 1; r < SPLIT_K; ++r) {
-        const unsigned peer = peer_addr(ring + ct * 16, r);
+        const unsigned peer = cluster_map(ring + ct * 16, r);
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
           float x, y, z, w;
@@ -172,50 +103,39 @@ struct HgemmWgmmaSwap {
         }
       }
     }
-    cluster_sync();
+    cluster_sync_all();
     return rank == 0;
   }
 
-  // Work unit u (a cluster's, at MCAST > 1) = (group of MCAST W tiles, token tile, K slice), token tile
-  // fastest: the CTAs of one W tile are neighbours in the grid.  This CTA's W tile is the group's
-  // rank-th; `tile` numbers (W tile, token tile) as the workspace's counters do; `own`: that W tile
-  // lies inside N.
+  // Work unit u = (W tile, token tile, K slice), token tile fastest: the CTAs of one W tile are
+  // neighbours in the grid; `tile` numbers (W tile, token tile) as the workspace's counters do; `own`:
+  // the W tile lies inside N (always, as the grid is walked; the test is kept for the code it makes)
   struct Unit {
     int w0, t0, tile, slice;
     bool own;
   };
   static __device__ __forceinline__ Unit unit(int u, int tiles_w, int tiles_t) {
-    const int g = u / SPLIT_K, wt = (g / tiles_t) * MCAST + (MCAST > 1 ? (int)(blockIdx.x % MCAST) : 0);
+    const int g = u / SPLIT_K, wt = g / tiles_t;
     return {wt * BW, (g % tiles_t) * BT, wt * tiles_t + g % tiles_t, u % SPLIT_K, wt < tiles_w};
   }
-  static __device__ __forceinline__ int units(int tiles_w, int tiles_t) {
-    return (tiles_w + MCAST - 1) / MCAST * tiles_t * SPLIT_K;
-  }
+  static __device__ __forceinline__ int units(int tiles_w, int tiles_t) { return tiles_w * tiles_t * SPLIT_K; }
 
   static __device__ void producer(const TensorMap* tmX, const TensorMap* tmW, unsigned ring, unsigned bars,
                                   int tiles_w, int tiles_t, int kslots) {
     tensormap_prefetch(tmX);
     tensormap_prefetch(tmW);
-    const int part = MCAST > 1 ? (int)(blockIdx.x % MCAST) * X_PART : 0;
     unsigned it = 0;
-    for (int u = blockIdx.x / MCAST; u < units(tiles_w, tiles_t); u += gridDim.x / MCAST) {
+    for (int u = blockIdx.x; u < units(tiles_w, tiles_t); u += gridDim.x) {
       const Unit un = unit(u, tiles_w, tiles_t);
       int kb0, nk;
       Reduce::slice_range(un.slice, kslots, kb0, nk);
-      for (int kb = kb0; kb < kb0 + nk; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        const unsigned full = bars + 8 * s, empty = bars + 8 * (STAGES + s);
-        mbar_wait(empty, phase ^ 1);
-        // whole boxes, zero-filled past M, N or K; the whole X slot, whoever loads its shares
-        mbar_expect_tx(full, un.own ? STAGE_BYTES : X_SLOT);
-        const unsigned w = ring + s * STAGE_BYTES;
-        if (un.own) tma_load(w, tmW, full, kb * BK, un.w0);
-        if constexpr (MCAST == 1) {
-          tma_load(w + W_SLOT, tmX, full, kb * BK, un.t0);
-        } else {
-          tma_load_multicast(w + W_SLOT + part * SWZ, tmX, full, kb * BK, un.t0 + part);
-        }
-      }
+      // whole boxes, zero-filled past M, N or K
+      const bool own = un.own;
+      Pipe::fill(it, ring, bars, kb0, nk, [&] { return own ? STAGE_BYTES : X_SLOT; },
+                 [&](unsigned w, unsigned full, int kb) {
+                   if (own) tma_load(w, tmW, full, kb * BK, un.w0);
+                   tma_load(w + W_SLOT, tmX, full, kb * BK, un.t0);
+                 });
     }
   }
 
@@ -228,37 +148,33 @@ struct HgemmWgmmaSwap {
                                   int M, int N, int tiles_w, int tiles_t, int kslots, unsigned char* ws) {
     const int t = threadIdx.x - 128, warp = t / 32, lane = t % 32;
     if (t == 0) tensormap_prefetch(tmC);
+    // the consumer warpgroup is done with a slot: lane 0 of each warp arrives (count 4)
+    const auto release = [&](bool go, unsigned i) {
+      if (go) {
+        const unsigned empty = bars + Pipe::last(i);
+        if (lane == 0) mbar_arrive(empty);
+      }
+    };
     float acc[MW][ACC];
     unsigned it = 0;
-    for (int u = blockIdx.x / MCAST; u < units(tiles_w, tiles_t); u += gridDim.x / MCAST) {
+    for (int u = blockIdx.x; u < units(tiles_w, tiles_t); u += gridDim.x) {
       const Unit un = unit(u, tiles_w, tiles_t);
       const int w0 = un.w0, t0 = un.t0;
       int kb0, nk;
       Reduce::slice_range(un.slice, kslots, kb0, nk);
-#pragma unroll
-      for (int w = 0; w < MW; ++w)
-#pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[w][i] = 0.0f;
-      for (int kb = 0; kb < nk; ++kb, ++it) {
-        const unsigned s = it % STAGES, phase = (it / STAGES) & 1;
-        mbar_wait(bars + 8 * s, phase);
-        __syncwarp();
-        const unsigned wslot = ring + s * STAGE_BYTES, xslot = wslot + W_SLOT;
-        wgmma_fence();
+      zero(acc);
+      Pipe::drain(it, ring, bars, nk, [&](unsigned wslot, unsigned xslot) {
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
           const unsigned long long dx = desc(xslot, 0, kk);
 #pragma unroll
           for (int w = 0; w < MW; ++w) Wgmma<BT>::template mma<BF16, 0, 0>(acc[w], desc(wslot, w * 64, kk), dx);
         }
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (kb > 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES), t, lane);
-      }
-      // unconditional, as in hgemm_wgmma_splitk.cuh: a wgmma wait under a branch serializes every wgmma
+      }, release);
+      // unconditional, as in hgemm_wgmma.cuh: a wgmma wait under a branch serializes every wgmma
       wgmma_wait<0>();
-      if (nk > 0) release_slot(bars + 8 * (STAGES + (it - 1) % STAGES), t, lane);
-      if (!un.own) continue;                                                    // a multicast rank past N
+      release(nk > 0, it);
+      if (!un.own) continue;
       if constexpr (CLUSTER) {
         if (!cluster_reduce(&acc[0][0], ring, t)) continue;                   // rank 0 stores C
       } else if constexpr (SPLIT_K > 1) {
@@ -297,7 +213,6 @@ struct HgemmWgmmaSwap {
     // the staging must outlive the stores' reads of it; the grid's completion orders their writes (as in
     // hgemm_wgmma_splitk.cuh, where waiting for the writes too cost short split-K GEMMs 0.5-0.7 us)
     if (t == 0) bulk_wait_read_all();
-    if constexpr (MCAST > 1) cluster_sync();        // no peer arrives on this CTA's barriers any more
   }
 
   static __device__ void run(const TensorMap* tmX, const TensorMap* tmW, const TensorMap* tmC, int M, int N,
@@ -305,29 +220,17 @@ struct HgemmWgmmaSwap {
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
     const unsigned ring = base, cstage = base + C_OFFSET, bars = base + BAR_OFFSET;
     const int tiles_w = (N + BW - 1) / BW, tiles_t = (M + BT - 1) / BT, kslots = (K + BK - 1) / BK;
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < STAGES; ++s) {
-        mbar_init(bars + 8 * s, 1);                  // full: the producer's expect_tx
-        mbar_init(bars + 8 * (STAGES + s), MCAST == 1 ? 4 : MCAST);   // empty: see release_slot
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-      fence_async_smem();
-    }
-    if constexpr (MCAST > 1) {
-      cluster_sync();                                // every CTA's barriers ready before any multicast
-    } else {
-      __syncthreads();
-    }
-    if (threadIdx.x < 128) {
-      if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles_w, tiles_t, kslots);
-      if constexpr (CLUSTER) {                       // the consumers' two cluster barriers (one work unit)
-        cluster_sync();
-        cluster_sync();
-      }
-      if constexpr (MCAST > 1) cluster_sync();      // the consumers' exit barrier
-    } else {
-      consumer(tmC, ring, cstage, bars, M, N, tiles_w, tiles_t, kslots, ws);
-    }
+    if (threadIdx.x == 0) Pipe::init(bars, 4);      // empty: lane 0 of each consumer warp
+    __syncthreads();
+    roles<1>(
+        [&] {
+          if (threadIdx.x == 0) producer(tmX, tmW, ring, bars, tiles_w, tiles_t, kslots);
+          if constexpr (CLUSTER) {                   // the consumers' two cluster barriers (one work unit)
+            cluster_sync_all();
+            cluster_sync_all();
+          }
+        },
+        [&] { consumer(tmC, ring, cstage, bars, M, N, tiles_w, tiles_t, kslots, ws); });
   }
 };
 
@@ -341,8 +244,7 @@ hgemm_wgmma_swap(const __grid_constant__ autosched_wgmma::TensorMap tmX,
                  const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K,
                  unsigned char* workspace) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 0, 1>::run(&tmX, &tmW, &tmC, M, N, K, workspace,
-                                                                              smem);
+  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 0>::run(&tmX, &tmW, &tmC, M, N, K, workspace, smem);
 }
 
 // the slices of a tile as one cluster, summed over DSMEM; a CTA a work unit (the grid is every unit);
@@ -354,19 +256,5 @@ hgemm_wgmma_swap_cluster(const __grid_constant__ autosched_wgmma::TensorMap tmX,
                          const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K,
                          unsigned char* workspace) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 1, 1>::run(&tmX, &tmW, &tmC, M, N, K, workspace,
-                                                                              smem);
-}
-
-// MCAST weight tiles of one token tile and K slice as one cluster, the X slot multicast; a CTA a work unit
-// (the grid is every unit of every cluster); the workspace as hgemm_wgmma_swap's
-template <int BF16, int BW, int BT, int SWZ, int STAGES, int SPLIT_K, int MCAST>
-__global__ void __cluster_dims__(MCAST, 1, 1) __launch_bounds__(256, 1)
-hgemm_wgmma_swap_mcast(const __grid_constant__ autosched_wgmma::TensorMap tmX,
-                       const __grid_constant__ autosched_wgmma::TensorMap tmW,
-                       const __grid_constant__ autosched_wgmma::TensorMap tmC, int M, int N, int K,
-                       unsigned char* workspace) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 0, MCAST>::run(&tmX, &tmW, &tmC, M, N, K,
-                                                                                    workspace, smem);
+  autosched_wgmma::HgemmWgmmaSwap<BF16, BW, BT, SWZ, STAGES, SPLIT_K, 1>::run(&tmX, &tmW, &tmC, M, N, K, workspace, smem);
 }

@@ -230,7 +230,7 @@ class GpuRunner(Runner):
 
     def build_id(self, template) -> str:
         """The build every measurement of this runner is of: the local kernel source and NVRTC."""
-        from autosched.build import build_id
+        from autosched.identity import build_id
         return build_id(template)
 
     def measure(self, spec, binary) -> Measurement:

@@ -219,7 +219,7 @@ class RayRunner(Runner):
     def build_id(self, template) -> str:
         if self._local is not None:
             return self._local.build_id(template)
-        from autosched.build import build_id
+        from autosched.identity import build_id
         return build_id(template)      # the driver builds, with its own sources and NVRTC
 
     def covers(self, workload_key, template, config) -> bool:

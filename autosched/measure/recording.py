@@ -9,7 +9,8 @@ no GPU the space is pruned against the GPU the numbers came from.  Format (gzip 
      "knobs": [names], "columns": [...], "rows": [[knob values..., columns...], ...],
      "errors": {row index: message}, "build": build id}
 
-"build" (autosched.build.build_id of the source measured) came later: a recording without it is
+"build" (autosched.identity.build_id of what was measured; older recordings name a source id, which
+identity carries over where it compiles to the same code) came later: a recording without it is
 of an unknown build, which Recording.build_id names after the file, so its replayed rows never
 pass for measurements of the local build.
 
@@ -237,7 +238,7 @@ def recording_from_db(db, workload, template, device: DeviceInfo, protocol: dict
     that build (configs no longer in the template's space are left out).  `build` defaults to
     the local build, the one the GPU runner measures."""
     if build is None:
-        from autosched.build import build_id
+        from autosched.identity import build_id
         build = build_id(template)
     space = template.space(workload, device)
     rec = Recording(workload.key, template.family, device, space.names, protocol, versions, date, space.size(),

@@ -28,7 +28,7 @@ class Runner:
         raise NotImplementedError
 
     def build_id(self, template) -> str:
-        """The build (kernel source hash and NVRTC version, `build.build_id`) whose times this runner
+        """The build (the binaries and the NVRTC that made them, `identity.build_id`) whose times this runner
         reports for `template`: measurements are stored and ranked under it."""
         raise NotImplementedError
 

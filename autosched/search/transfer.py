@@ -85,7 +85,7 @@ def _db_rows(db, device_key: str, template, build) -> list:
         return []
     from autosched.selection import ANY, CURRENT
     if build == CURRENT:
-        from autosched.build import current_builds
+        from autosched.identity import current_builds
         build = current_builds(template, device_key)
     return db.samples(device_key, template.family, build=None if build == ANY else build)
 
@@ -145,10 +145,10 @@ def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dic
 
 
 def _fingerprint(device, template, recs, db, build) -> str:
-    from autosched.build import current_builds
     from autosched.database import build_filter
+    from autosched.identity import current_builds
     h = hashlib.sha256()
-    h.update(json.dumps([CACHE_VERSION, device.key, template.family, current_builds(template, device.key),
+    h.update(json.dumps([CACHE_VERSION, device.key, template.family, current_builds(template, device.key).names,
                          sorted((r.name, r.build_id, len(r.entries)) for r in recs)]).encode())
     if db is not None and hasattr(db, "conn"):
         from autosched.selection import ANY, CURRENT

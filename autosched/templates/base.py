@@ -143,6 +143,9 @@ class Template:
     family: str = ""
     workload_name: str = ""
     header: str = ""              # the .cuh in autosched/kernels that render() compiles
+    # shapes (the family's syntax) whose configs identity.build_id compiles to name this template's
+    # program, beside its family's sanitizer shapes: one for each layout or size range they miss
+    probe_shapes: tuple[str, ...] = ()
 
     def source_hash(self) -> str:
         """sha256 of the kernel source render() hands NVRTC (the header with its local includes

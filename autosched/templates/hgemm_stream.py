@@ -97,6 +97,7 @@ def workspace_bytes(M: int, N: int, rw: int, wn: int, mt: int, split_k: int) -> 
 
 
 class HgemmStreamTemplate(Template):
+    probe_shapes = ("200x264x200_bt",)        # B transposed (the sanitizer shapes' _bt is refused)
     family = "hgemm_stream"
     workload_name = "hgemm"
     header = "hgemm_stream.cuh"

@@ -76,6 +76,7 @@ def tensormap_params(of: str, dtype: str, dims: tuple, row_bytes: int, box: tupl
 
 
 class HgemmWgmmaTemplate(Template):
+    probe_shapes = ("200x264x200_bt",)        # B transposed (the sanitizer shapes' _bt is refused)
     family = "hgemm_wgmma"
     workload_name = "hgemm"
     header = "hgemm_wgmma.cuh"
@@ -239,7 +240,7 @@ class HgemmWgmmaTemplate(Template):
         """(header, name expression, grid.x, cluster shape or None, arguments after M, N, K) of a
         validated config: what a variant of this kernel (HgemmWgmmaSplitKTemplate) renders differently.
         Here the kernel named as the family, its template arguments kernel_values' in their order (a
-        variant with other arguments, hgemm_wgmma_nsplit or _sched, says them there)."""
+        variant with other arguments, hgemm_wgmma_sched, says them there)."""
         rows, cols = self.tile(cfg)
         tiles = -(-workload.M // rows) * -(-workload.N // cols)
         targs = ", ".join(str(v) for v in self.kernel_values(workload, cfg).values())

@@ -54,15 +54,15 @@ def dyn_split_k_enabled() -> bool:
 
 
 def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
-    """HgemmWgmmaSplitK's workspace: a u32 counter per output tile padded to 256 bytes, then
-    split_k x tiles FP32 partial tiles of bm x bn."""
+    """HgemmWgmma<..., SPLIT_K>'s workspace (splitk_reduce.cuh): a u32 counter per output tile padded
+    to 256 bytes, then split_k x tiles FP32 partial tiles of bm x bn."""
     tiles = -(-M // bm) * -(-N // bn)
     return counter_bytes(tiles) + split_k * tiles * bm * bn * 4
 
 
 def counter_bytes(tiles: int) -> int:
     """The counters' part of the workspace: a u32 per tile, padded to 256 bytes (the .cuh's
-    HgemmWgmmaSplitK::partial)."""
+    SplitKReduce::partial)."""
     return -(-tiles * 4 // 256) * 256
 
 

@@ -12,12 +12,10 @@ blocks), `bt` (tokens a tile: the wgmma N), the swizzle, the ring depth, `split_
 tile; 1 is none: for few tiles and a long K, BERT's 768 x 3072) and `reduce`, where a split tile's
 slices meet: "workspace" (FP32 partials in global memory, summed by the slice that finishes last, as
 hgemm_wgmma_splitk's) or "cluster" (the slices one thread-block cluster, summed by its rank 0 over
-distributed shared memory: kernel hgemm_wgmma_swap_cluster, a CTA a work unit, no workspace), and
-`mcast` (1: none; 2 or 4: that many adjacent weight tiles of one token tile as a cluster, each CTA
-loading a share of the token slot multicast into all: kernel hgemm_wgmma_swap_mcast, a CTA a work
-unit; cuBLAS's own kernels at 768 x 3072, M = 160-192, are clusters of 4 along the weight rows; off
-unless AUTOSCHED_SWAP_MCAST=1, measured slower: MCAST_VERIFIED); no raster group (the token tiles of
-one weight tile are walked first, side by side).
+distributed shared memory: kernel hgemm_wgmma_swap_cluster, a CTA a work unit, no workspace); no
+raster group (the token tiles of one weight tile are walked first, side by side).  (Clusters of 2 or 4
+weight tiles sharing the token slot by TMA multicast were correct and slower, 0.78-0.81 of cuBLAS
+against 0.91-0.93: deleted, checks/mcast-sweep-2026-11-27.json.)
 
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
@@ -46,15 +44,6 @@ BW_VALUES = (64, 128)
 BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
 SPLIT_VALUES = (1, 2, 3, 4, 6, 8)       # the .cuh's static_assert allows 1 to 8
 REDUCE_VALUES = ("workspace", "cluster")
-MCAST_VALUES = (1, 2, 4)
-# Off: clusters of 2 and 4 weight tiles with the token slot multicast were correct (float64 checks,
-# memcheck and racecheck clean) but slower than the best unclustered tile at every shape measured,
-# 12-14 us where that takes 12.1-12.4 (H100, 2026-11-27, checks/mcast-sweep-2026-11-27.json: 0.78-0.81
-# of cuBLAS vs 0.91-0.93 at 768 x 3072, M = 112-192; that form had every consumer warp arrive on every
-# CTA's empty barrier, 4 x MCAST remote arrivals a k-step; one arriving thread a CTA since, not yet
-# measured: `gpu_check.sh mcast`).  AUTOSCHED_SWAP_MCAST=1 puts the knob in the static template's space
-# (never the dynamic one's: ops.HgemmDispatch does not launch clusters of it).
-MCAST_VERIFIED = False
 
 
 # (first M, last M, config): where DietCode's search starts with this template, the token tiles cuBLAS's
@@ -82,10 +71,6 @@ def swap_enabled() -> bool:
     return env_switch("AUTOSCHED_WGMMA_SWAP", SWAP_VERIFIED)
 
 
-def mcast_enabled() -> bool:
-    return env_switch("AUTOSCHED_SWAP_MCAST", MCAST_VERIFIED)
-
-
 def workspace_bytes(M: int, N: int, bw: int, bt: int, split_k: int, reduce: str = "workspace") -> int:
     """HgemmWgmmaSwap's workspace (splitk_reduce.cuh): a u32 counter per tile padded to 256 bytes, then
     split_k x tiles FP32 partial tiles of bw x bt; counters only at split_k 1 or a cluster reduction
@@ -93,11 +78,6 @@ def workspace_bytes(M: int, N: int, bw: int, bt: int, split_k: int, reduce: str 
     tiles = -(-M // bt) * -(-N // bw)
     parts = split_k if split_k > 1 and reduce == "workspace" else 0
     return counter_bytes(tiles) + parts * tiles * bw * bt * 4
-
-
-def mcast_of(config: dict) -> int:
-    """The multicast cluster of `config` (configs recorded before the knob existed had none: 1)."""
-    return config.get("mcast", 1)
 
 
 def reads_workspace(config: dict) -> bool:
@@ -120,7 +100,7 @@ def smem_bytes(bw, bt, swizzle, stages) -> int:
 
 class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
     family = "hgemm_wgmma_swap"
-    header = "hgemm_wgmma_swap.cuh"    # inlines wgmma_narrow.cuh and hgemm_wgmma.cuh: an edit to any stales the build id
+    header = "hgemm_wgmma_swap.cuh"    # inlines hgemm_wgmma.cuh
 
     def refuses(self, workload) -> str | None:
         why = super().refuses(workload)
@@ -142,10 +122,6 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
             Knob("reduce", REDUCE_VALUES, "where a split tile's slices meet: a global workspace (the last to "
                  "finish adds) or one cluster's shared memory (rank 0 adds over DSMEM)"),
         ]
-        multicast = mcast_enabled() and not self.dynamic_m
-        if multicast:
-            knobs.append(Knob("mcast", MCAST_VALUES, "weight tiles of one token tile run as a cluster, the "
-                              "token slot multicast by TMA to all (1: none)"))
         C = Constraint
         cap = min(device.smem_per_block_optin, SMEM_CAP_SM90)
         tiles = lambda bw, bt: -(-M // bt) * -(-N // bw)  # noqa: E731
@@ -171,14 +147,6 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
             C(f"shared memory <= {cap} B a block (ring + output staging + barriers + alignment)",
               ("bw", "bt", "swizzle", "stages"), lambda bw, bt, sw, st: smem_bytes(bw, bt, sw, st) <= cap),
         ]
-        if multicast:
-            rules += [
-                C("a multicast share of the token slot is whole 8-row swizzle atoms: BT a multiple of 8 x mcast",
-                  ("bt", "mcast"), lambda bt, mc: bt % (8 * mc) == 0),
-                C("mcast no larger than the weight tiles that cover N", ("bw", "mcast"),
-                  lambda bw, mc: mc == 1 or -(-N // bw) >= mc),
-                C("mcast > 1 not with a cluster reduction (one cluster shape a kernel)", ("reduce", "mcast"),
-                  lambda r, mc: mc == 1 or r == "workspace")]
         dev_why = self.device_refuses(device)
         if dev_why is not None:
             rules.insert(0, C(dev_why, ("bw",), lambda bw: False))
@@ -194,25 +162,22 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
         space = self.space(workload, device)
         M, N, K = workload.M, workload.N, workload.K
-        unclustered = {"mcast": 1} if "mcast" in space.names else {}
-        pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128 and c["split_k"] == 1 and mcast_of(c) == 1]
+        pool = [c for c in space if c["bw"] == 64 and c["swizzle"] == 128 and c["split_k"] == 1]
         if not pool:
             return space.nearest({"bw": 64, "bt": 16, "swizzle": 128, "stages": 8, "split_k": 1,
-                                  "reduce": "workspace", **unclustered})
+                                  "reduce": "workspace"})
         one_wave = [c for c in pool if -(-M // c["bt"]) * -(-N // 64) <= device.sm_count]
         bt = min(c["bt"] for c in one_wave) if one_wave else max(c["bt"] for c in pool)
         # among that BT's rings, the shortest that holds all of K, else the deepest
         rings = sorted(c["stages"] for c in pool if c["bt"] == bt)
         kslots = -(-K // 64)
         stages = next((s for s in rings if s >= kslots), rings[-1])
-        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages, "split_k": 1, "reduce": "workspace",
-                **unclustered}
+        return {"bw": 64, "bt": bt, "swizzle": 128, "stages": stages, "split_k": 1, "reduce": "workspace"}
 
     def kernel_values(self, workload, cfg: dict) -> dict:
-        """The entry's template arguments: hgemm_wgmma_swap_mcast's end with MCAST."""
-        values = {"BF16": workload.bf16, "BW": cfg["bw"], "BT": cfg["bt"], "SWZ": cfg["swizzle"],
-                  "STAGES": cfg["stages"], "SPLIT_K": cfg["split_k"]}
-        return {**values, "MCAST": mcast_of(cfg)} if mcast_of(cfg) > 1 else values
+        """The entry's template arguments."""
+        return {"BF16": workload.bf16, "BW": cfg["bw"], "BT": cfg["bt"], "SWZ": cfg["swizzle"],
+                "STAGES": cfg["stages"], "SPLIT_K": cfg["split_k"]}
 
     def workspace_size(self, M: int, N: int, cfg: dict) -> int:
         return workspace_bytes(M, N, cfg["bw"], cfg["bt"], cfg["split_k"], cfg["reduce"])
@@ -224,32 +189,27 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
     def _kernel(self, workload, cfg: dict, device) -> tuple:
         """Persistent over work units (tile, K slice), a CTA per SM at most; the workspace after K.  With
         reduce = cluster: hgemm_wgmma_swap_cluster, a CTA a work unit (the cluster dims are compiled in:
-        the launch is a plain one of every unit); with mcast > 1 hgemm_wgmma_swap_mcast, likewise."""
+        the launch is a plain one of every unit)."""
         header, expr, _, cluster, _ = super()._kernel(workload, cfg, device)
         M, N = workload.M, workload.N
         workspace = ArgSpec("workspace", "workspace", value=self.workspace_size(M, N, cfg), ctype="unsigned char*")
         if cfg["reduce"] == "cluster":
             expr = expr.replace(self.family + "<", self.family + "_cluster<", 1)
-        elif mcast_of(cfg) > 1:
-            expr = expr.replace(self.family + "<", self.family + "_mcast<", 1)
         return header, expr, self.grid_units(M, N, cfg, device.sm_count), cluster, (workspace,)
 
     def grid_units(self, M: int, N: int, cfg: dict, sm_count: int) -> int:
-        """The grid at M: every work unit (tile, K slice) where the slices meet in a cluster, every unit
-        of every multicast cluster (the weight tiles rounded up to whole clusters) with mcast > 1, else a
+        """The grid at M: every work unit (tile, K slice) where the slices meet in a cluster, else a
         persistent grid of a CTA per SM at most."""
-        mc = mcast_of(cfg)
-        tiles_w = -(-N // (cfg["bw"] * mc)) * mc        # the weight tiles, rounded up to whole clusters
-        units = -(-M // cfg["bt"]) * tiles_w * cfg["split_k"]
-        return units if cfg.get("reduce") == "cluster" or mc > 1 else min(units, sm_count)
+        units = -(-M // cfg["bt"]) * -(-N // cfg["bw"]) * cfg["split_k"]
+        return units if cfg.get("reduce") == "cluster" else min(units, sm_count)
 
     def tensormaps(self, workload, cfg: dict) -> tuple[ArgSpec, ArgSpec, ArgSpec]:
-        """X (A) in boxes of (BK, BT / mcast) (a CTA's share of the slot), W (B) in boxes of (BK, BW), both
+        """X (A) in boxes of (BK, BT), W (B) in boxes of (BK, BW), both
         K-major; C in boxes of 64 weight columns by BT tokens, 128B-swizzled."""
         M, N, K, dt = workload.M, workload.N, workload.K, workload.dtype
         sw, bk = cfg["swizzle"], cfg["swizzle"] // 2
         ctype = "const __grid_constant__ autosched_wgmma::TensorMap"
-        x = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bt"] // mcast_of(cfg)), sw)
+        x = tensormap_params("input", dt, (K, M), 2 * K, (bk, cfg["bt"]), sw)
         w = tensormap_params("input", dt, (K, N), 2 * K, (bk, cfg["bw"]), sw)
         c = tensormap_params("output", dt, (N, M), 2 * N, (C_BOX, cfg["bt"]), 128)
         return (ArgSpec("A", "tensormap", layout_params=x, ctype=ctype),

@@ -22,24 +22,21 @@ WGMMA = [{**S, "bn": 64, "stages": 5}, {**S, "bn": 64, "stages": 8}, {**S, "bn":
 ROUNDS = 3
 
 
-def candidates(space, K, reduces=("workspace",), below: bool = True, mcasts=(1,)):
-    """Per (BW, BT, split_k, reduce, mcast) of 128B swizzle, the slices meeting as `reduces` says and the
-    multicast clusters `mcasts`: the ring that holds all of a slice's K, or the deepest, and (`below`)
-    the one below it.  Here the workspace only and no multicast: cluster_reduce_sweep.py compares the
-    reductions, mcast_sweep.py the multicast clusters."""
-    from autosched.templates.hgemm_wgmma_swap import mcast_of
+def candidates(space, K, reduces=("workspace",), below: bool = True):
+    """Per (BW, BT, split_k, reduce) of 128B swizzle, the slices meeting as `reduces` says: the ring
+    that holds all of a slice's K, or the deepest, and (`below`) the one below it.  Here the workspace
+    only: cluster_reduce_sweep.py compares the reductions."""
     out = []
-    kind = lambda c: (c["bw"], c["bt"], c["split_k"], c["reduce"], mcast_of(c))  # noqa: E731
-    for key in sorted({kind(c) for c in space if c["reduce"] in reduces and mcast_of(c) in mcasts}):
+    kind = lambda c: (c["bw"], c["bt"], c["split_k"], c["reduce"])  # noqa: E731
+    for key in sorted({kind(c) for c in space if c["reduce"] in reduces}):
         rings = sorted(c["stages"] for c in space if kind(c) == key and c["swizzle"] == 128)
         if not rings:
             continue
         kslots = -(-K // (64 * key[2]))
         full = next((s for s in rings if s >= kslots), rings[-1])
         keep = {full, rings[max(0, rings.index(full) - 1)]} if below else {full}
-        multicast = {"mcast": key[4]} if "mcast" in space.names else {}     # the knob only where it is on
-        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2], "reduce": key[3],
-                 **multicast} for s in sorted(keep)]
+        out += [{"bw": key[0], "bt": key[1], "swizzle": 128, "stages": s, "split_k": key[2], "reduce": key[3]}
+                for s in sorted(keep)]
     return out
 
 

@@ -3,10 +3,10 @@
 may have.  This times 64-wide tiles at 6 to 13 slots, with the cap lifted in the rendered source only
 (so no measured build id moves), beside cuBLAS under the seed protocol (L2 flushed).  Each variant is
 checked against float64 before it is timed.  Writes $OUT/wgmma-stages.json.  STAGES_CASES=later
-runs the column-split consumers and the clusters instead (their switches on in the environment).
+runs the clusters instead (their switch on in the environment).
 
     python3 scripts/experiments/wgmma_stages.py
-    STAGES_CASES=later AUTOSCHED_WGMMA_NSPLIT=1 AUTOSCHED_WGMMA_CLUSTER=1 python3 scripts/experiments/wgmma_stages.py
+    STAGES_CASES=later AUTOSCHED_WGMMA_CLUSTER=1 python3 scripts/experiments/wgmma_stages.py
 """
 import dataclasses
 import os
@@ -14,9 +14,7 @@ import sys
 
 CAP = 'static_assert(STAGES >= 2 && STAGES <= 8, "a ring of 2 to 8 slots");'
 STAGES = (6, 8, 10, 12, 13)
-LATER = [  # the column-split consumers and the clusters, deepened (AUTOSCHED_WGMMA_NSPLIT=1, AUTOSCHED_WGMMA_CLUSTER=1)
-    ("128x4096x4096_bt", "hgemm_wgmma_nsplit", {"bm": 64, "bn": 64, "swizzle": 128, "group": 1}),
-    ("64x4096x4096_bt", "hgemm_wgmma_nsplit", {"bm": 64, "bn": 64, "swizzle": 128, "group": 1}),
+LATER = [  # the clusters, deepened (AUTOSCHED_WGMMA_CLUSTER=1)
     ("128x4096x4096_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "group": 1,
                                          "cluster": 2, "cluster_dim": "m"}),
     ("128x4096x4096_bt", "hgemm_wgmma", {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "group": 1,
@@ -57,10 +55,8 @@ def deepened(spec, stages: int):
 
 def main() -> int:
     from autosched.templates import HgemmWgmmaSplitKTemplate, HgemmWgmmaTemplate
-    from autosched.templates.hgemm_wgmma_nsplit import HgemmWgmmaNSplitTemplate
     from gemm_bench_kit import Session
-    templates = {"hgemm_wgmma": HgemmWgmmaTemplate(), "hgemm_wgmma_splitk": HgemmWgmmaSplitKTemplate(),
-                 "hgemm_wgmma_nsplit": HgemmWgmmaNSplitTemplate()}
+    templates = {"hgemm_wgmma": HgemmWgmmaTemplate(), "hgemm_wgmma_splitk": HgemmWgmmaSplitKTemplate()}
     with Session() as ses:
         for shape, family, base in CASES:
             ops = ses.operands(shape)

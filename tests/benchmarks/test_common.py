@@ -32,7 +32,7 @@ def test_rerank_times_the_pick_and_the_fastest_records_and_keeps_the_fastest_her
     from types import SimpleNamespace
 
     from autosched.benchmarks.common import rerank_configs
-    from autosched.build import build_id
+    from autosched.identity import build_id
     from autosched.measure.result import Measurement, Status
     from autosched.templates import SgemmTemplate
     from autosched.workloads import Sgemm

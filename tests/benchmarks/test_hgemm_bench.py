@@ -24,19 +24,19 @@ def test_default_shapes_are_the_issues():
 
 
 def test_templates_carved_from_wgmma_never_leave_it_without_time():
-    """Split-K and the column split both take their shares out of hgemm_wgmma's: together they get
+    """Split-K and the clusters both take their shares out of hgemm_wgmma's: together they get
     at most half of it, scaled down alike, whatever split the user gives (before, a split of
-    wgmma=0.3,wgmma_splitk=0.3 left hgemm_wgmma and the column split no time at all)."""
-    fams = ["hgemm_mma", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_nsplit"]
-    t = hb.split_time(fams, 10.0, {"hgemm_wgmma": 0.3, "hgemm_wgmma_splitk": 0.3, "hgemm_wgmma_nsplit": 0.2,
+    wgmma=0.3,wgmma_splitk=0.3 left hgemm_wgmma and the other carved template no time at all)."""
+    fams = ["hgemm_mma", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_cluster"]
+    t = hb.split_time(fams, 10.0, {"hgemm_wgmma": 0.3, "hgemm_wgmma_splitk": 0.3, "hgemm_wgmma_cluster": 0.2,
                                    "hgemm_mma": 0.2})
-    # wgmma keeps 0.15; split-K and the column split share the other 0.15 as 3 : 2
+    # wgmma keeps 0.15; split-K and the clusters share the other 0.15 as 3 : 2
     assert t == pytest.approx({"hgemm_mma": 4.0, "hgemm_wgmma": 3.0, "hgemm_wgmma_splitk": 1.8,
-                               "hgemm_wgmma_nsplit": 1.2})
-    t = hb.split_time(fams, 10.0)          # the defaults: 0.3 + 0.2 wanted of wgmma's 0.6, 0.3 given
+                               "hgemm_wgmma_cluster": 1.2})
+    t = hb.split_time(fams, 10.0)          # the defaults: 0.3 + 0.3 wanted of wgmma's 0.6, 0.3 given
     assert t["hgemm_wgmma"] > 0
-    assert t["hgemm_wgmma"] == pytest.approx(t["hgemm_wgmma_splitk"] + t["hgemm_wgmma_nsplit"])
-    assert t["hgemm_wgmma_splitk"] / t["hgemm_wgmma_nsplit"] == pytest.approx(1.5)
+    assert t["hgemm_wgmma"] == pytest.approx(t["hgemm_wgmma_splitk"] + t["hgemm_wgmma_cluster"])
+    assert t["hgemm_wgmma_splitk"] / t["hgemm_wgmma_cluster"] == pytest.approx(1.0)
 
 
 def test_split_renormalizes_over_the_templates_present():

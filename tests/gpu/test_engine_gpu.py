@@ -159,7 +159,7 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
     """With three measured configs of the qkv shape in the database, the engine times all three in
     an isolated graph and then inside its own step graph, serves the fastest in the step (its
     weights packed again when that is not the one in place), and still matches the reference."""
-    from autosched.build import build_id
+    from autosched.identity import build_id
     from autosched.database import Database
     from autosched.device import query
     from autosched.engine.engine import Engine, matmul_shapes

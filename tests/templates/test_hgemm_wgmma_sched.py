@@ -10,7 +10,6 @@ import hashlib
 
 import pytest
 
-import autosched.templates.hgemm_wgmma_nsplit as hn
 import autosched.templates.hgemm_wgmma_sched as hs
 from autosched import registry
 from autosched.build import compile_spec
@@ -37,9 +36,8 @@ def test_switch_puts_the_template_last_and_never_default(monkeypatch):
     monkeypatch.setenv("AUTOSCHED_WGMMA_SCHED", "0")
     assert "hgemm_wgmma_sched" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_SCHED", "1")
-    monkeypatch.delenv("AUTOSCHED_WGMMA_NSPLIT", raising=False)
     monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
-    assert names(registry._families())[-1 - hn.nsplit_enabled()] == "hgemm_wgmma_sched"
+    assert names(registry._families())[-1] == "hgemm_wgmma_sched"
     assert registry._families()["hgemm"].templates[-1].default_on(None) is False
 
 

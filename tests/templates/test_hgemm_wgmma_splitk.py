@@ -17,7 +17,8 @@ import pytest
 
 import autosched.templates.hgemm_wgmma_splitk as hs
 from autosched import registry
-from autosched.build import build_id, compile_spec
+from autosched.build import compile_spec
+from autosched.identity import build_id, same_program, source_id
 from autosched.measure.recording import Recording, shipped_recordings
 from autosched.registry import family
 from autosched.space import ConfigError
@@ -82,14 +83,16 @@ def test_the_switch_puts_the_template_in_the_family_or_leaves_it_out(monkeypatch
 
 @pytest.mark.parametrize("switch", SWITCH)
 def test_hgemm_wgmma_is_the_same_whatever_the_switch(monkeypatch, h100, switch):
-    """Its build id is still the hash of hgemm_wgmma.cuh (the build every shipped recording names),
+    """Its build is still the one every shipped recording names,
     and its space, default and kernels have no split-K in them."""
     setenv(monkeypatch, switch)
     t = HgemmWgmmaTemplate()
     assert t.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma.cuh").encode()).hexdigest()
     recs = [Recording.load(p) for p in shipped_recordings() if p.name.startswith("hgemm_wgmma-")]
     assert len(recs) == 18 and {r.template for r in recs} == {"hgemm_wgmma"}
-    assert {r.build.split("/")[0] for r in recs} == {build_id(t).split("/")[0]}
+    # their source ids name the current program: the source they were measured with compiles to the code
+    # the current one does (identity's ledger), so they serve as before
+    assert all(same_program(r.build, t) for r in recs)
     for shape in [SMALL, "4096x4096x4096", "296x264x200_tn_bf16"]:
         w = Hgemm.from_shape(shape)
         space = t.space(w, h100)
@@ -251,10 +254,12 @@ def test_render_of_a_split_config(t, h100):
 
 
 def test_workspace_layout_matches_the_kernel():
-    """counters padded to 256 bytes, then (SPLIT_K, tiles, BM x BN) floats: HgemmWgmmaSplitK::partial."""
+    """counters padded to 256 bytes, then (SPLIT_K, tiles, BM x BN) floats: SplitKReduce::partial, whose
+    tile is the consumers' NV float4s each (MW x ACC / 4 of 128 x CONSUMERS threads: BM x BN / 4)."""
     src = kernel_source("hgemm_wgmma_splitk.cuh")
     assert "((size_t)tiles * 4 + 255) / 256 * 256" in src
-    assert "((size_t)slice * tiles + tile) * TILE_VEC" in src and "TILE_VEC = BM * BN / 4" in src
+    assert "((size_t)slice * tiles + tile) * TILE_VEC" in src and "TILE_VEC = NV * CT" in src
+    assert "using Reduce = SplitKReduce<SPLIT_K, 128 * CONSUMERS, MW * ACC / 4, 3>;" in src
     assert workspace_bytes(136, 264, 64, 64, 4) == 256 + 4 * 15 * 64 * 64 * 4
     assert workspace_bytes(128, 4096, 128, 64, 2) == 256 + 2 * 64 * 128 * 64 * 4
 
@@ -263,10 +268,9 @@ def test_the_split_k_kernel_exits_once_its_stores_have_read_the_staging():
     """Its consumers' last wait is on the TMA stores' reads of shared memory (wait_group.read), not
     their global writes, which the grid's completion orders (0.5-0.7 us a short split-K GEMM on the
     H100); the producer's slot bytes follow hgemm_wgmma's A rows (a_rows(M))."""
-    from importlib import resources
-    own = resources.files("autosched.kernels").joinpath("hgemm_wgmma_splitk.cuh").read_text()   # not inlined
-    assert "if (t == 0) bulk_wait_read_all();\n  }" in own and "bulk_wait_all();" not in own
-    assert "mbar_expect_tx(full, Base::B_SLOT + Base::a_rows(M) * SWZ)" in own
+    src = kernel_source("hgemm_wgmma_splitk.cuh")      # HgemmWgmma's SPLIT_K policy
+    assert "if constexpr (SPLIT_K == 1) bulk_wait_all();\n      else bulk_wait_read_all();" in src
+    assert "return B_SLOT + a_rows(M) * SWZ;" in src
 
 
 def test_features_carry_split_k_and_its_waves(t, h100):
@@ -295,7 +299,8 @@ def test_build_id_is_the_split_k_header_s(t, monkeypatch, switch):
     setenv(monkeypatch, switch)
     s = HgemmWgmmaSplitKTemplate()
     assert s.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_splitk.cuh").encode()).hexdigest()
-    assert build_id(s).split("/")[0] == s.source_hash()[:12] != build_id(HgemmWgmmaTemplate()).split("/")[0]
+    assert source_id(s).split("/")[0] == s.source_hash()[:12] != source_id(HgemmWgmmaTemplate()).split("/")[0]
+    assert build_id(s) != build_id(HgemmWgmmaTemplate())
 
 
 def test_build_id_follows_both_headers(monkeypatch):

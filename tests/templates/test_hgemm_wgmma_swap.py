@@ -45,9 +45,6 @@ def test_hgemm_wgmma_build_id_is_untouched(t):
     assert base.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma.cuh").encode()).hexdigest()
     assert t.source_hash() == hashlib.sha256(kernel_source("hgemm_wgmma_swap.cuh").encode()).hexdigest()
     assert kernel_source("hgemm_wgmma.cuh") in kernel_source("hgemm_wgmma_swap.cuh")
-    # its narrow wgmma N come from the header it shares with hgemm_wgmma_nsplit (N = 32), inlined once
-    assert kernel_source("wgmma_narrow.cuh") in kernel_source("hgemm_wgmma_swap.cuh")
-    assert kernel_source("wgmma_narrow.cuh") in kernel_source("hgemm_wgmma_nsplit.cuh")
     assert kernel_source("hgemm_wgmma_swap.cuh").count("struct HgemmWgmma {") == 1
 
 
@@ -146,43 +143,3 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
               for sk in hw.SPLIT_VALUES[1:] for bw, bt in ((64, 8), (128, 128)) for r in hw.REDUCE_VALUES]
     assert_wgmma_builds_clean(specs, tmp_path, h100)
     assert registry._hgemm_picks(t, Hgemm.from_shape("300x264x200"), h100) == []
-
-
-def test_multicast_clusters_are_off_and_only_in_the_static_space(monkeypatch, t, h100):
-    """mcast (clusters of 2 or 4 weight tiles, the token slot multicast) measured slower everywhere: off
-    by default (no knob, configs as before), on under AUTOSCHED_SWAP_MCAST=1 in the static space only."""
-    w = Hgemm.from_shape("160x768x3072_bt")
-    monkeypatch.delenv("AUTOSCHED_SWAP_MCAST", raising=False)
-    assert hw.mcast_enabled() is hw.MCAST_VERIFIED is False
-    assert "mcast" not in t.space(w, h100).names and "mcast" not in t.default_config(w, h100)
-    monkeypatch.setenv("AUTOSCHED_SWAP_MCAST", "1")
-    space = t.space(w, h100)
-    assert space.names[-1] == "mcast" and t.default_config(w, h100)["mcast"] == 1
-    assert "mcast" not in hw.HgemmWgmmaSwapDynTemplate().space(w, h100).names
-    cfg = {"bw": 64, "bt": 32, "swizzle": 128, "stages": 16, "split_k": 1, "reduce": "workspace"}
-    assert space.contains({**cfg, "mcast": 4})                                  # 32 tokens: 4 shares of 8 rows
-    assert not space.contains({**cfg, "bt": 40, "mcast": 2})                    # 20 rows: not whole swizzle atoms
-    assert not space.contains({**cfg, "split_k": 2, "reduce": "cluster", "mcast": 2})   # one cluster shape
-    assert not t.space(Hgemm.from_shape("160x128x3072_bt"), h100).contains({**cfg, "bw": 64, "mcast": 4})  # 2 W tiles
-    # 12 W tiles in 3 clusters of 4 x 5 token tiles: 60 CTAs, a CTA a unit; X in boxes of a quarter slot
-    spec = t.render(w, {**cfg, "mcast": 4}, h100)
-    assert spec.name_expression == "hgemm_wgmma_swap_mcast<0, 64, 32, 128, 16, 1, 4>" and spec.grid == (60, 1, 1)
-    x = dict(spec.args[0].layout_params)
-    assert x["box"] == (64, 8)
-    # N = 2120: 34 W tiles of 64 round up to 9 clusters of 4 (the last one's two high ranks store nothing)
-    wide = Hgemm.from_shape("300x2120x136_bt")
-    assert t.render(wide, {**cfg, "mcast": 4}, h100).grid == (10 * 36, 1, 1)
-    assert t.render(w, {**cfg, "mcast": 1}, h100).name_expression == "hgemm_wgmma_swap<0, 64, 32, 128, 16, 1>"
-
-
-def test_multicast_static_asserts_and_builds(monkeypatch, t, h100, tmp_path):
-    monkeypatch.setenv("AUTOSCHED_SWAP_MCAST", "1")
-    ok = t.render(Hgemm.from_shape("160x768x3072_bt"),
-                  {"bw": 64, "bt": 32, "swizzle": 128, "stages": 16, "split_k": 1, "reduce": "workspace", "mcast": 4}, h100)
-    for bad in ("hgemm_wgmma_swap_mcast<0, 64, 40, 128, 16, 1, 2>",   # 20-row shares
-                "hgemm_wgmma_swap_mcast<0, 64, 32, 128, 16, 1, 3>",   # a cluster of 3
-                "hgemm_wgmma_swap_mcast<0, 64, 16, 128, 16, 1, 4>"):  # 4-row shares
-        assert not compile_spec(dataclasses.replace(ok, name_expression=bad)).ok, bad
-    specs = [ok] + [dataclasses.replace(ok, name_expression=e) for e in (
-        "hgemm_wgmma_swap_mcast<0, 128, 64, 128, 8, 4, 4>", "hgemm_wgmma_swap_mcast<1, 64, 16, 32, 2, 8, 2>")]
-    assert_wgmma_builds_clean(specs, tmp_path, h100)

@@ -16,7 +16,7 @@ def assert_wgmma_builds_clean(specs, cache_dir, device) -> None:
             assert r.spills == 0 and r.stack_bytes == 0, (spec.name_expression, r)
             assert "sm_90a" in binary.log and "C7508" not in binary.log, binary.log
             assert "Potential Performance Loss" not in binary.log, (spec.name_expression, binary.log)
-            if spec.threads == 384:        # two consumers (hgemm_wgmma_nsplit always has two)
+            if spec.threads == 384:        # two consumers
                 # setmaxnreg.inc waits for registers the producer's .dec frees in the CTA's pool:
                 # 128 x 40 + 256 x 232 must fit in the 384 x R the CTA holds at entry
                 assert 128 * 40 + 256 * 232 <= 384 * r.registers, (spec.name_expression, r)
