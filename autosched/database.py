@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Union
 
+from autosched import knobs
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
 
@@ -78,7 +79,7 @@ class Record:
 
 
 def default_db_path() -> Path:
-    root = os.environ.get("AUTOSCHED_HOME") or os.path.join(
+    root = knobs.HOME.get() or os.path.join(
         os.environ.get("XDG_DATA_HOME", os.path.expanduser("~/.local/share")), "autosched")
     return Path(root) / "autosched.db"
 

@@ -9,7 +9,7 @@ build id and config keys, so none of its recordings would count any more.  Knobs
 without `consumers` (always two, by columns), BM 64 or 128, BN 64, 128 or 256 (a consumer's half is
 a wgmma N: 32, 64 or 128), at most 128 accumulators a consumer thread.
 
-Gated by NSPLIT_VERIFIED.  Its GPU stage (`bash scripts/gpu_check.sh nsplit`) passed on an H100 on
+Gated by knobs.WGMMA_NSPLIT.  Its GPU stage (`bash scripts/gpu_check.sh nsplit`) passed on an H100 on
 2026-11-26 (tests vs float64 in every layout, memcheck and racecheck clean), but the switch stays
 off: tuned on the three prefill shapes under 91% of cuBLAS it beat hgemm_wgmma on none
 (128x4096x4096: 64 x 64 tiles on 128 CTAs 26.9 us, its best 26.7, hgemm_wgmma's 128 x 64 on 64 CTAs
@@ -20,19 +20,17 @@ hgemm_wgmma's row-split consumers only).
 
 from __future__ import annotations
 
+from autosched import knobs
 from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
+from autosched.templates.base import default_and_random, distinct
 from autosched.templates.hgemm_wgmma import MAX_ACC, HgemmWgmmaVariant, bk_of
 from autosched.workloads.base import WorkloadError
 
-# THE switch: off although `bash scripts/gpu_check.sh nsplit` passed (H100, 2026-11-26): it measured
-# no gain over hgemm_wgmma (see above).  AUTOSCHED_WGMMA_NSPLIT=1 in the environment tries it.
-NSPLIT_VERIFIED = False
 THREADS = 384           # a producer warpgroup and two consumers
 
 
 def nsplit_enabled() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_NSPLIT", NSPLIT_VERIFIED)
+    return knobs.WGMMA_NSPLIT.enabled()
 
 
 class HgemmWgmmaNSplitTemplate(HgemmWgmmaVariant):
@@ -71,3 +69,16 @@ class HgemmWgmmaNSplitTemplate(HgemmWgmmaVariant):
 
     def threads(self, cfg: dict) -> int:
         return THREADS
+
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """The column-split wgmma template's corners: the smallest tile with the shortest ring and 32-byte
+        swizzle (the most CTAs, the halves 32 columns wide), the most shared memory, the most accumulators
+        a consumer thread, then the default and two random ones."""
+        cfgs = self.space(workload, device).enumerate()
+        if not cfgs:
+            return []
+        smem = self.smem
+        picks = [min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(cfgs, key=smem),
+                 max(cfgs, key=lambda c: (c["bm"] * c["bn"], -c["group"]))]
+        picks += default_and_random(self, workload, device)
+        return distinct(picks)

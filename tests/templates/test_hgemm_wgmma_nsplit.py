@@ -9,6 +9,7 @@ import hashlib
 import pytest
 
 import autosched.templates.hgemm_wgmma_nsplit as hn
+from autosched import knobs
 from autosched import registry
 from autosched.build import compile_spec
 from autosched.templates import HgemmWgmmaNSplitTemplate, HgemmWgmmaTemplate
@@ -29,7 +30,7 @@ def t():
 def test_switch_is_off_until_its_gpu_stage_and_puts_the_template_last(monkeypatch):
     names = lambda fams: [x.family for x in fams["hgemm"].templates]  # noqa: E731
     monkeypatch.delenv("AUTOSCHED_WGMMA_NSPLIT", raising=False)
-    assert hn.nsplit_enabled() is hn.NSPLIT_VERIFIED
+    assert hn.nsplit_enabled() is knobs.WGMMA_NSPLIT.default
     monkeypatch.setenv("AUTOSCHED_WGMMA_NSPLIT", "0")
     assert "hgemm_wgmma_nsplit" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_NSPLIT", "1")
@@ -94,7 +95,7 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
     specs = []
     for shape in [PREFILL, "300x264x200", "296x264x200_tn_bf16", "200x392x72_tt"]:
         w = Hgemm.from_shape(shape)
-        cfgs = registry._hgemm_picks(t, w, h100)
+        cfgs = t.sanitizer_picks(w, h100)
         assert len(cfgs) >= 4
         specs += [t.render(w, c, h100) for c in cfgs[:4]]
     assert_wgmma_builds_clean(specs, tmp_path, h100)

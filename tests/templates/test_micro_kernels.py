@@ -1,17 +1,18 @@
-"""The dynamic families' one table: every family tune_dynamic, ops.HgemmDispatch and the DietCode bench
+"""The micro-kernels' one list: every family tune_dynamic, ops.HgemmDispatch and the DietCode bench
 know, and which of them a run samples by default, by GPU, layout and switch."""
 
 import pytest
 
-from autosched.templates.dynamic_switches import default_families, dynamic_switches, dynamic_templates
+from autosched.templates.micro_kernels import default_families, dynamic_templates
 
 ALL = ["hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap", "hgemm_wgmma_sched"]
 
 
 @pytest.fixture
 def switches_on(monkeypatch):
-    for s in dynamic_switches().values():
-        monkeypatch.setenv(s.env, "1")
+    for t in dynamic_templates().values():
+        if t.switch is not None:
+            monkeypatch.setenv(t.switch.env, "1")
 
 
 def test_every_family_has_its_dynamic_template():
