@@ -26,6 +26,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from autosched.build_filter import ANY, CURRENT, rows_build
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -37,19 +39,13 @@ class Candidate:
 
 # -- what is known -----------------------------------------------------------------------------
 
-CURRENT = "current"       # the build a GPU here would measure: rows of an edited kernel rank nothing
-ANY = "any"               # no build filter
-
-
 def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=CURRENT) -> list:
     # The one place the database is asked for measured configs, and so the one place its build
     # filter is decided: by default, only rows measured with this version's kernel source and NVRTC
-    if build == ANY:
+    b = rows_build(build, template)
+    if b is None:
         return db.fastest(workload_key, device_key, template.family, k)
-    if build == CURRENT:
-        from autosched.build import build_id
-        build = build_id(template)
-    return db.fastest(workload_key, device_key, template.family, k, build=build)
+    return db.fastest(workload_key, device_key, template.family, k, build=b)
 
 
 def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) -> list[Candidate]:
