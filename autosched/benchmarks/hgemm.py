@@ -63,9 +63,9 @@ TUNE_DEADLINE = 0.75    # of TARGET_S: past it the default plan tunes no further
 BAR_WEIGHT = 1.5        # time per shape of a shape a bar names, relative to the others
 RERANK = 3              # configs per template re-timed in the bench process (the database's fastest)
 
-# measured beside the default before each tuning (those in the shape's space): the configs timed on the
-# H100 on 2026-11-23 (scripts/wgmma_timing.py: 128x192 s4 95% of cuBLAS at 8192^3; hgemm_wmma_timing.py:
-# 128x128/64x32 bk64 s3 37% at 4096^3), so a short tuning starts from them and the re-rank sees them
+# measured beside the default before each tuning (those in the shape's space): the fastest configs of the
+# first timings (bench/results/checks/wgmma-timing-2026-11-23.log, hgemm-wmma-timing-2026-11-23.json), so a
+# short tuning starts from them and the re-rank sees them
 SEEDS = {
     "hgemm_wgmma": [{"bm": 128, "bn": 192, "consumers": 2, "swizzle": 128, "stages": 4, "group": 8}],
     "hgemm_wmma": [{"bm": 128, "bn": 128, "wm": 64, "wn": 32, "bk": 64, "stages": 3, "pad": 8}],

@@ -11,7 +11,7 @@ cluster_dim (m: pairs along M multicast B; n: along N multicast A); the cluster 
 (the .cuh's static_assert; one CTA is hgemm_wgmma itself).  Never in the dynamic-M template: the
 grid follows M at the call and the pairing rule reads M.
 
-Gated by knobs.WGMMA_CLUSTER (`bash scripts/gpu_check.sh cluster`: GPU tests vs float64, memcheck,
+Gated by knobs.WGMMA_CLUSTER (`python3 scripts/gpu_check.py cluster`: GPU tests vs float64, memcheck,
 racecheck, a timing), on since 2026-11-26.
 """
 

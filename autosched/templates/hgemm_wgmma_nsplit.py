@@ -9,7 +9,7 @@ build id and config keys, so none of its recordings would count any more.  Knobs
 without `consumers` (always two, by columns), BM 64 or 128, BN 64, 128 or 256 (a consumer's half is
 a wgmma N: 32, 64 or 128), at most 128 accumulators a consumer thread.
 
-Gated by knobs.WGMMA_NSPLIT.  Its GPU stage (`bash scripts/gpu_check.sh nsplit`) passed on an H100 on
+Gated by knobs.WGMMA_NSPLIT.  Its GPU stage (`python3 scripts/gpu_check.py nsplit`) passed on an H100 on
 2026-11-26 (tests vs float64 in every layout, memcheck and racecheck clean), but the switch stays
 off: tuned on the three prefill shapes under 91% of cuBLAS it beat hgemm_wgmma on none
 (128x4096x4096: 64 x 64 tiles on 128 CTAs 26.9 us, its best 26.7, hgemm_wgmma's 128 x 64 on 64 CTAs

@@ -13,7 +13,7 @@ build id and config keys, so none of its recordings would count any more.  Knobs
 without `consumers` (always two), `schedule` and `epi_boxes`; cooperative consumers with a whole-share
 staging are hgemm_wgmma's own kernel, so the space leaves them out.
 
-Gated by knobs.WGMMA_SCHED (`bash scripts/gpu_check.sh sched`: GPU tests vs float64 in every layout,
+Gated by knobs.WGMMA_SCHED (`python3 scripts/gpu_check.py sched`: GPU tests vs float64 in every layout,
 memcheck and racecheck of its corners, a timing against hgemm_wgmma and cuBLAS), on since it passed on
 an H100 on 2026-11-27: cooperative 128 x 256 with the box ring and 4 slots 181.7 us at 4096^3 against
 hgemm_wgmma's best 188.6 and cuBLAS 178.5 in the same process (checks/sched-sweep-2026-11-27.json).

@@ -22,7 +22,7 @@ one weight tile are walked first, side by side).
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
 
-Gated by knobs.WGMMA_SWAP: on since its GPU stage passed on an H100 (2026-11-27, `scripts/gpu_check.sh
+Gated by knobs.WGMMA_SWAP: on since its GPU stage passed on an H100 (2026-11-27, `scripts/gpu_check.py
 swap`: the static and dynamic GPU tests vs float64, memcheck and racecheck of its corners clean; in
 swap_sweep.py it beat hgemm_wgmma at every BERT shape, 0.975 vs 0.858 of cuBLAS at 160 x 3072 x 768,
 checks/swap-sweep-2026-11-27.json).  AUTOSCHED_WGMMA_SWAP=0 turns it off for one process.

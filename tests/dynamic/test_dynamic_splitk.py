@@ -59,7 +59,7 @@ def off(monkeypatch):
 def test_switch_is_on_by_default_and_the_environment_overrides_it(monkeypatch):
     import autosched.templates.hgemm_wgmma_splitk as hs
     monkeypatch.delenv("AUTOSCHED_DYN_SPLIT_K", raising=False)
-    # flipped after `gpu_check.sh dyn-splitk` passed on an H100 (2026-11-23)
+    # flipped after `gpu_check.py dyn-splitk` passed on an H100 (2026-11-23)
     assert knobs.DYN_SPLIT_K.default is True and dyn_split_k_enabled()
     for v, want in (("1", True), ("0", False), ("", False), ("no", False)):
         monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", v)

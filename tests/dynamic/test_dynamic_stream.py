@@ -244,7 +244,7 @@ def test_a_max_m_workspace_cap_keeps_render_sane(t, h100):
                                    "Mx1032x520_bt_bf16"])
 def test_the_gpu_stage_s_configs_are_in_the_dynamic_spaces(t, h100, shape):
     configs = literal("tests/gpu/test_dynamic_stream_gpu.py", "STREAMS") + literal(
-        "scripts/sanitize_dyn_stream.py", "KERNELS")
+        "scripts/sanitize.py", "STREAM_KERNELS")
     w = DynamicWorkload.parse("hgemm", shape, (1, 2048)).largest
     space = t.space(w, h100)
     for c in configs:
