@@ -58,7 +58,6 @@ import numpy as np
 from autosched import knobs
 from autosched.dynamic.export import artifact_path
 from autosched.dynamic.tune import DynamicResult
-from autosched.templates.hgemm_ladder import ladder_rungs
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
 from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
 from autosched.templates.micro_kernels import counter_region, dynamic_templates, not_served, switched_off
@@ -256,7 +255,7 @@ class HgemmDispatch:
         self._dispatched = len(self.configs)
         # the ladder rungs some M in 1..m_max outside [lo, hi] falls on: (largest M, index into configs)
         self._ladder: list[tuple[int, int]] = []
-        rungs = ladder_rungs(self.backend, self._space(self.backend), N, m_max, device.sm_count)
+        rungs = self.template.ladder(self._space(self.backend), N, m_max, device.sm_count)
         prev, slot = 0, {}
         for end, cfg in rungs:
             if not (self.lo <= prev + 1 and end <= self.hi):         # some M of the rung is not dispatched

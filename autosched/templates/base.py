@@ -247,9 +247,21 @@ class MicroKernelTemplate(Template):
         work units at M, in scope)."""
         raise NotImplementedError(f"the .cu export writes no launcher of {self.family} micro-kernels")
 
-    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
-        """(first M, last M, config) of the rule-based (or measured-best) configs over [lo, hi]."""
+    def ladder(self, space, N: int, m_max: int, sm_count: int) -> list[tuple[int, dict]]:
+        """(largest M, config) rungs of the rule-based ladder ops.HgemmDispatch serves over 1..m_max where
+        no dynamic result does (templates/hgemm_ladder.py); [] for a template without one."""
         return []
+
+    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
+        """(first M, last M, config) a dynamic search starts from: by default the ladder's rungs that
+        serve some M of [lo, hi], clipped to it (a template without a ladder lists its measured best)."""
+        out, prev = [], 0
+        for top, cfg in self.ladder(space, N, hi, sm_count):
+            first, last = max(prev + 1, lo), min(top, hi)
+            if first <= last:
+                out.append((first, last, cfg))
+            prev = top
+        return out
 
     def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
         """(threads, registers, spills, shared memory) estimated from the tiles, where ptxas is not asked."""

@@ -20,6 +20,7 @@ from autosched.space import ConfigError, Constraint, Knob, Space
 from autosched.templates import gemm_model
 from autosched.templates.base import ArgSpec, KernelSpec, MicroKernelTemplate, kernel_source
 from autosched.templates.gemm_tiles import threads, tile_use, warp_register_rule
+from autosched.templates.hgemm_ladder import ladder_rungs
 from autosched.templates.hgemm_mma import MAX_ACC, MAX_REGS, REG_OVERHEAD, registers_needed, smem_bytes
 from autosched.workloads.base import WorkloadError
 
@@ -136,9 +137,8 @@ class HgemmDynTemplate(MicroKernelTemplate):
     def c_grid(self, config: dict, N: int, sm_count: int) -> str:
         return f"dim3({-(-N // config['bn'])}, (M + {config['bm'] - 1}) / {config['bm']}, 1)"
 
-    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
-        from autosched.templates.hgemm_ladder import served_configs
-        return served_configs(self.family, space, N, lo, hi, sm_count)
+    def ladder(self, space, N: int, m_max: int, sm_count: int) -> list[tuple[int, dict]]:
+        return ladder_rungs(self.family, space, N, m_max, sm_count)
 
     def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
         """What the tiles need, as ptxas caps it under the kernel's __launch_bounds__ (the rest spills)."""

@@ -10,7 +10,7 @@ sits below both in the one-way flow.
     first (`wgmma_ladder`).
 
 `ladder_rungs(family, space, N, m_max, sm_count)` is what ops.HgemmDispatch serves over 1..m_max;
-`served_configs(..., lo, hi, ...)` the distinct configs of the rungs that serve some M of [lo, hi].
+a template's `seeds` the rungs that serve some M of a dynamic run's range.
 """
 
 from __future__ import annotations
@@ -104,15 +104,3 @@ def ladder_rungs(family: str, space, N: int, m_max: int, sm_count: int) -> list[
         cands = _dedup(_nearest_grouped(space, c) for c in WGMMA_CANDIDATES)
         return [(top, cands[i]) for top, i in wgmma_ladder(cands, N, m_max, sm_count)]
     return []
-
-
-def served_configs(family: str, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
-    """(first M, last M, config) of the ladder's rungs that serve some M of [lo, hi], clipped to it:
-    what ops.hgemm serves there by default."""
-    out, prev = [], 0
-    for top, cfg in ladder_rungs(family, space, N, hi, sm_count):
-        first, last = max(prev + 1, lo), min(top, hi)
-        if first <= last:
-            out.append((first, last, cfg))
-        prev = top
-    return out

@@ -26,7 +26,8 @@ import random
 from autosched import knobs
 from autosched.space import ConfigError, Constraint, Knob, Space
 from autosched.templates import gemm_model
-from autosched.templates.base import ArgSpec, KernelSpec, MicroKernelTemplate, Template, default_and_random, distinct, kernel_source
+from autosched.templates.base import (ArgSpec, KernelSpec, MicroKernelTemplate, Template, default_and_random, distinct,
+                                      kernel_source)
 from autosched.templates.hgemm_dyn import blocks_per_sm
 from autosched.templates.gemm_tiles import tile_use
 

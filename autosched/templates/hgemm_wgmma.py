@@ -26,8 +26,10 @@ import random
 
 from autosched.space import ConfigError, Constraint, Knob, Space
 from autosched.templates import gemm_model
-from autosched.templates.base import ArgSpec, KernelSpec, MicroKernelTemplate, Template, default_and_random, distinct, kernel_source
+from autosched.templates.base import (ArgSpec, KernelSpec, MicroKernelTemplate, Template, default_and_random, distinct,
+                                      kernel_source)
 from autosched.templates.gemm_tiles import tile_use
+from autosched.templates.hgemm_ladder import WG, ladder_rungs
 from autosched.workloads.base import WorkloadError
 
 MAX_ACC = 128           # accumulator floats a consumer thread holds: MW * BN / 2 (of 232 registers)
@@ -169,7 +171,6 @@ class HgemmWgmmaTemplate(Template):
         hgemm_ladder.WGMMA_CANDIDATES (128 x 256 tiles of two consumers, 3 slots, where the tiles fill
         the GPU; 64-row tiles with deeper rings where they do not: H100, 128x4096x4096_bt, 22.9 us
         against 49.6 for 128 x 256), as the point of this shape's space nearest it."""
-        from autosched.templates.hgemm_ladder import WG, ladder_rungs
         why = self.device_refuses(device)
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
@@ -327,9 +328,8 @@ class WgmmaMicroKernel(MicroKernelTemplate):
     def c_grid(self, config: dict, N: int, sm_count: int) -> str:
         return f"dim3(units < {sm_count} ? units : {sm_count}, 1, 1)"
 
-    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
-        from autosched.templates.hgemm_ladder import served_configs
-        return served_configs(self.family, space, N, lo, hi, sm_count)
+    def ladder(self, space, N: int, m_max: int, sm_count: int) -> list[tuple[int, dict]]:
+        return ladder_rungs(self.family, space, N, m_max, sm_count)
 
     def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
         return self.threads(config), wgmma_registers(config), 0, self.smem(config)
