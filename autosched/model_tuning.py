@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from autosched import api
+from autosched.build import Builder
+from autosched.device import gpu_count
+from autosched.engine.engine import Engine
 from autosched.engine.plan import Plan, Shape, step_plan
+from autosched.models.quantize import FORMATS
+from autosched.selection import rank
 
 
 @dataclass
@@ -65,7 +70,6 @@ def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, ru
     split by each kernel's share of the step; on a GPU the engine then verifies the stored configs
     in its own step (`verify`).  gpus: GPU ids to measure on (default every GPU here).  Returns a
     ModelTuned."""
-    from autosched.models.quantize import FORMATS
     formats = [formats] if isinstance(formats, str) else list(formats)
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
@@ -91,8 +95,6 @@ def tune_model_config(model: str, cfg, formats, budget_s: float, *, runner: str 
     on_plan(plan, runner) once; for each shape on_shape(row, api.Plan) when its search starts,
     on_result(config, Measurement, TuneResult) per config, on_done(row) when it ends.
     load_weights() -> weights, for the engine's verification on a GPU (verify)."""
-    from autosched.device import gpu_count
-    from autosched.selection import rank
     plan = step_plan(cfg, formats, budget_s)
     kind = runner if runner != "auto" else ("gpu" if gpu_count() > 0 else "replay")
     out = ModelTuned(plan, model, kind)
@@ -156,7 +158,6 @@ def _open_shared(api, kind: str, gpus):
     None) elsewhere, where each shape's api.tune opens what it needs."""
     if kind != "gpu":
         return None, None
-    from autosched.build import Builder
     builder = Builder().start()
     try:
         return api.open_runner("gpu", gpus=gpus)[0], builder
@@ -173,7 +174,6 @@ def _verify_in_engines(out: ModelTuned, db, load_weights) -> None:
 
     import torch
 
-    from autosched.engine.engine import Engine
     weights = load_weights()
     for fmt in out.plan.formats:
         eng = Engine(out.plan.cfg, weights, fmt, db=db, reverify=True)

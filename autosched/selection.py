@@ -26,7 +26,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from autosched import registry
+from autosched.build import build_id
 from autosched.build_filter import ANY, CURRENT, rows_build
+from autosched.measure.recording import find_recording
+from autosched.search.transfer import predicted
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,10 @@ def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) 
 
 def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
     """Up to k configs of `template`, fastest first, from a recording taken on this exact device key."""
-    from autosched.measure.recording import find_recording
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
     if rec.build:                 # a recording that names its build: of an edited kernel, it says nothing
-        from autosched.build import build_id
         if rec.build != build_id(template):
             return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
@@ -78,7 +80,6 @@ def from_prediction(workload, template, device, db=None, recordings=None, k: int
     """Up to k configs of `template`, best predicted first, from a cost model of every other shape
     measured on this device key (recordings and the database); median_us is the model's
     prediction, not a measurement.  [] where too little is known."""
-    from autosched.search.transfer import predicted
     return [Candidate(template.family, c, f"{PREDICTED} (cost model of the other shapes measured on "
                       f"{device.name}; untuned)", us)
             for c, us in predicted(workload, template, device, db, recordings, k, build=build)]
@@ -86,7 +87,6 @@ def from_prediction(workload, template, device, db=None, recordings=None, k: int
 
 def _templates(workload) -> list:
     # looked up at each call, not imported once, so a test can stand a second template beside the real one
-    from autosched import registry
     return registry.templates_for(workload)
 
 
@@ -135,7 +135,6 @@ def best_known(workload, device_key: str | None = None, db=None, recordings=None
     the fastest wins.  Rows of the current build are preferred; where the database holds only
     rows of other builds (replays of a recording, an edited kernel), the best of those serves and
     its source says so.  Raises NothingKnown when none of these has a config that passed."""
-    from autosched.measure.recording import find_recording
     templates = templates or _templates(workload)
 
     def best_on(dk: str, t, build=build):

@@ -23,6 +23,7 @@ from pathlib import Path
 from autosched.cuda_export import encode_map_call
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.dynamic.dispatch import c_dispatch_source
+from autosched.dynamic.tune import DynamicResult
 from autosched.templates.base import kernel_sources
 from autosched.templates.hgemm_wgmma import a_box_rows
 from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
@@ -48,7 +49,6 @@ def save_result(result, db_path) -> Path:
 
 
 def load_result(db_path, key: str, device_key: str):
-    from autosched.dynamic.tune import DynamicResult
     p = artifact_path(db_path, key, device_key)
     return DynamicResult.from_json(json.loads(p.read_text())) if p.exists() else None
 

@@ -37,6 +37,7 @@ from autosched.dynamic.sketch import tile_of
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
 from autosched.templates.hgemm_dyn import blocks_per_sm
+from autosched.workloads import Hgemm
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,6 @@ def probe_shape(config: dict, grid: int, N: int, family: str = "hgemm_dyn") -> t
 def probe_workloads(config: dict, report: CompileReport, dw, device, family: str = "hgemm_dyn") -> dict:
     """grid -> the concrete workload of its probe (grid #SMs and blocks_per_sm x #SMs; of a split-K
     micro-kernel in work units, its instance holding grid // split_k tiles)."""
-    from autosched.workloads import Hgemm
     out = {}
     split = config.get("split_k", 1)
     for g in sorted({device.sm_count, max(1, report.blocks_per_sm) * device.sm_count}):
@@ -134,7 +134,6 @@ ROW = 0        # the row probe's tag among a micro-kernel's probes in flight (no
 
 def row_workload(config: dict, dw, family: str):
     """The row probe's instance: one row of tiles (M = BM rows) over the whole N."""
-    from autosched.workloads import Hgemm
     return Hgemm.from_shape(f"{tile_of(family, config)[0]}x{dw.N}x{dw.K}", layout=dw.layout, dtype=dw.dtype)
 
 

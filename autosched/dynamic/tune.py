@@ -33,7 +33,9 @@ from autosched.dynamic import sketch
 from autosched.dynamic.cost_model import MicroKernelCostModel, ProbeModel
 from autosched.dynamic.dispatch import Dispatcher, fit_tree, tree_nodes
 from autosched.dynamic.measurer import MicroKernel, measure_pairs
+from autosched.dynamic.workload import DynamicWorkload
 from autosched.space import config_hash
+from autosched.tuner import versions
 
 TOLERANCE = 0.10
 MAX_TREE_POINTS = 4096
@@ -73,7 +75,6 @@ class DynamicResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "DynamicResult":
-        from autosched.dynamic.workload import DynamicWorkload
         return cls(DynamicWorkload.from_json(d["workload"]), d["device_key"], d["runner"], d["template"],
                    d["build"], [MicroKernel.from_json(k) for k in d["kernels"]], d["measured"], d["verification"],
                    Dispatcher.from_json(d["dispatcher"]), d.get("elapsed_s", 0.0), d.get("measurements", 0),
@@ -211,7 +212,6 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     insts, weights = list(dw.instances), np.asarray(dw.weights)
     model = MicroKernelCostModel(dw, device)
     probe_model = ProbeModel(dw, device, templates)
-    from autosched.tuner import versions
     vers = versions(runner.name)
     calls = 0
 
