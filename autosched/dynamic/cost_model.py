@@ -60,7 +60,7 @@ def wave_model_us_many(t1: float, t2: float, bps: int, sm_count: int, T) -> np.n
 def _quiet_sklearn():
     """sklearn's per-call checks (parameter validation, finiteness) off: the search fits and queries
     its models hundreds of times on a few dozen rows, where those checks were most of a dynamic run's
-    search time (2026-11-26: 0.9 s of it); the inputs are our own finite feature arrays."""
+    search time; the inputs are our own finite feature arrays."""
     import sklearn
     return sklearn.config_context(assume_finite=True, skip_parameter_validation=True)
 

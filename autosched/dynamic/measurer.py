@@ -15,8 +15,8 @@ factorizations the widest b (closest to the real N) is taken.
 The row probe (optional, `row_probe=True`): the micro-kernel on the range's smallest real shape, one
 row of tiles over the whole N (M = BM, N' = N).  The grid probes lay their tiles out as widely as the
 grid divides, which for few columns of tiles means two or three rows of them over part of W: in the
-memory-bound regime of a small M they read less of W than an instance does (on the H200, 2026-11-26,
-a 64x64 split-K kernel probed at 20.1 us took 24-27 us at M = 1..64).  The cost model takes no
+memory-bound regime of a small M they read less of W than an instance does, and time faster than it
+(bench/results/checks/dynamic-row-probe-quick-*-2026-11-26.json).  The cost model takes no
 partial wave faster than it (cost_model.MicroKernelCostModel.analytic_us).
 
 A split-K micro-kernel (hgemm_wgmma_splitk) runs work units, (tile, K slice), on its persistent grid:

@@ -29,8 +29,7 @@ DEFAULT_LADDER = (
 )
 # The wgmma configs the ladder picks from.  128B swizzle everywhere (K slices of 64: the longest
 # wgmma run per slot, one TMA box per operand); the ring as deep as the 227 KB leave room for (a
-# small tile streams its weights with more slots in flight: on the H100, 2026-11-26, 64x4096x4096 on
-# 64 x 64 tiles took 27.8 us with 6 slots, 24.5 with 8, 22.8 with 12; checks/wgmma-stages-*.json);
+# small tile streams its weights faster with more slots in flight: checks/wgmma-stages-*.json);
 # raster groups of 8 tile rows.
 #   64 x  64, 1 consumer, 12 slots (206 KB): M <= 64 on N <= ~8K: N / 64 CTAs share the weight stream
 #   64 x 128, 1 consumer, 8 slots (214 KB): the same for wider N

@@ -37,9 +37,9 @@ def dyn_stream_enabled() -> bool:
     return knobs.DYN_STREAM.enabled()
 
 
-# A dynamic run's seeds of this template (dynamic/sketch.seed_kernels; it has no default ladder): the
-# configs tuned best on the H100 on 2026-11-24 at 16 and 128 rows of 4096 x 4096
-# (bench/results/checks/hgemm-few-rows-stream-kpair-2026-11-24.json), each with the largest M it seeds.
+# A dynamic run's seeds of this template (it has no default ladder): the configs tuned best at 16 and 128
+# rows of 4096 x 4096 (bench/results/checks/hgemm-few-rows-stream-kpair-2026-11-24.json), each with the
+# largest M it seeds.
 STREAM_SEEDS = ((32, {"rw": 1, "wn": 2, "wk": 4, "mt": 16, "kw": 64, "stages": 6, "split_k": 1}),
                 (128, {"rw": 1, "wn": 4, "wk": 4, "mt": 64, "kw": 32, "stages": 3, "split_k": 1}))
 

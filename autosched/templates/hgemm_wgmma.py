@@ -102,7 +102,7 @@ class HgemmWgmmaTemplate(Template):
         return None
 
     def default_on(self, device) -> bool:
-        # measured on the H100 (2026-11-23): its default 95% of cuBLAS at 4096^3, mma.sync's 31%
+        # its default reaches about three times mma.sync's rate (bench/results/hgemm-*-2026-11-23.json)
         return self.device_refuses(device) is None
 
     def device_refuses(self, device) -> str | None:
@@ -136,8 +136,7 @@ class HgemmWgmmaTemplate(Template):
             C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
             # groups at or past M's tile rows all walk one order, so only the first of them is kept,
             # 4 where M has two tile rows (there is no 2): walked together, the two CTAs that read one
-            # B tile run side by side (H100, 2026-11-27, 128x4096x4096_bt at 64x64 s12: group 1
-            # 25.3 us, group 4 22.1, cuBLAS 21.8; checks/raster-group-*.json)
+            # B tile run side by side (bench/results/checks/bench-hgemm-raster-group-2026-11-27.log)
             C("raster group 1, or the smallest group value past the one before it reaches M's tile rows",
               ("bm", "group"), lambda bm, g: g == 1 or _group_before(g) < tiles_m(bm)),
         ]

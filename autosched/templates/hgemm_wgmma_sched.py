@@ -306,9 +306,8 @@ def sched_describe(config: dict) -> str:
 # -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
 
 def modelled_sched_us(config: dict, M: int, N: int, K: int, device) -> float:
-    """hgemm_wgmma_sched: `modelled_wgmma_us` of two consumers, a ping-pong schedule 5% slower (what the
-    H100 measured everywhere, 2026-11-27) and a box-ring staging 2% faster (its deeper ring).  MODELLED,
-    not measured."""
+    """hgemm_wgmma_sched: `modelled_wgmma_us` of two consumers, a ping-pong schedule 5% slower (as it ran
+    in the sched sweep) and a box-ring staging 2% faster (its deeper ring).  MODELLED, not measured."""
     c = config
     us = modelled_wgmma_us({"bm": c["bm"], "bn": c["bn"], "consumers": 2, "swizzle": c["swizzle"],
                             "stages": c["stages"], "group": c["group"]}, M, N, K, device)

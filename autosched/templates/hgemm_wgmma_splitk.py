@@ -156,12 +156,10 @@ class HgemmWgmmaSplitKTemplate(SplitFeatures, HgemmWgmmaVariant):
         return self.header, expr, min(tiles * split, device.sm_count), None, (workspace,)
 
 
-# A dynamic run's seeds of this template (dynamic/sketch.seed_kernels; it has no default ladder):
-# (first M, last M, config) where a GEMM's output tiles are too few for the SMs and K is long.  On the
-# H100 (2026-11-26): 128 x 64 tiles in two slices served 128x4096x4096 and 128x4096x11008 best (the
-# hgemm bench, 103.5% of cuBLAS on the latter), 64 x 64 tiles in two slices 64x4096x4096 within 6% of
-# the best; four slices of 64 x 64 for the narrow BERT-style N (768: 12 tile columns), whose full
-# DietCode run served M = 80..192 at 0.76-0.84 of cuBLAS without a split-K micro-kernel.
+# A dynamic run's seeds of this template (it has no default ladder): (first M, last M, config) where a
+# GEMM's output tiles are too few for the SMs and K is long: the tiles and slices the hgemm bench and the
+# full DietCode run found best there (bench/results/hgemm-*-2026-11-26*.json, dynamic-*-2026-11-26*.json);
+# four slices of 64 x 64 for a narrow N (768: 12 tile columns), which no split-K micro-kernel served.
 SPLIT_K_SEEDS = ((1, 128, {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1, "split_k": 2}),
                  (1, 256, {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1, "split_k": 4}),
                  (65, 256, {"bm": 128, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 8, "group": 1, "split_k": 2}))

@@ -423,8 +423,8 @@ def swap_describe(config: dict) -> str:
 # -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
 
 def swap_registers(config: dict) -> int:
-    """Registers a thread of an hgemm_wgmma_swap block holds, estimated: its accumulators + ~64 (ptxas,
-    2026-11-27: 30 at 64 x 8, 147 at 64 x 128, 216 at 128 x 128)."""
+    """Registers a thread of an hgemm_wgmma_swap block holds, estimated: its accumulators + ~64 (what
+    ptxas reported from the smallest tile to the largest)."""
     return min(255, (config["bw"] // 64) * config["bt"] // 2 + 64)
 
 
