@@ -35,14 +35,14 @@ def test_every_template_hashes_the_source_it_renders():
 
 def test_the_source_hash_follows_the_cuh_text(monkeypatch):
     real = base.kernel_source(GemvQ4F16Template.header)
-    monkeypatch.setattr(base, "kernel_source", lambda header: real)
+    monkeypatch.setattr(base, "kernel_source", lambda header, package="autosched.kernels": real)
     before = GemvQ4F16Template().source_hash()
     assert GemvQ4F16Template().source_hash() == before
-    monkeypatch.setattr(base, "kernel_source", lambda header: real + "\n// an edit\n")
+    monkeypatch.setattr(base, "kernel_source", lambda header, package="autosched.kernels": real + "\n// an edit\n")
     edited = GemvQ4F16Template()
     assert edited.source_hash() != before
     assert build_id(edited).split("/")[0] == edited.source_hash()[:12] != before[:12]
-    monkeypatch.setattr(base, "kernel_source", lambda header: real)
+    monkeypatch.setattr(base, "kernel_source", lambda header, package="autosched.kernels": real)
     assert GemvQ4F16Template().source_hash() == before
 
 
