@@ -39,3 +39,14 @@ def test_the_bench_runs_the_default_families_the_gpu_takes(switches_on, h100):
     assert [t.family for t in micro_kernel_templates(h100)] == ALL
     a100 = dataclasses.replace(h100, name="A100", cc=(8, 0))
     assert [t.family for t in micro_kernel_templates(a100)] == ["hgemm_dyn", "hgemm_stream"]
+
+
+HOOKS = ("sample", "mutate", "describe", "short", "unroll", "threads", "tile", "grid", "c_grid", "resources",
+         "modelled", "probe_features")
+
+
+def test_every_listed_micro_kernel_answers_every_hook_itself():
+    from autosched.templates.base import MicroKernelTemplate
+    for family, cls in dynamic_templates().items():
+        missing = [h for h in HOOKS if getattr(cls, h) is getattr(MicroKernelTemplate, h)]
+        assert not missing, (family, missing)
