@@ -10,10 +10,12 @@ __version__ = "0.1.0"
 
 _API = ("AutoschedError", "Plan", "Tuned", "best_config", "convert", "current_build", "devices", "export",
         "family", "import_recording", "stale_rows", "load_model", "open_runner", "record", "recordings_for", "target_device", "tune",
-        "workload", "model_config", "tune_model",
-        "dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic")
+        "workload", "model_config")
 _ELSEWHERE = {"Engine": "autosched.engine.engine", "Q4Linear": "autosched.ops.gemv",
-              "FAMILIES": "autosched.registry", "Database": "autosched.database"}
+              "FAMILIES": "autosched.registry", "Database": "autosched.database",
+              "tune_model": "autosched.model_tuning", "dynamic_workload": "autosched.dynamic.front",
+              "tune_dynamic": "autosched.dynamic.front", "dynamic_dispatcher": "autosched.dynamic.front",
+              "export_dynamic": "autosched.dynamic.front"}
 
 __all__ = ["__version__", *_API, *_ELSEWHERE]
 

@@ -467,30 +467,6 @@ def model_config(spec: str):
         raise AutoschedError(str(e)) from e
 
 
-def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, runner: str = "auto", db=None,
-               seed: int = 0, gpus: list[int] | None = None, verify: bool = True, on_plan=None, on_shape=None, on_result=None, on_done=None):
-    """Tune every kernel shape the decode engine launches for `model` (a llama2.c .bin, a Hugging
-    Face directory or random:NAME) in each weight format of `formats`, within `budget_min` minutes
-    split by each kernel's share of the step; on a GPU the engine then verifies the stored configs
-    in its own step (`verify`).  gpus: GPU ids to measure on (default every GPU here).  Returns a
-    model_tuning.ModelTuned (see that module)."""
-    from autosched.model_tuning import tune_model as run
-    from autosched.models.quantize import FORMATS
-    formats = [formats] if isinstance(formats, str) else list(formats)
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise AutoschedError(f"unknown weight format {', '.join(map(repr, bad)) or '(none given)'}; "
-                             f"choose from {', '.join(FORMATS)}")
-    if not (isinstance(budget_min, (int, float)) and 0 < budget_min < float("inf")):
-        raise AutoschedError(f"the budget must be a number of minutes above 0, got {budget_min!r}")
-    if runner not in ("auto", "gpu", "replay"):
-        raise AutoschedError(f"tune-model runs on runner auto, gpu or replay, not {runner!r}")
-    cfg = model_config(model)
-    return run(model, cfg, formats, 60.0 * budget_min, runner=runner, db=db, seed=seed, gpus=gpus, verify=verify,
-               load_weights=lambda: load_model(model)[1], on_plan=on_plan, on_shape=on_shape,
-               on_result=on_result, on_done=on_done)
-
-
 def convert(source: str | Path, dest: str | Path, *, force: bool = False):
     """Convert model weights between a llama2.c checkpoint and a Hugging Face Llama directory.  The
     source is read by its kind (a directory: Hugging Face; a file: llama2.c); the output format is
@@ -574,18 +550,4 @@ class _database:
 
 __all__ = ["AutoschedError", "Plan", "Tuned", "best_config", "convert", "devices", "export", "family",
            "family_of", "parse_gpus", "current_build", "import_recording", "stale_rows", "load_model", "open_runner",
-           "record", "recordings_for", "target_device", "tune", "workload", "model_config", "tune_model",
-           "dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic"]
-
-
-# DietCode (autosched/dynamic): one tuning run for a whole range of M, a decision-tree dispatcher.
-# Resolved on first use (PEP 562): dynamic.front imports this module, so importing it here at the end
-# made `import autosched.dynamic.front` on its own fail on a partly initialised module.
-_DYNAMIC = ("dynamic_workload", "tune_dynamic", "dynamic_dispatcher", "export_dynamic")
-
-
-def __getattr__(name: str):
-    if name in _DYNAMIC:
-        from autosched.dynamic import front
-        return getattr(front, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+           "record", "recordings_for", "target_device", "tune", "workload", "model_config"]

@@ -210,13 +210,14 @@ def cmd_tune_dynamic(args) -> int:
     """One tuning run for a whole range of M (DietCode); prints the kernels, the verification and
     the tree's table, and writes the .cu with --export."""
     from autosched import api
+    from autosched.dynamic import front
     from autosched.dynamic.sketch import describe_any
     if not isinstance(args.shape, str) or not args.shape.strip():
         raise CliError("--shape needs a value, e.g. Mx4096x4096_bt")
-    dw = api.dynamic_workload(args.op, args.shape, args.range, _int_list("--instances", args.instances),
+    dw = front.dynamic_workload(args.op, args.shape, args.range, _int_list("--instances", args.instances),
                               _float_list("--weights", args.weights), args.step,
                               **{n: getattr(args, n, None) for n in family_options()})
-    res = api.tune_dynamic(dw, runner=args.runner, db=args.db, rounds=args.rounds, per_round=args.per_round,
+    res = front.tune_dynamic(dw, runner=args.runner, db=args.db, rounds=args.rounds, per_round=args.per_round,
                            max_kernels=args.kernels, seed=args.seed, jobs=args.jobs, build=args.build,
                            row_probe=not args.no_row_probe,
                            templates=(args.templates.split(",") if args.templates
@@ -250,7 +251,7 @@ def cmd_tune_dynamic(args) -> int:
                       + ", ".join(str(v["M"]) for v in res.flagged))
     console.print(f"saved {res.artifact}")
     if args.export:
-        console.print(f"wrote {api.export_dynamic(res, args.export)}")
+        console.print(f"wrote {front.export_dynamic(res, args.export)}")
     return 0
 
 
@@ -488,7 +489,8 @@ def _minutes(text: str) -> float:
 
 def cmd_tune_model(args) -> int:
     from autosched import api
-    from autosched.model_tuning import command
+    from autosched import model_tuning
+    from autosched.tune_command import command
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     bars: dict = {}
 
@@ -526,7 +528,7 @@ def cmd_tune_model(args) -> int:
                           + "; ".join(x for x in (row.note or row.status, row.source) if x), highlight=False)
 
     with _progress() as prog:
-        run = api.tune_model(args.model, formats=formats, budget_min=args.budget, runner=args.runner, db=args.db,
+        run = model_tuning.tune_model(args.model, formats=formats, budget_min=args.budget, runner=args.runner, db=args.db,
                              gpus=api.parse_gpus(args.gpus), seed=args.seed, verify=not args.no_verify, on_plan=on_plan, on_shape=on_shape,
                              on_result=on_result, on_done=on_done)
     t = Table("shape", "kernels", "share", "budget (s)", "trials", "best (us)", "default (us)", "best vs default",

@@ -28,6 +28,7 @@ from typing import Callable, Collection, Mapping, Union
 from urllib.parse import quote
 
 from autosched.errors import AutoschedError
+from autosched import knobs
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
 
@@ -93,7 +94,7 @@ class Record:
 
 
 def default_db_path() -> Path:
-    root = os.environ.get("AUTOSCHED_HOME") or os.path.join(
+    root = knobs.HOME.get() or os.path.join(
         os.environ.get("XDG_DATA_HOME", os.path.expanduser("~/.local/share")), "autosched")
     return Path(root) / "autosched.db"
 

@@ -19,7 +19,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from autosched import api
+from autosched.build import Builder
+from autosched.database import DatabaseError
+from autosched.device import gpu_count
+from autosched.engine.engine import Engine
 from autosched.engine.plan import Plan, Shape, step_plan
+from autosched.models.quantize import FORMATS
+from autosched.selection import rank
 
 
 @dataclass
@@ -57,13 +64,29 @@ class ModelTuned:
         return [r for r in self.rows if r.status != "tuned"]
 
 
-def command(model: str, formats, budget_min: float | None = None) -> str:
-    """The command line that tunes `model` (what `generate` and the engine tell a user to run)."""
-    fmts = ",".join(formats) if not isinstance(formats, str) else formats
-    return f"autosched tune-model {model} --formats {fmts}" + (f" --budget {budget_min:g}" if budget_min else "")
+def tune_model(model: str, *, formats=("q4f16_1",), budget_min: float = 10.0, runner: str = "auto", db=None,
+               seed: int = 0, gpus: list[int] | None = None, verify: bool = True, on_plan=None, on_shape=None, on_result=None, on_done=None):
+    """Tune every kernel shape the decode engine launches for `model` (a llama2.c .bin, a Hugging
+    Face directory or random:NAME) in each weight format of `formats`, within `budget_min` minutes
+    split by each kernel's share of the step; on a GPU the engine then verifies the stored configs
+    in its own step (`verify`).  gpus: GPU ids to measure on (default every GPU here).  Returns a
+    ModelTuned."""
+    formats = [formats] if isinstance(formats, str) else list(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise api.AutoschedError(f"unknown weight format {', '.join(map(repr, bad)) or '(none given)'}; "
+                             f"choose from {', '.join(FORMATS)}")
+    if not (isinstance(budget_min, (int, float)) and 0 < budget_min < float("inf")):
+        raise api.AutoschedError(f"the budget must be a number of minutes above 0, got {budget_min!r}")
+    if runner not in ("auto", "gpu", "replay"):
+        raise api.AutoschedError(f"tune-model runs on runner auto, gpu or replay, not {runner!r}")
+    cfg = api.model_config(model)
+    return tune_model_config(model, cfg, formats, 60.0 * budget_min, runner=runner, db=db, seed=seed, gpus=gpus, verify=verify,
+               load_weights=lambda: api.load_model(model)[1], on_plan=on_plan, on_shape=on_shape,
+               on_result=on_result, on_done=on_done)
 
 
-def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto", db=None, seed: int = 0,
+def tune_model_config(model: str, cfg, formats, budget_s: float, *, runner: str = "auto", db=None, seed: int = 0,
                gpus: list[int] | None = None, verify: bool = True, load_weights: Callable | None = None,
                on_plan: Callable[[Plan, str], None] | None = None,
                on_shape: Callable[[ShapeRun, object], None] | None = None,
@@ -73,10 +96,6 @@ def tune_model(model: str, cfg, formats, budget_s: float, *, runner: str = "auto
     on_plan(plan, runner) once; for each shape on_shape(row, api.Plan) when its search starts,
     on_result(config, Measurement, TuneResult) per config, on_done(row) when it ends.
     load_weights() -> weights, for the engine's verification on a GPU (verify)."""
-    from autosched import api
-    from autosched.database import DatabaseError
-    from autosched.device import gpu_count
-    from autosched.selection import rank
     plan = step_plan(cfg, formats, budget_s)
     kind = runner if runner != "auto" else ("gpu" if gpu_count() > 0 else "replay")
     out = ModelTuned(plan, model, kind)
@@ -142,7 +161,6 @@ def _open_shared(api, kind: str, gpus):
     None) elsewhere, where each shape's api.tune opens what it needs."""
     if kind != "gpu":
         return None, None
-    from autosched.build import Builder
     builder = Builder().start()
     try:
         return api.open_runner("gpu", gpus=gpus)[0], builder
@@ -159,7 +177,6 @@ def _verify_in_engines(out: ModelTuned, db, load_weights) -> None:
 
     import torch
 
-    from autosched.engine.engine import Engine
     weights = load_weights()
     for fmt in out.plan.formats:
         eng = Engine(out.plan.cfg, weights, fmt, db=db, reverify=True)

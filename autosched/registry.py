@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from autosched.templates.base import Template
+from autosched.templates.base import Template, default_and_random
 from autosched.workloads.base import Workload, WorkloadError
 
 
@@ -96,10 +96,9 @@ def _resolve(path: str) -> Callable:
     return getattr(importlib.import_module(module), fn)
 
 
-def _default_and_random(template, workload, device, n: int = 2, seed: int = 2) -> list[dict]:
-    cfgs = template.space(workload, device).enumerate()
-    picks = [template.default_config(workload, device)]
-    return picks + random.Random(seed).sample(cfgs, min(n, len(cfgs)))
+def _template_picks(template, workload, device) -> list[dict]:
+    """The template's own picks (its sanitizer_picks: a family of several templates asks each)."""
+    return template.sanitizer_picks(workload, device)
 
 
 def _gemv_picks(template, workload, device) -> list[dict]:
@@ -115,138 +114,6 @@ def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
     big = sorted((c for c in template.space(workload, device) if dynamic_smem(c) > STATIC_SMEM_LIMIT),
                  key=lambda c: -dynamic_smem(c))
     return big[:n - 2] + random.Random(2).sample(big, min(2, len(big)))
-
-
-def _hgemm_picks(template, workload, device) -> list[dict]:
-    if template.family == "hgemm_wmma":
-        return _hgemm_wmma_picks(template, workload, device)
-    if template.family in ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_cluster"):
-        return _hgemm_wgmma_picks(template, workload, device)
-    if template.family == "hgemm_stream":
-        return _hgemm_stream_picks(template, workload, device)
-    if template.family == "hgemm_wgmma_sched":
-        return _hgemm_sched_picks(template, workload, device)
-    if template.family == "hgemm_wgmma_swap":
-        return _hgemm_swap_picks(template, workload, device)
-    from autosched.templates.hgemm_mma import smem_bytes
-    cfgs = template.space(workload, device).enumerate()
-    tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
-    return [max(cfgs, key=lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col,
-                                               workload.a_col)),
-            max(cfgs, key=tile), min(cfgs, key=tile)] + _default_and_random(template, workload, device)
-
-
-def _hgemm_wmma_picks(template, workload, device) -> list[dict]:
-    """The smallest block tile (the most blocks on the ragged edges), the most shared memory (the
-    deepest ring, or the widest epilogue scratch), the largest warp tile (the most registers), the
-    largest single-buffered block, then the default and two random ones; no config twice."""
-    from autosched.templates.hgemm_wmma import smem_bytes
-    cfgs = template.space(workload, device).enumerate()
-    tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
-    smem = lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.a_col,  # noqa: E731
-                                workload.b_col, workload.blocked, c["wm"], c["wn"])
-    single = [c for c in cfgs if c["stages"] == 1] or cfgs
-    picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
-             max(single, key=tile)] + _default_and_random(template, workload, device)
-    return _distinct(picks)
-
-
-def _hgemm_stream_picks(template, workload, device) -> list[dict]:
-    """The streaming template's corners: its deepest split (partials, counters, the last CTA's sum),
-    the most shared memory, the most registers a thread, the most warps along K (the in-CTA sum),
-    then the default and two random ones; none where it refuses the shape."""
-    from autosched.templates.hgemm_stream import registers_needed, smem_bytes
-    if template.refuses(workload) is not None:
-        return []
-    cfgs = template.space(workload, device).enumerate()
-    smem = lambda c: smem_bytes(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])  # noqa: E731
-    picks = [max(cfgs, key=lambda c: (c["split_k"], smem(c))), max(cfgs, key=smem),
-             max(cfgs, key=lambda c: (registers_needed(c["rw"], c["mt"]), c["wn"] * c["wk"])),
-             max(cfgs, key=lambda c: (c["wk"], c["kw"], c["split_k"]))]
-    picks += _default_and_random(template, workload, device)
-    return _distinct(picks)
-
-
-def _hgemm_sched_picks(template, workload, device) -> list[dict]:
-    """hgemm_wgmma_sched's corners, per schedule: the smallest tile with the shortest ring and 32-byte
-    swizzle (the most CTAs, ping-pong: the most turns), the most shared memory (the deepest ring) with
-    the box ring and, ping-pong, with a whole-share staging; where B is K-major, a 168-column tile (its
-    unswizzled 56-column output boxes) of each schedule at its deepest ring; then the default and two random ones."""
-    cfgs = template.space(workload, device).enumerate()
-    picks = []
-    for sched in ("pingpong", "cooperative"):
-        mine = [c for c in cfgs if c["schedule"] == sched]
-        for pool in ([c for c in mine if c["epi_boxes"]], [c for c in mine if not c["epi_boxes"]]):
-            if pool:
-                picks += [min(pool, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
-                          max(pool, key=lambda c: (template.smem(c), c["bm"] * c["bn"]))]
-    for sched in ("pingpong", "cooperative"):
-        odd = [c for c in cfgs if c["bn"] % 64 and c["schedule"] == sched]
-        if odd:
-            picks.append(max(odd, key=lambda c: (template.smem(c), c["bm"])))
-    if cfgs:
-        picks += _default_and_random(template, workload, device)
-    return _distinct(picks)
-
-
-def _hgemm_swap_picks(template, workload, device) -> list[dict]:
-    """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
-    most CTAs, the narrowest wgmma), the deepest K split of the widest tile (the most partials summed through the workspace), the same
-    summed in a cluster (the most DSMEM reads), the most shared memory, two m64 blocks with the widest
-    token tile (the most accumulators), a 64-byte swizzle whose ring ends off the staging's 1024-byte boundary
-    (BW + BT no multiple of 16 rows), then the default and two random ones; none where the layout is
-    not nt."""
-    if template.refuses(workload) is not None:
-        return []
-    cfgs = template.space(workload, device).enumerate()
-    if not cfgs:
-        return []
-    smem = template.smem
-    deepest = lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])  # noqa: E731
-    clustered = [c for c in cfgs if c["reduce"] == "cluster"]
-    picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"], c["split_k"])),
-             max((c for c in cfgs if c["reduce"] == "workspace"), key=deepest),
-             *([max(clustered, key=deepest)] if clustered else []), max(cfgs, key=smem),
-             max(cfgs, key=lambda c: (c["bw"], c["bt"], -c["stages"]))]
-    odd = [c for c in cfgs if c["swizzle"] == 64 and (c["bw"] + c["bt"]) % 16 and c["stages"] % 2]
-    if odd:
-        picks.append(max(odd, key=smem))
-    picks += _default_and_random(template, workload, device)
-    return _distinct(picks)
-
-
-def _hgemm_wgmma_picks(template, workload, device) -> list[dict]:
-    """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
-    smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
-    default, then two random ones; none where the GPU has no wgmma or the shape no split (an empty
-    space).  Of hgemm_wgmma_splitk, its deepest split on the smallest tile and on the most shared memory
-    come first (so PER_TEMPLATE=2 keeps them); of hgemm_wgmma_cluster, pairs along M and along N on
-    the smallest tile and on the most shared memory come before the rest."""
-    from autosched.templates.hgemm_wgmma import m_blocks, smem_bytes
-    cfgs = template.space(workload, device).enumerate()
-    if not cfgs:
-        return []
-    smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
-    picks = [max(cfgs, key=smem), min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
-             max(cfgs, key=lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]), c["bn"], -c["group"]))]
-    picks += [c for c in _default_and_random(template, workload, device) if c not in picks]
-    deepest = max((c.get("split_k", 1) for c in cfgs), default=1)
-    split = [c for c in cfgs if deepest > 1 and c["split_k"] == deepest]
-    if split:   # hgemm_wgmma_splitk: its deepest split first (partials, counters, the last CTA's sum)
-        picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
-    pairs = [c for c in cfgs if "cluster_dim" in c]
-    if pairs:   # hgemm_wgmma_cluster: pairs along M and N (multicast B, A) on the smallest tile (the
-        #         most pairs, lone ones at the edges) and on the most shared memory (deepest ring) first
-        small = lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])  # noqa: E731
-        picks = [pick(p) for pick in (lambda p: min(p, key=small), lambda p: max(p, key=smem))
-                 for p in ([c for c in pairs if c["cluster_dim"] == d] for d in ("m", "n")) if p] + picks
-    return _distinct(picks)
-
-
-def _distinct(picks: list[dict]) -> list[dict]:
-    """`picks` with each config once, where it first comes (the pick functions list corners that may
-    coincide on a small space)."""
-    return [c for i, c in enumerate(picks) if c not in picks[:i]]
 
 
 def _families() -> dict[str, Family]:
@@ -277,7 +144,7 @@ def _families() -> dict[str, Family]:
         Family("gemv-dense", GemvDense, (GemvDenseTemplate(),),
                "dense fp16 GEMV: y = W v, W (N, K) fp16, one warp a row (the decode engine's fp16 matmul)",
                "NxK (e.g. 2048x8192)", sanitize_shapes=("264x4128", "2048x8192"),
-               sanitize_picks=_default_and_random),
+               sanitize_picks=default_and_random),
         Family("sgemm", Sgemm, (SgemmTemplate(),),
                "FP32 GEMM C = A B (the warptiling SGEMM)", "MxNxK, with _ta for A stored transposed (e.g. 4096x4096x4096)",
                benchmark="autosched.benchmarks.gemm:run_benchmark", bench_kwargs={"op": "sgemm"},
@@ -306,7 +173,7 @@ def _families() -> dict[str, Family]:
                           "cuBLAS FP16 / BF16 through torch on issue 15's shapes (about 9 minutes on an H100)",
                report="hgemm", report_title="FP16 / BF16 tensor-core GEMM",
                report_section="autosched.report_sgemm:hgemm_section",
-               sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_hgemm_picks,
+               sanitize_shapes=("300x264x200", "300x260x200_bt"), sanitize_picks=_template_picks,
                profile_baseline="autosched.benchmarks.gemm:cublas_for_profile"),
     ]
     return {f.name: f for f in fams}

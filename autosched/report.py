@@ -7,42 +7,14 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-START = "<!-- results:{name} -->"
-END = "<!-- /results:{name} -->"
-
-
-def latest_results(results_dir: Path, benchmark: str) -> dict | None:
-    """The newest results file of a benchmark (by date, then name)."""
-    docs = all_results(results_dir, benchmark)
-    return docs[0] if docs else None
-
-
-def all_results(results_dir: Path, benchmark: str) -> list[dict]:
-    """Every results file of a benchmark, newest first (by date, then name)."""
-    docs = []
-    for p in sorted(Path(results_dir).glob(f"{benchmark}-*.json")):
-        try:
-            doc = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if doc.get("benchmark") == benchmark:
-            doc["_path"] = str(p)
-            docs.append(doc)
-    return sorted(docs, key=lambda d: (d.get("date", ""), _run_number(d["_path"]), d["_path"]), reverse=True)
-
-
-def _run_number(path: str) -> int:
-    """N of name-DATE-N.json (the Nth run of a day); 0 for name-DATE.json, the first."""
-    m = re.search(r"-\d{4}-\d{2}-\d{2}-(\d+)\.json$", path)
-    return int(m.group(1)) if m else 0
-
-
-def _f(x, fmt="{:.2f}") -> str:
-    return "–" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)
-
+from autosched.registry import FAMILIES
+from autosched.report_decode import decode_plots, decode_tables
+from autosched.report_models import models_block
+from autosched.report_scale import scale_block
+from autosched.report_sgemm import search_table
+from autosched.results_files import all_results, cell, latest_results, replace_block
 
 def gemv_table(doc: dict, expected: set | None = None) -> str:
     head = ("| N x K | MB | floor (us) | tuned (us) | tuned / floor | default (us) | tuned vs default "
@@ -50,11 +22,11 @@ def gemv_table(doc: dict, expected: set | None = None) -> str:
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in doc["rows"]:
         lines.append(
-            f"| {r['N']} x {r['K']} | {r['bytes'] / 1e6:.1f} | {_f(r.get('floor_us'))} | {_f(r.get('tuned_us'))} "
-            f"| {_f(r.get('time_over_floor'), '{:.3f}x')} | {_f(r.get('default_us'))} "
-            f"| {_f(r.get('speedup_vs_default'), '{:.2f}x')} | {_f(r.get('cublas_fp16_us'))} "
-            f"| {_f(r.get('tinygemm_us'))} | {_f(r.get('graph_tuned_us'))} / {_f(r.get('graph_default_us'))} / "
-            f"{_f(r.get('graph_cublas_fp16_us'))} | {_f(r.get('tune_s'), '{:.0f}')}, {r.get('trials', '–')} |")
+            f"| {r['N']} x {r['K']} | {r['bytes'] / 1e6:.1f} | {cell(r.get('floor_us'))} | {cell(r.get('tuned_us'))} "
+            f"| {cell(r.get('time_over_floor'), '{:.3f}x')} | {cell(r.get('default_us'))} "
+            f"| {cell(r.get('speedup_vs_default'), '{:.2f}x')} | {cell(r.get('cublas_fp16_us'))} "
+            f"| {cell(r.get('tinygemm_us'))} | {cell(r.get('graph_tuned_us'))} / {cell(r.get('graph_default_us'))} / "
+            f"{cell(r.get('graph_cublas_fp16_us'))} | {cell(r.get('tune_s'), '{:.0f}')}, {r.get('trials', '–')} |")
     s = doc.get("summary", {})
     lines.append("")
     tuning = doc.get("tuning", {})
@@ -67,8 +39,8 @@ def gemv_table(doc: dict, expected: set | None = None) -> str:
                  + (f", {missing} shape(s) without every figure" if missing else "")
                  + (f", no row for {', '.join(f'{n}x{k}' for n, k in absent)} (the run was cut short)"
                     if absent else "") + ". Worst tuned / floor: "
-                 f"**{_f(s.get('max_time_over_floor'), '{:.3f}x')}** (bar: 1.15x); geomean speedup over the "
-                 f"default config: **{_f(s.get('geomean_speedup_vs_default'), '{:.2f}x')}**.")
+                 f"**{cell(s.get('max_time_over_floor'), '{:.3f}x')}** (bar: 1.15x); geomean speedup over the "
+                 f"default config: **{cell(s.get('geomean_speedup_vs_default'), '{:.2f}x')}**.")
     return "\n".join(lines)
 
 
@@ -101,21 +73,11 @@ def gemv_plot(doc: dict, out: Path) -> Path:
     return out
 
 
-def replace_block(text: str, name: str, body: str) -> str:
-    start, end = START.format(name=name), END.format(name=name)
-    if start not in text or end not in text:
-        raise ValueError(f"README has no {start} ... {end} block")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{start}\n{body}\n{end}{tail}"
-
-
 def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path = Path("bench/plots"),
                  console=None, runs: int = 2) -> list[Path]:
     """Every section of the report: one per operator family of the registry that has a report (its
     README block is named after the family's results prefix), then the decode engine's and the
     search study's."""
-    from autosched.registry import FAMILIES
     if not any(Path(results_dir).glob("*.json")):
         raise FileNotFoundError(f"no results files (*.json) under {results_dir}: `autosched bench` writes them")
     written = []
@@ -123,15 +85,12 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
         if fam.report_section:
             written += fam.report_fn()(results_dir, readme, plot_dir, console, fam.report)
     written += write_decode_report(results_dir, readme, plot_dir, console)
-    from autosched.report_sgemm import search_table
     doc = latest_results(results_dir, "search-efficiency")
     if doc is not None and readme is not None:
         readme.write_text(replace_block(readme.read_text(), "search", search_table(doc)))
-    from autosched.report_models import models_block
     block = models_block(Path(results_dir))
     if block is not None and readme is not None:
         readme.write_text(replace_block(readme.read_text(), "models", block))
-    from autosched.report_scale import scale_block
     block = scale_block(Path(results_dir))
     if block is not None and readme is not None:
         readme.write_text(replace_block(readme.read_text(), "scale", block))
@@ -171,7 +130,6 @@ def write_decode_report(results_dir: Path, readme: Path | None, plot_dir: Path, 
     """The newest decode results: tables into the README's decode block, plots under plot_dir."""
     import os
 
-    from autosched.report_decode import decode_plots, decode_tables
     doc = latest_results(results_dir, "decode")
     if doc is None:
         return []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.report import _f, all_results, latest_results
+from autosched.results_files import all_results, cell, latest_results
 
 
 def _geomean(xs) -> float | None:
@@ -68,19 +68,19 @@ def dynamic_table(doc: dict, runs: list[dict] | None = None) -> str:
     for r in doc["rows"]:
         per = [u for u in r["untuned"] if u.get("vs_per_instance")]
         small = [u["vs_cublas"] for u in r["untuned"] if u["M"] <= 256 and u.get("vs_cublas")]
-        out.append(f"| `{r['shape']}` M {r['range'][0]}..{r['range'][1]} | {_f(r['dynamic_tune_s'], '{:.1f}')} | "
-                   f"{_f(r['per_instance_tune_s'], '{:.1f}')} | {_f(r['tuning_time_speedup'])} | "
-                   f"{_f(_geomean([u['vs_per_instance'] for u in per]), '{:.3f}')} | {_f(_geomean(small), '{:.3f}')} |")
+        out.append(f"| `{r['shape']}` M {r['range'][0]}..{r['range'][1]} | {cell(r['dynamic_tune_s'], '{:.1f}')} | "
+                   f"{cell(r['per_instance_tune_s'], '{:.1f}')} | {cell(r['tuning_time_speedup'])} | "
+                   f"{cell(_geomean([u['vs_per_instance'] for u in per]), '{:.3f}')} | {cell(_geomean(small), '{:.3f}')} |")
     out += ["", "| summary key | measured | bar | |", "| --- | --- | --- | --- |"]
     spread = {"geomean_vs_cublas_m_le_256": (paired_range_m_le_256(doc["rows"]), series_ratio_m_le_256(doc["rows"]))}
     for k in ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256"):
         lo_hi, series = spread.get(k, (None, None))
         notes = ([f"{lo_hi[0]:.3f} to {lo_hi[1]:.3f} over its paired rounds"] if lo_hi else []) + (
             [f"{series:.3f} as series"] if series is not None else [])
-        shown = _f(s.get(k), '{:.3f}') + (f" ({'; '.join(notes)})" if notes else "")
+        shown = cell(s.get(k), '{:.3f}') + (f" ({'; '.join(notes)})" if notes else "")
         lows = [x for x in (lo_hi and lo_hi[0], series) if x is not None]
         out.append(f"| `{k}` | {shown} | >= {bars.get(k)} | {_bar(s.get(k), bars.get(k, 0), low=min(lows, default=None))} |")
-    out.append(f"| `dispatcher_overhead_ns` | {_f(s.get('dispatcher_overhead_ns'), '{:.0f}')} | | |")
+    out.append(f"| `dispatcher_overhead_ns` | {cell(s.get('dispatcher_overhead_ns'), '{:.0f}')} | | |")
     if runs and len(runs) > 1:
         keys = ("tuning_time_speedup", "untuned_geomean_vs_per_instance", "geomean_vs_cublas_m_le_256")
         mine = _measuring_settings(s)
@@ -116,12 +116,12 @@ def transfer_table(doc: dict) -> str:
            "| shape (N x K) | from | 512 trials (us) | zero-trial (predicted) | 32 trials | rule-based default |",
            "| --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
-        out.append(f"| {r['N']}x{r['K']} | {r.get('model', '')} | {_f(r.get('trials512_us'))} | "
-                   f"{_f(r.get('zero_trial_vs_512'), '{:.3f}')} | {_f(r.get('trials32_vs_512'), '{:.3f}')} | "
-                   f"{_f(r.get('default_vs_512'), '{:.3f}')} |")
-    out.append(f"| **geomean ({s.get('shapes')} shapes)** | | | **{_f(s.get('zero_trial_geomean'), '{:.3f}')}** "
-               f"(bar >= 0.87: {_bar(s.get('zero_trial_geomean'), 0.87)}) | **{_f(s.get('trials32_geomean'), '{:.3f}')}** "
-               f"(bar >= 0.95: {_bar(s.get('trials32_geomean'), 0.95)}) | {_f(s.get('default_geomean'), '{:.3f}')} |")
+        out.append(f"| {r['N']}x{r['K']} | {r.get('model', '')} | {cell(r.get('trials512_us'))} | "
+                   f"{cell(r.get('zero_trial_vs_512'), '{:.3f}')} | {cell(r.get('trials32_vs_512'), '{:.3f}')} | "
+                   f"{cell(r.get('default_vs_512'), '{:.3f}')} |")
+    out.append(f"| **geomean ({s.get('shapes')} shapes)** | | | **{cell(s.get('zero_trial_geomean'), '{:.3f}')}** "
+               f"(bar >= 0.87: {_bar(s.get('zero_trial_geomean'), 0.87)}) | **{cell(s.get('trials32_geomean'), '{:.3f}')}** "
+               f"(bar >= 0.95: {_bar(s.get('trials32_geomean'), 0.95)}) | {cell(s.get('default_geomean'), '{:.3f}')} |")
     return "\n".join(out)
 
 
@@ -167,8 +167,8 @@ def model_tune_table(doc: dict, docs: list | None = None) -> str:
            "| --- | --- | --- | --- | --- | --- |" + (" --- |" if named else "")]
     for k in ordered:
         r, d = rows[k]
-        out.append(f"| `{r['model']}` | {r['format']} | {r['phase']} | {_f(r['tokens_per_s'], '{:.0f}')} | "
-                   f"{_f(r['bw_limit_tokens_per_s'], '{:.0f}')} | {_f(r['pct_of_bw_limit'], '{:.1f}')}"
+        out.append(f"| `{r['model']}` | {r['format']} | {r['phase']} | {cell(r['tokens_per_s'], '{:.0f}')} | "
+                   f"{cell(r['bw_limit_tokens_per_s'], '{:.0f}')} | {cell(r['pct_of_bw_limit'], '{:.1f}')}"
                    f"{_range(r.get('pct_range'), len(r.get('rounds', [])))} |{run(d)}")
     out += ["", "| summary key | measured | bar | |" + (" run |" if named else ""),
             "| --- | --- | --- | --- |" + (" --- |" if named else "")]
@@ -177,7 +177,7 @@ def model_tune_table(doc: dict, docs: list | None = None) -> str:
         s = d["summary"]
         bar = s.get("bars", {}).get(k, doc["summary"].get("bars", {}).get(k))
         at_most = k == "tune_model_1b_minutes"
-        out.append(f"| `{k}` | {_f(s.get(k), '{:.2f}')}{_range(s.get(k + '_range'))} | "
+        out.append(f"| `{k}` | {cell(s.get(k), '{:.2f}')}{_range(s.get(k + '_range'))} | "
                    f"{'<=' if at_most else '>='} {bar} | {_bar(s.get(k), bar or 0, at_most)} |"
                    + (run(d) if k in figures else (" |" if named else "")))
     return "\n".join(out)

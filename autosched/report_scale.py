@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autosched.report import _f, all_results, latest_results
+from autosched.results_files import all_results, cell, latest_results
 
 
 def _rate(doc: dict, what: str, gpus: int):
@@ -26,11 +26,11 @@ def gpu_table(runs: list[dict]) -> str:
     for d in runs:
         n = d["summary"]["gpus"]
         m1, mn, t1, tn = _rate(d, "measuring", 1), _rate(d, "measuring", n), _rate(d, "tune", 1), _rate(d, "tune", n)
-        cps = lambda r: _f(r["configs_per_s"], "{:.1f}") if r else "–"  # noqa: E731
-        out.append(f"| `{Path(d.get('_path', '')).name}` | {_f(d['summary'].get('nvrtc_configs_per_s'), '{:.1f}')} | "
-                   f"{cps(m1)} | {cps(mn)} | {_f(d['summary'].get('gpu_all_throughput_speedup'), '{:.3f}')} | "
-                   f"{cps(t1)} | {cps(tn)} | {_f(t1 and t1.get('build_wait_s'), '{:.1f}')} / "
-                   f"{_f(tn and tn.get('build_wait_s'), '{:.1f}')} |")
+        cps = lambda r: cell(r["configs_per_s"], "{:.1f}") if r else "–"  # noqa: E731
+        out.append(f"| `{Path(d.get('_path', '')).name}` | {cell(d['summary'].get('nvrtc_configs_per_s'), '{:.1f}')} | "
+                   f"{cps(m1)} | {cps(mn)} | {cell(d['summary'].get('gpu_all_throughput_speedup'), '{:.3f}')} | "
+                   f"{cps(t1)} | {cps(tn)} | {cell(t1 and t1.get('build_wait_s'), '{:.1f}')} / "
+                   f"{cell(tn and tn.get('build_wait_s'), '{:.1f}')} |")
     vs = [d["summary"]["gpu2_throughput_speedup"] for d in runs if d["summary"].get("gpu2_throughput_speedup")]
     if vs and bar:
         verdict = "met" if min(vs) >= bar else "not met"
@@ -46,8 +46,8 @@ def ray_table(doc: dict) -> str:
            "| runner | actors | delay (ms) | configs | configs/s | vs 1 actor | lost | duplicates |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
-        out.append(f"| {r['runner']} | {r['actors']} | {_f(r['delay_ms'], '{:.0f}')} | {r['configs']} | "
-                   f"{_f(r['configs_per_s'], '{:.1f}')} | {_f(r.get('speedup_vs_1_actor'))} | "
+        out.append(f"| {r['runner']} | {r['actors']} | {cell(r['delay_ms'], '{:.0f}')} | {r['configs']} | "
+                   f"{cell(r['configs_per_s'], '{:.1f}')} | {cell(r.get('speedup_vs_1_actor'))} | "
                    f"{r.get('lost', '')} | {r.get('duplicates', '')} |")
     out += ["", f"Killed-worker run: lost {s.get('ray_killed_worker_lost')}, written twice "
             f"{s.get('ray_killed_worker_duplicates')}, completed {s.get('ray_killed_worker_completed')}."]

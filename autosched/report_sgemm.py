@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autosched.results_files import latest_results, replace_block
 
-def _f(x, fmt="{:.1f}") -> str:
+
+def cell(x, fmt="{:.1f}") -> str:
     return "–" if x is None or x != x else fmt.format(x)
 
 
@@ -27,9 +29,9 @@ def sgemm_table(doc: dict) -> str:
         # runs before the shared-buffer protocol have no "torch_memory"
         tm = r.get("torch_memory", {}).get("pct_of_cublas")
         shape = f"{r['M']} x {r['N']} x {r['K']}" + (", B (N, K)" if str(r.get("shape", "")).endswith("_bt") else "")
-        out.append(f"| {shape} | {_f(r.get('tuned_us'), '{:.2f}')} | "
-                   f"{_f(r.get('tuned_tflops'), '{:.1f}')} | {_f(r.get('default_us'), '{:.2f}')} | "
-                   f"{_f(r.get('cublas_us'), '{:.2f}')} | {_f(r.get('pct_of_cublas'))}% | {_f(tm)}{'%' if tm else ''} | "
+        out.append(f"| {shape} | {cell(r.get('tuned_us'), '{:.2f}')} | "
+                   f"{cell(r.get('tuned_tflops'), '{:.1f}')} | {cell(r.get('default_us'), '{:.2f}')} | "
+                   f"{cell(r.get('cublas_us'), '{:.2f}')} | {cell(r.get('pct_of_cublas'))}% | {cell(tm)}{'%' if tm else ''} | "
                    f"{r.get('trials', '–')} |")
     if any("torch_memory" in r for r in doc["rows"]):
         out += ["", "Our kernel and cuBLAS read the same A and B and write the same C, allocated from the memory "
@@ -82,7 +84,6 @@ def search_table(doc: dict) -> str:
 
 def gemm_section(results_dir, readme, plot_dir, console, name: str) -> list:
     """The newest GEMM results of benchmark `name` (sgemm, hgemm) into the README block `name`."""
-    from autosched.report import latest_results, replace_block
     doc = latest_results(results_dir, name)
     if doc is None or readme is None:
         return []
@@ -108,7 +109,7 @@ def hgemm_tables(doc: dict) -> str:
         fams += [f for f in r.get("templates", {}) if f not in fams]
 
     def pct(x):
-        return f"{_f(x)}%" if x is not None else "–"
+        return f"{cell(x)}%" if x is not None else "–"
     out = [f"**FP16 / BF16 GEMM on tensor cores**, {doc['device']}, {doc['date']}, commit "
            f"`{str(doc.get('commit', ''))[:10]}` (`{Path(doc['_path']).name}`; cuBLAS through torch on the same "
            "buffers, FP32 accumulation; every kernel checked against float64 first; each template tuned on "
@@ -129,24 +130,23 @@ def hgemm_tables(doc: dict) -> str:
         for r in rows:
             t = r.get("templates", {}).get(f)
             if t is None:
-                out.append(f"| {_hgemm_shape(r)} | not served | | | | | | {_f(r.get('cublas_us'), '{:.1f}')} | "
-                           f"{_f(r.get('cublas_tflops'), '{:.0f}')} | | |")
+                out.append(f"| {_hgemm_shape(r)} | not served | | | | | | {cell(r.get('cublas_us'), '{:.1f}')} | "
+                           f"{cell(r.get('cublas_tflops'), '{:.0f}')} | | |")
                 continue
             spread = t.get("min_median_spread_pct")
             pair = t.get("paired")      # alternated with cuBLAS: the median ratio, its range over the rounds
-            share = pct(t.get("pct_of_cublas")) + (f" ({_f(pair['pct_min'])}-{_f(pair['pct_max'])})" if pair else "")
-            out.append(f"| {_hgemm_shape(r)} | {_f(t.get('tuned_us'), '{:.1f}')} | {_f(t.get('tflops'), '{:.0f}')} | "
-                       f"{share} | {_f(spread)}{'%' if spread is not None else ''} | "
-                       f"{_f(t.get('default_us'), '{:.1f}')} | {pct(t.get('default_pct_of_cublas'))} | "
-                       f"{_f(r.get('cublas_us'), '{:.1f}')} | {_f(r.get('cublas_tflops'), '{:.0f}')} | "
-                       f"{t.get('trials', '–')} | {_f(t.get('tune_s'), '{:.0f}')} |")
+            share = pct(t.get("pct_of_cublas")) + (f" ({cell(pair['pct_min'])}-{cell(pair['pct_max'])})" if pair else "")
+            out.append(f"| {_hgemm_shape(r)} | {cell(t.get('tuned_us'), '{:.1f}')} | {cell(t.get('tflops'), '{:.0f}')} | "
+                       f"{share} | {cell(spread)}{'%' if spread is not None else ''} | "
+                       f"{cell(t.get('default_us'), '{:.1f}')} | {pct(t.get('default_pct_of_cublas'))} | "
+                       f"{cell(r.get('cublas_us'), '{:.1f}')} | {cell(r.get('cublas_tflops'), '{:.0f}')} | "
+                       f"{t.get('trials', '–')} | {cell(t.get('tune_s'), '{:.0f}')} |")
     return "\n".join(out)
 
 
 def hgemm_section(results_dir, readme, plot_dir, console, name: str) -> list:
     """The newest `bench hgemm` results into the README block `name`: a table per template, or the
     one-template table of a run from before the per-template benchmark."""
-    from autosched.report import latest_results, replace_block
     doc = latest_results(results_dir, name)
     if doc is None or readme is None:
         return []

@@ -116,8 +116,8 @@ def pdl_supported() -> bool:
 # A KernelSpec argument of role "tensormap" is a CUtensorMap (128 opaque bytes) encoded on the host
 # for the buffer it describes and passed by value: the kernel takes it as a __grid_constant__
 # parameter.  Not a pointer to a device copy: a map in global memory that a host copy wrote must be
-# fenced (fence.proxy.tensormap::generic.acquire.sys) before the copy engine reads it, which cost a
-# short GEMM 0.5-2.3 us a launch on an H100 (scripts/experiments/wgmma_prologue.py, 2026-11-26).
+# fenced (fence.proxy.tensormap::generic.acquire.sys) before the copy engine reads it, which costs a
+# short GEMM microseconds a launch (bench/results/checks/wgmma-prologue-fence-2026-11-26.json).
 # cuda.core cannot pack 128 raw bytes as a parameter, so `launch` sends such launches through the
 # driver (cuLaunchKernelEx) with the parameter array built here.
 

@@ -29,6 +29,12 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from autosched import registry
+from autosched.identity import current_builds
+from autosched.build_filter import ANY, CURRENT, rows_build
+from autosched.measure.recording import find_recording
+from autosched.search.transfer import predicted
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -40,19 +46,13 @@ class Candidate:
 
 # -- what is known -----------------------------------------------------------------------------
 
-CURRENT = "current"       # the build the device asked about measures (this source, its NVRTC): rows of an edited kernel rank nothing
-ANY = "any"               # no build filter
-
-
 def _db_fastest(db, workload_key: str, device_key: str, template, k: int, build=CURRENT) -> list:
     # The one place the database is asked for measured configs, and so the one place its build
     # filter is decided: by default, only rows measured with this version's kernel source and NVRTC
-    if build == ANY:
+    b = rows_build(build, template, device_key)
+    if b is None:
         return db.fastest(workload_key, device_key, template.family, k)
-    if build == CURRENT:
-        from autosched.identity import current_builds
-        build = current_builds(template, device_key)
-    return db.fastest(workload_key, device_key, template.family, k, build=build)
+    return db.fastest(workload_key, device_key, template.family, k, build=b)
 
 
 def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) -> list[Candidate]:
@@ -66,12 +66,10 @@ def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) 
 
 def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
     """Up to k configs of `template`, fastest first, from a recording taken on this exact device key."""
-    from autosched.measure.recording import find_recording
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or rec.device.key != device.key:
         return []                 # numbers from another GPU or driver say nothing about this one
     if rec.build:                 # a recording that names its build: of other code, it says nothing
-        from autosched.identity import current_builds
         if rec.build not in current_builds(template, device.key).names:
             return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
@@ -114,12 +112,10 @@ def siblings(device, recordings=None) -> list:
 def from_sibling_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
     """Up to k configs of `template`, fastest first, from a recording of this shape taken on a
     sibling GPU (`kinship` 1 or 2), the nearest that has one; its times are that GPU's."""
-    from autosched.measure.recording import find_recording
     rec = find_recording(workload.key, template.family, recordings)
     if rec is None or kinship(device, rec.device) not in (1, 2):
         return []
     if rec.build:
-        from autosched.identity import current_builds
         if rec.build not in current_builds(template, rec.device.key).names:
             return []
     return [Candidate(template.family, c, f"recording {rec.name} of {SIBLING} ({rec.device.name}: "
@@ -134,7 +130,6 @@ def from_prediction(workload, template, device, db=None, recordings=None, k: int
     """Up to k configs of `template`, best predicted first, from a cost model of every other shape
     measured on this device key (recordings and the database); median_us is the model's
     prediction, not a measurement.  [] where too little is known."""
-    from autosched.search.transfer import predicted
     return [Candidate(template.family, c, f"{PREDICTED} (cost model of the other shapes measured on "
                       f"{device.name}; untuned)", us)
             for c, us in predicted(workload, template, device, db, recordings, k, build=build)]
@@ -154,7 +149,6 @@ def from_sibling_prediction(workload, template, device, db=None, recordings=None
 
 def _templates(workload) -> list:
     # looked up at each call, not imported once, so a test can stand a second template beside the real one
-    from autosched import registry
     return registry.templates_for(workload)
 
 
@@ -206,7 +200,6 @@ def best_known(workload, device_key: str | None = None, db=None, recordings=None
     the fastest wins.  Rows of the current build are preferred; where the database holds only
     rows of other builds (replays of a recording, an edited kernel), the best of those serves and
     its source says so.  Raises NothingKnown when none of these has a config that passed."""
-    from autosched.measure.recording import find_recording
     templates = templates or _templates(workload)
 
     def best_on(dk: str, t, build=build):

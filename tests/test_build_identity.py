@@ -42,8 +42,8 @@ def ledger(tmp_path, monkeypatch):
 def _edited(monkeypatch, template, edit) -> None:
     """The template's kernel source, as render and the source hash read it, edited by `edit`."""
     original = base.kernel_source
-    monkeypatch.setattr(base, "kernel_source", lambda h, _seen=frozenset(): (
-        edit(original(h)) if h == template.header else original(h, _seen)))
+    monkeypatch.setattr(base, "kernel_source", lambda h, package="autosched.kernels", _seen=frozenset(): (
+        edit(original(h, package)) if h == template.header else original(h, package, _seen)))
     monkeypatch.setattr(sys.modules[type(template).__module__], "kernel_source", base.kernel_source)
 
 
@@ -149,7 +149,7 @@ def test_rows_and_recordings_of_source_ids_carry_over(ledger, tmp_path, monkeypa
     r = Recording(loaded.workload_key, loaded.template, loaded.device, loaded.knobs,
                   build="feedfacecafe/nvrtc-" + nvrtc_version())
     r.add(cfgs[0], OK)
-    monkeypatch.setattr("autosched.measure.recording.find_recording", lambda *a, **k: r)
+    monkeypatch.setattr("autosched.selection.find_recording", lambda *a, **k: r)
     assert [c.config for c in from_recording(w, t, dev)] == [cfgs[0]]
     r.build = "0123456789ab/nvrtc-" + nvrtc_version()
     assert from_recording(w, t, dev) == []

@@ -397,7 +397,7 @@ def test_report_renders_the_committed_decode_and_sgemm_results(cli, tmp_path):
     import shutil
     repo = Path(__file__).resolve().parents[1] / "bench" / "results"
     res = _results(tmp_path)
-    from autosched.report import all_results
+    from autosched.results_files import all_results
     # the newest run of each benchmark, as the report picks it (sgemm-buffers-* is another benchmark)
     decode, sgemm = (Path(all_results(repo, b)[0]["_path"]) for b in ("decode", "sgemm"))
     shutil.copy(decode, res)

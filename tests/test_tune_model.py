@@ -1,11 +1,11 @@
 """tune-model: the decode step's kernels, the budget split, the replay run, and what the engine
-tells a user about untuned shapes (engine/plan.py, model_tuning.py, api.tune_model, the CLI)."""
+tells a user about untuned shapes (engine/plan.py, model_tuning.py, model_tuning.tune_model, the CLI)."""
 
 import math
 
 import pytest
 
-from autosched import api
+from autosched import api, model_tuning
 from autosched.cli import main
 from autosched.engine.engine import matmul_shapes, untuned_matmuls, untuned_note
 from autosched.engine.plan import step_kernels, step_plan
@@ -62,7 +62,7 @@ def test_shapes_two_matmuls_share_are_tuned_once():
 
 
 def test_tune_model_replays_the_recorded_shapes(tmp_path):
-    run = api.tune_model("random:stories15M", budget_min=0.05, db=tmp_path / "db", runner="replay")
+    run = model_tuning.tune_model("random:stories15M", budget_min=0.05, db=tmp_path / "db", runner="replay")
     assert run.runner == "replay" and len(run.rows) == 5
     for r in run.rows:
         assert r.status == "tuned" and r.trials > 0 and r.source.startswith("replay of")
@@ -77,7 +77,7 @@ def test_tune_model_replays_the_recorded_shapes(tmp_path):
 
 def test_tune_model_in_replay_reports_the_shapes_no_recording_holds(tmp_path):
     done = []
-    run = api.tune_model("random:llama3.2-1b", budget_min=0.05, db=tmp_path / "db", runner="replay",
+    run = model_tuning.tune_model("random:llama3.2-1b", budget_min=0.05, db=tmp_path / "db", runner="replay",
                          on_done=done.append)
     assert len(done) == 5 and all(r.status == "not recorded" for r in run.rows)
     assert all(r.source == "served predicted" and "GPU" in r.note for r in run.rows)
@@ -93,7 +93,7 @@ def test_tune_model_in_replay_reports_the_shapes_no_recording_holds(tmp_path):
 def test_bad_input_is_refused_naming_it(kw, needle):
     args = {"model": "random:stories15M", **kw}
     with pytest.raises(api.AutoschedError, match=needle.replace("/", ".").replace("(", ".")):
-        api.tune_model(args.pop("model"), **args)
+        model_tuning.tune_model(args.pop("model"), **args)
 
 
 def test_the_cli(capsys):
@@ -156,7 +156,7 @@ def test_a_gpu_run_tunes_every_shape_through_one_runner_and_one_build_pool(tmp_p
     monkeypatch.setattr(api, "open_runner", open_runner)
     monkeypatch.setattr(api, "tune", tune)
     monkeypatch.setattr(Builder, "start", lambda self: self)      # no NVRTC processes for a stand-in
-    out = model_tuning.tune_model("m", L32, ["q4f16_1"], 10.0, runner="gpu", db=tmp_path / "db", gpus=[1],
+    out = model_tuning.tune_model_config("m", L32, ["q4f16_1"], 10.0, runner="gpu", db=tmp_path / "db", gpus=[1],
                                   verify=False)
     assert opened == [("gpu", [1])] and len(closed) == 1 and len(out.rows) == len(seen) == 5
     assert all(r is closed[0] and isinstance(b, Builder) and b is seen[0][1] and g is None for r, b, g in seen)

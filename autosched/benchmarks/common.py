@@ -11,18 +11,17 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from autosched import layouts
+from autosched import knobs, layouts
 from autosched.runtime import launch, launch_config, load_kernel, ptr, scalar
 
 
 def git_commit() -> str:
     """The commit measured: $AUTOSCHED_COMMIT (set where the tree is a copy without .git), else git's
     HEAD, with "+dirty" after it where tracked files differ from it (a copy of a working tree whose
-    .git is older than the tree: the device's, 2026-11-26, reported its session's first commit for
-    every later tree), so a results file never names a commit that is not what ran."""
-    import os
+    .git is older than the tree: a device's copy reports its session's first commit for every later
+    tree), so a results file never names a commit that is not what ran."""
     import re
-    sha = os.environ.get("AUTOSCHED_COMMIT", "")
+    sha = knobs.COMMIT.get()
     if sha:
         return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
     try:

@@ -179,10 +179,10 @@ def summarize(rows: list) -> dict:
 
 def micro_kernel_templates(device, wgmma: bool = True) -> list:
     """The dynamic run's micro-kernel templates on `device`: the front's default families
-    (templates/dynamic_switches.default_families: hgemm_dyn everywhere, wgmma's where `wgmma`, every
+    (templates/micro_kernels.default_families: hgemm_dyn everywhere, wgmma's where `wgmma`, every
     switched family while its switch is on), less those the GPU refuses, as the per-instance tuning
     searches every registry template the GPU runs.  The results' settings record which ran."""
-    from autosched.templates.dynamic_switches import default_families, dynamic_templates
+    from autosched.templates.micro_kernels import default_families, dynamic_templates
     # every workload of the bench is a linear layer's (nt)
     cands = [dynamic_templates()[f]() for f in default_families(wgmma, "nt")]
     return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autosched.registry import family_of, template_named
+
 SQUARES = (1024, 4096, 8192)
 PREFILL_M = (128, 512, 2048)
 PREFILL_NK = ((4096, 4096), (11008, 4096), (4096, 11008))     # B a linear layer's (N, K) weight
@@ -60,9 +62,9 @@ TUNE_DEADLINE = 0.75    # of TARGET_S: past it the default plan tunes no further
 BAR_WEIGHT = 1.5        # time per shape of a shape a bar names, relative to the others
 RERANK = 3              # configs per template re-timed in the bench process (the database's fastest)
 
-# measured beside the default before each tuning (those in the shape's space): the configs timed on the
-# H100 on 2026-11-23 (scripts/wgmma_timing.py: 128x192 s4 95% of cuBLAS at 8192^3; hgemm_wmma_timing.py:
-# 128x128/64x32 bk64 s3 37% at 4096^3), so a short tuning starts from them and the re-rank sees them
+# measured beside the default before each tuning (those in the shape's space): the fastest configs of the
+# first timings (bench/results/checks/wgmma-timing-2026-11-23.log, hgemm-wmma-timing-2026-11-23.json), so a
+# short tuning starts from them and the re-rank sees them
 SEEDS = {
     "hgemm_wgmma": [{"bm": 128, "bn": 192, "consumers": 2, "swizzle": 128, "stages": 4, "group": 8}],
     "hgemm_wmma": [{"bm": 128, "bn": 128, "wm": 64, "wn": 32, "bk": 64, "stages": 3, "pad": 8}],
@@ -165,7 +167,6 @@ def plan(workloads, device, time_per_shape_s: float | None = None, split: dict |
     shape_weight), split over its templates; without it, the largest that keeps estimate_run_s() of
     the plan within `target_s`.  A template's trials: what its time
     buys at config_cost_s (at least its default and a few more), at most its space; `trials` caps."""
-    from autosched.registry import family_of
     serving, sizes = {}, {}
     for w in workloads:
         fam = family_of(w)
@@ -227,7 +228,6 @@ def estimate_run_s(workloads, serving: dict, budgets: dict, rerank: int = RERANK
 
 
 def plan_estimate_s(workloads, device, budgets: dict, rerank: int = RERANK) -> float:
-    from autosched.registry import family_of
     serving = {w.key: [t for t in family_of(w).templates_for(w) if t.family in budgets[w.key]]
                for w in workloads}
     return estimate_run_s(workloads, serving, budgets, rerank)
@@ -461,7 +461,6 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
     from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
     from autosched.measure.protocol import Protocol, Timer
-    from autosched.registry import template_named
     from autosched.space import config_hash
     from autosched.tuner import measure_configs, tune, versions
     from autosched.workloads import Hgemm
@@ -623,8 +622,10 @@ def parse_split(text: str | None) -> dict | None:
         name, _, share = part.partition("=")
         name = name.strip()
         fam = name if name.startswith("hgemm_") else f"hgemm_{name}"
-        if fam not in SPLIT:
-            raise ValueError(f"unknown template {name!r} in the split; there are {', '.join(SPLIT)}")
+        try:
+            template_named(fam)
+        except ValueError:
+            raise ValueError(f"unknown template {name!r} in the split; there are {', '.join(SPLIT)}") from None
         v = float(share)
         if not (v >= 0 and math.isfinite(v)):
             raise ValueError(f"a template's share must be >= 0, got {share!r}")

@@ -89,7 +89,7 @@ def decode_row(torch, model: str, cfg, weights, fmt: str, db, phase: str, steps:
 def run(phases=PHASES, budget_min: float = 5.0, out_dir="bench/results", merge=None, log=print) -> Path:
     import torch
 
-    from autosched import api
+    from autosched import api, model_tuning
     from autosched.benchmarks.common import write_results
     from autosched.database import Database
     from autosched.device import query
@@ -130,7 +130,7 @@ def run(phases=PHASES, budget_min: float = 5.0, out_dir="bench/results", merge=N
         if "tune" in phases:
             tuned_db.unlink(missing_ok=True)
             t0 = time.perf_counter()
-            res = api.tune_model(MODEL_1B, formats=FORMATS_1B, budget_min=budget_min, runner="gpu", db=str(tuned_db))
+            res = model_tuning.tune_model(MODEL_1B, formats=FORMATS_1B, budget_min=budget_min, runner="gpu", db=str(tuned_db))
             seconds = time.perf_counter() - t0
             extra["tune"] = {"seconds": seconds, "budget_min": budget_min, "runner": res.runner,
                              "shapes": [{"workload": r.shape.workload.key, "format": r.shape.fmt, "kernels": r.shape.names,

@@ -26,7 +26,9 @@ import math
 import numpy as np
 
 from autosched.dynamic.measurer import MicroKernel
-from autosched.dynamic.sketch import SCH, STR, SWP, WG_FAMILIES, WGS, threads_of, tile_of, unroll_of
+from autosched.dynamic.measurer import compile_report
+from autosched.dynamic.sketch import tile_of
+from autosched.templates.micro_kernels import micro_kernel
 
 
 def tiles(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
@@ -37,11 +39,6 @@ def tiles(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
 def work_units(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
     """What the grid runs: tiles, each cut in split_k K slices where the config splits K."""
     return tiles(config, M, N, family) * config.get("split_k", 1)
-
-
-# the template feature: 0 mma.sync tiles, 1 wgmma's (hgemm_wgmma, its split-K, its schedules), 2 the weight
-# stream, 3 wgmma with the roles swapped
-TEMPLATE_CODE = {"hgemm_dyn": 0.0, "hgemm_wgmma": 1.0, "hgemm_wgmma_splitk": 1.0, STR: 2.0, SWP: 3.0, SCH: 1.0}
 
 
 def wave_model_us(t1: float, t2: float, bps: int, sm_count: int, T: int) -> float:
@@ -63,7 +60,7 @@ def wave_model_us_many(t1: float, t2: float, bps: int, sm_count: int, T) -> np.n
 def _quiet_sklearn():
     """sklearn's per-call checks (parameter validation, finiteness) off: the search fits and queries
     its models hundreds of times on a few dozen rows, where those checks were most of a dynamic run's
-    search time (2026-11-26: 0.9 s of it); the inputs are our own finite feature arrays."""
+    search time; the inputs are our own finite feature arrays."""
     import sklearn
     return sklearn.config_context(assume_finite=True, skip_parameter_validation=True)
 
@@ -71,19 +68,20 @@ def _quiet_sklearn():
 def features(mk: MicroKernel, M: int, N: int, sm_count: int) -> list[float]:
     """Waves (of work units), the last wave's fill, padding waste in M and N, occupancy, threads,
     unroll, local padding, tile sizes, M, log2 split_k (0 where K is not split) and, last, the
-    template (TEMPLATE_CODE: wgmma's tiles pad in TMA's zero fill, as local_pad 1 does, and their
+    template (its template_code: wgmma's tiles pad in TMA's zero fill, as local_pad 1 does, and their
     persistent loop walks the waves inside one launch; the stream's zero-filled ring pads too)."""
     c, bps = mk.config, max(1, mk.report.blocks_per_sm)
     fam = getattr(mk, "family", "hgemm_dyn")
-    bm, bn = tile_of(fam, c)
+    t = micro_kernel(fam)
+    bm, bn = t.tile(c)
     T = work_units(c, M, N, fam)
     wave = bps * sm_count
     rem = T % wave
     return [math.log2(T / wave + 1e-9) if T else 0.0, (rem / wave) if rem else 1.0,
             1.0 - M / (-(-M // bm) * bm), 1.0 - N / (-(-N // bn) * bn),
-            float(bps), math.log2(threads_of(fam, c)), math.log2(unroll_of(fam, c)),
+            float(bps), math.log2(t.threads(c)), math.log2(t.unroll(c)),
             float(c.get("local_pad", 1)), math.log2(bm), math.log2(bn), math.log2(M), math.log2(c.get("split_k", 1)),
-            TEMPLATE_CODE.get(fam, 0.0)]
+            t.template_code]
 
 
 class MicroKernelCostModel:
@@ -156,12 +154,9 @@ class ProbeModel:
     """Predicts an unmeasured config's probes (t1, t2) and blocks per SM, for search: one model per
     template (family), fitted on that template's measured micro-kernels."""
 
-    # the roofline guess before a family has 8 measurements: an SM's tensor-core rate and the tile's
-    # arithmetic intensity at which it is reached (mma.sync ~4 TFLOP/s an SM at intensity 48; wgmma
-    # ~7 at 85, the 128 x 256 tile's; split-K's work unit is a wgmma tile over K / split_k, plus its
-    # partials written and summed, PARTIAL_BW bytes/s an SM's share of the memory bandwidth)
-    ROOF = {"hgemm_dyn": (4e12, 48.0), "hgemm_wgmma": (7e12, 85.0), "hgemm_wgmma_splitk": (7e12, 85.0),
-            STR: (4e12, 48.0), SWP: (7e12, 85.0), SCH: (7e12, 85.0)}
+    # the roofline guess before a family has 8 measurements: its template's `roof` (an SM's tensor-core
+    # rate and the tile intensity reaching it); split-K's work unit is a tile over K / split_k, plus its
+    # partials written and summed, PARTIAL_BW bytes/s an SM's share of the memory bandwidth
     PARTIAL_BW = 3.0e12 / 132
 
     def __init__(self, dw, device, template):
@@ -172,23 +167,7 @@ class ProbeModel:
         self._models: dict = {}
 
     def _x(self, c: dict, family: str = "hgemm_dyn") -> list[float]:
-        if family == STR:
-            return [math.log2(c[k]) for k in ("rw", "wn", "wk", "mt", "kw", "stages", "split_k")] + [
-                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
-        if family == SCH:
-            return [math.log2(c[k]) for k in ("bm", "bn", "swizzle", "stages", "group")] + [
-                float(c["schedule"] == "pingpong"), float(c["epi_boxes"]),
-                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
-        if family == SWP:
-            return [math.log2(c[k]) for k in ("bw", "bt", "swizzle", "stages", "split_k")] + [
-                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))]
-        if family in WG_FAMILIES:
-            return [math.log2(c[k]) for k in ("bm", "bn", "consumers", "swizzle", "stages", "group")] + [
-                math.log2(threads_of(family, c)), math.log2(unroll_of(family, c))] + (
-                [math.log2(c["split_k"])] if family == WGS else [])
-        d = self.templates[family].derived_features(c, {**self.dw.largest.params}, self.device)
-        return [math.log2(c[k] + 1) for k in ("bm", "bn", "wm", "wn", "bk", "stages", "pad", "local_pad")] + [
-            math.log2(d["threads"]), math.log2(d["unroll"]), float(d["blocks_per_sm"])]
+        return self.templates[family].probe_features(c, self.dw.largest, self.device)
 
     def fit(self, measured: list[MicroKernel]) -> None:
         from sklearn.ensemble import GradientBoostingRegressor
@@ -209,7 +188,6 @@ class ProbeModel:
 
     def guess_many(self, pairs) -> list[MicroKernel]:
         """guess() of each (family, config), the fitted models queried once per family."""
-        from autosched.dynamic.measurer import compile_report
         pairs = list(pairs)
         out: list[MicroKernel] = []
         reports = [compile_report(self.templates[f], c, self.dw.largest, self.device) for f, c in pairs]
@@ -231,7 +209,7 @@ class ProbeModel:
             if i in predicted:
                 t1, t2 = predicted[i]
             else:
-                peak, ai_full = self.ROOF[family]
+                peak, ai_full = self.templates[family].roof
                 bm, bn = tile_of(family, c)
                 ai = bm * bn / (bm + bn)
                 sk = c.get("split_k", 1)

@@ -23,11 +23,12 @@ from pathlib import Path
 from autosched.cuda_export import encode_map_call
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.dynamic.dispatch import c_dispatch_source
-from autosched.dynamic.sketch import tile_of
+from autosched.dynamic.tune import DynamicResult
 from autosched.templates.base import kernel_sources
-from autosched.templates.gemm_tiles import threads
-from autosched.templates.hgemm_dyn import name_expression, unroll
-from autosched.templates.hgemm_mma import smem_bytes
+from autosched.templates.hgemm_wgmma import a_box_rows
+from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
+from autosched.templates.micro_kernels import counter_region, micro_kernel
+from autosched.workloads import Hgemm
 
 
 def artifact_path(db_path, key: str, device_key: str) -> Path:
@@ -47,7 +48,6 @@ def save_result(result, db_path) -> Path:
 
 
 def load_result(db_path, key: str, device_key: str):
-    from autosched.dynamic.tune import DynamicResult
     p = artifact_path(db_path, key, device_key)
     return DynamicResult.from_json(json.loads(p.read_text())) if p.exists() else None
 
@@ -55,13 +55,6 @@ def load_result(db_path, key: str, device_key: str):
 def c_name(result) -> str:
     dw = result.workload
     return f"autosched_hgemm_dyn_{dw.N}x{dw.K}_{dw.layout}"
-
-
-# micro-kernel families whose launch the .cu writes besides hgemm_dyn's: those that walk a persistent grid
-# over TMA maps of A, B and C (the wgmma family), and hgemm_stream (plain pointers, a 3-d grid)
-TMA_EXPORTED = ("hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_wgmma_swap", "hgemm_wgmma_sched")
-STREAM = "hgemm_stream"
-SWAP = "hgemm_wgmma_swap"
 
 
 def export_cu(result, out, device) -> Path:
@@ -80,38 +73,22 @@ def export_cu(result, out, device) -> Path:
     hgemm_dyn is exported for B stored (N, K) (layout nt) and FP16, as HgemmDispatch serves them."""
     dw = result.workload
     fams = [getattr(k, "family", "hgemm_dyn") for k in result.kernels]
-    other = [i for i, f in enumerate(fams) if f != "hgemm_dyn"]
+    ts = [micro_kernel(f) for f in fams]
+    other = [i for i, t in enumerate(ts) if not t.exports_every_layout]
     if other and dw.layout != "nt":
         raise ValueError(f"export_cu: micro-kernels {other} of {dw.key} are {' and '.join(sorted({fams[i] for i in other}))}, "
                          f"exported for B stored (N, K) (layout nt) only, and this result is layout {dw.layout}")
     if other and dw.dtype != "fp16":
         raise ValueError(f"export_cu: {dw.key} is {dw.dtype}; the standalone .cu's launcher takes half pointers")
-    unknown = sorted({f for f in fams if f not in ("hgemm_dyn", STREAM, *TMA_EXPORTED)})
-    if unknown:
-        raise ValueError(f"export_cu: the standalone .cu does not write launchers of {', '.join(unknown)} micro-kernels; "
-                         "serve this result from its JSON artifact (autosched.ops.HgemmDispatch)")
     name = c_name(result)
     b_col = int(dw.layout == "nt")
     layout = _workspace_layout(result, fams)
-    tma = any(f in TMA_EXPORTED for f in fams)
-    cases = []
-    for i, k in enumerate(result.kernels):
-        c = k.config
-        if fams[i] != "hgemm_dyn":
-            cases.append(_served_case(i, fams[i], c, dw, device, layout))
-            continue
-        values = {"B_COL": b_col, "BM": c["bm"], "BN": c["bn"], "BK": c["bk"], "WM": c["wm"], "WN": c["wn"],
-                  "STAGES": c["stages"], "PAD": c["pad"], "LOCAL_PAD": c["local_pad"], "UNROLL": unroll(c)}
-        expr = name_expression(values)
-        smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], b_col)
-        cases.append(f"    case {i}: {{   // {json.dumps(c, sort_keys=True)}\n{_optin(expr, smem)}"
-                     f"      {expr}<<<dim3({-(-dw.N // c['bn'])}, (M + {c['bm'] - 1}) / {c['bm']}, 1), "
-                     f"dim3({threads(c['bm'], c['bn'], c['wm'], c['wn'])}, 1, 1), {smem}, stream>>>"
-                     f"(A, B, C, M, {dw.N}, {dw.K});\n      break;\n    }}")
+    tma = any(t.tma for t in ts)
+    cases = [_served_case(i, fams[i], k.config, dw, device, layout) for i, k in enumerate(result.kernels)]
     build = "-gencode arch=compute_90a,code=sm_90a" if tma else f"-arch={device.arch}"   # wgmma needs sm_90a
     ver = "\n".join(f"//   M = {v['M']}: kernel {v['kernel']}, predicted {v['predicted_us']:.2f} us, measured "
                     f"{v['measured_us']:.2f} us" for v in result.verification)
-    headers = ["hgemm_dyn.cuh"] + [_header(f) for f in dict.fromkeys(fams) if f != "hgemm_dyn"] + (
+    headers = ["hgemm_dyn.cuh"] + [micro_kernel(f).header for f in dict.fromkeys(fams)] + (
         ["tensormap_host.cuh"] if tma else [])
     sources = kernel_sources(headers).replace("#pragma once", "// (was: #pragma once)")
     text = f"""// Exported by autosched: {dw.key} ({dw.range_str}), dynamic tuning (DietCode)
@@ -161,26 +138,14 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, void
     return out
 
 
-def _header(family: str) -> str:
-    from autosched.templates.dynamic_switches import dynamic_templates
-    return dynamic_templates()[family].header
-
-
-def _served(family: str):
-    from autosched.templates.dynamic_switches import dynamic_templates
-    return dynamic_templates()[family]()
-
-
 def _workspace_layout(result, fams) -> dict:
     """{"region": where every launch's counters end (ops.HgemmDispatch's counter_region at the range's
     top), "bytes": what the launches of M in the range need at most}: 0 and 0 without split-K."""
-    from autosched.ops.hgemm import counter_region, reads_workspace
-    from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
     dw = result.workload
-    split = {i for i, (f, k) in enumerate(zip(fams, result.kernels)) if reads_workspace(f, k.config)}
+    split = {i for i, (f, k) in enumerate(zip(fams, result.kernels)) if micro_kernel(f).reads_workspace(k.config)}
     if not split:
         return {"region": 0, "bytes": 0, "kernels": split}
-    tile = {i: tile_of(fams[i], result.kernels[i].config) for i in split}
+    tile = {i: micro_kernel(fams[i]).tile(result.kernels[i].config) for i in split}
     region = counter_region(dw.N, dw.hi, ((f, k.config) for f, k in zip(fams, result.kernels)))
     need = 0
     for m in range(dw.lo, dw.hi + 1):
@@ -194,23 +159,17 @@ def _served_case(i: int, family: str, c: dict, dw, device, layout: dict) -> str:
     """The launcher's case for micro-kernel i of `family`, launched as ops.HgemmDispatch launches it: its
     arguments in the order its template renders them (TMA maps encoded over A, B and C at each call,
     as the template describes them at M, checked here at Ms across the range; the workspace at its
-    offset in the shared layout), its grid as the template's rule at M."""
-    from autosched.workloads import Hgemm
-    t = _served(family)
+    offset in the shared layout), its grid as the template's rule at M (its c_grid, checked against its
+    grid at Ms across the range)."""
+    t = micro_kernel(family)
     N, K = dw.N, dw.K
+    b_col = int(dw.layout == "nt")
     probe = sorted({m for m in (dw.lo, dw.hi, 1, 7, 15, 16, 17, 63, 64, 65, 127, 128, 129, 300) if dw.lo <= m <= dw.hi})
-    specs = {m: t.render(Hgemm(m, N, K, b_col=1), c, device) for m in probe}
+    specs = {m: t.render(Hgemm(m, N, K, b_col=b_col), c, device) for m in probe}
     spec = specs[dw.hi]
-    rows, cols = tile_of(family, c)
+    rows, cols = t.tile(c)
     sk = c.get("split_k", 1)
-    if family == STREAM:
-        grid = (f"dim3({-(-N // cols)}, {sk}, (M + {rows - 1}) / {rows})",
-                lambda m: (-(-N // cols), sk, -(-m // rows)))
-    elif family == SWAP and c["reduce"] == "cluster":      # every work unit: a tile's slices are one cluster
-        grid = ("dim3(units, 1, 1)", lambda m: (-(-m // rows) * -(-N // cols) * sk, 1, 1))
-    else:
-        grid = (f"dim3(units < {device.sm_count} ? units : {device.sm_count}, 1, 1)",
-                lambda m: (min(-(-m // rows) * -(-N // cols) * sk, device.sm_count), 1, 1))
+    c_grid = t.c_grid(c, N, device.sm_count)
     lines, names = [], []
     for a in spec.args:
         if a.role == "tensormap":
@@ -226,7 +185,7 @@ def _served_case(i: int, family: str, c: dict, dw, device, layout: dict) -> str:
                              "exporter does not write (please report it)")
     for m, sp in specs.items():          # what the case writes is what the template renders, whatever M
         if (sp.name_expression, sp.block, sp.smem_bytes) != (spec.name_expression, spec.block, spec.smem_bytes) or \
-                sp.grid != grid[1](m) or sp.cluster is not None:
+                sp.grid != t.grid(m, N, c, device.sm_count) or sp.cluster is not None:
             raise ValueError(f"export_cu: {family} micro-kernel {i} {c} of {dw.key} launches at M = {m} in a way "
                              "this exporter does not write (please report it)")
     if i in layout["kernels"]:
@@ -237,11 +196,11 @@ def _served_case(i: int, family: str, c: dict, dw, device, layout: dict) -> str:
                   f"      unsigned char* ws = (unsigned char*)workspace + {layout['region']} - (tiles * 4 + 255) / 256 * 256;"]
     elif any(a.role == "workspace" for a in spec.args):
         lines.insert(0, "      unsigned char* ws = nullptr;   // K not split: the kernel never reads it")
-    if family != STREAM:
+    if "units" in c_grid:
         lines.append(f"      const long long units = (long long)((M + {rows - 1}) / {rows}) * {-(-N // cols)} * {sk};")
     body = "".join(f"{x}\n" for x in lines)
     return (f"    case {i}: {{   // {family} {json.dumps(c, sort_keys=True)}\n{_optin(spec.name_expression, spec.smem_bytes)}"
-            f"{body}      {spec.name_expression}<<<{grid[0]}, dim3({spec.block[0]}, 1, 1), {spec.smem_bytes}, stream>>>"
+            f"{body}      {spec.name_expression}<<<{c_grid}, dim3({spec.block[0]}, 1, 1), {spec.smem_bytes}, stream>>>"
             f"({', '.join(names)});\n      break;\n    }}")
 
 
@@ -249,8 +208,6 @@ def _map_lines(i: int, which: str, t, c: dict, dw, probe, lines: list) -> str:
     """Declares and encodes micro-kernel i's TMA map of `which` (A, B or C) into `lines`; its name.  A
     and C span M rows, B N; a box's outer extent is fixed, or follows M as hgemm_wgmma's A box does
     (a_box_rows: M rounded up to 16 below BM), which the maps at every M of `probe` must show."""
-    from autosched.templates.hgemm_wgmma import a_box_rows
-    from autosched.workloads import Hgemm
     var = {"A": "ma", "B": "mb", "C": "mc"}[which]
     k = "ABC".index(which)
     N, K = dw.N, dw.K

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autosched import knobs
 from autosched.api import AutoschedError, _database
 
 DYNAMIC_RUNNERS = ("auto", "gpu", "synthetic")
@@ -69,13 +70,10 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     written to the database `db`, the selected ones verified on every instance, and the result (the
     kernels, the tree, the verification) saved as JSON beside the database.  build: compile every
     micro-kernel with NVRTC for its register count even where the runner needs no binary.
-    templates: the micro-kernel templates sampled (templates/dynamic_switches.dynamic_templates:
-    "hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap",
-    "hgemm_wgmma_sched"); default (dynamic_switches.default_families) hgemm_dyn, plus hgemm_wgmma and
-    its variants on an sm_90 GPU while ops.hgemm.WGMMA_IN_AUTO is on, each switched family while its
-    switch is on (DYN_SPLIT_K_VERIFIED, DYN_STREAM_VERIFIED, SWAP_VERIFIED, DYN_SCHED_VERIFIED and their
-    AUTOSCHED_ variables), hgemm_stream and hgemm_wgmma_swap for layout nt only; asking for a switched
-    family by name needs its switch too (a result holding wgmma kernels is served by the wgmma
+    templates: the micro-kernel templates sampled (templates/micro_kernels.MICRO_KERNELS, by family);
+    default (micro_kernels.default_families) those not on wgmma, plus those on it on an sm_90 GPU
+    while knobs.WGMMA_IN_AUTO is on, each switched one while its switch (autosched/knobs.py) is on,
+    those reading layout nt only for nt; asking for a switched family by name needs its switch too (a result holding wgmma kernels is served by the wgmma
     backend only; the .cu export launches every family for FP16 nt, hgemm_dyn's elsewhere).
     row_probe: also time each micro-kernel on one row of tiles over all of N (on by default: the
     small-M predictions it bounds were 31-39% too fast without it on an H100)."""
@@ -87,27 +85,26 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     for label, v in (("rounds", rounds), ("per_round", per_round), ("max_kernels", max_kernels)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
-    from autosched.templates.dynamic_switches import default_families, dynamic_switches, dynamic_templates
     from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+    from autosched.templates.micro_kernels import default_families, dynamic_templates, refusal, switched_off
     known = dynamic_templates()
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
         bad = [t for t in templates if t not in known]
         if bad or not templates:
             raise AutoschedError(f"templates must be among {', '.join(known)}, got {templates!r}")
-        for fam, switch in dynamic_switches().items():
+        for fam in templates:
             # asked for by name while off, its kernels would be tuned into an artifact that
             # ops.HgemmDispatch then refuses to serve
-            if fam in templates and not switch.enabled():
-                raise AutoschedError(switch.refusal(fam))
+            if switched_off(known[fam]):
+                raise AutoschedError(refusal(known[fam]))
     r, note = open_dynamic_runner(runner)
     if r.name == "synthetic":
         db = modelled_db(db)
         note += f"; modelled rows are kept apart from measured ones, in {db}"
     with r, _database(db) as database:
         if templates is None:
-            from autosched.ops.hgemm import wgmma_in_auto
-            wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and wgmma_in_auto()
+            wg_ok = HgemmWgmmaDynTemplate().device_refuses(r.device_info) is None and knobs.WGMMA_IN_AUTO.enabled()
             names = default_families(wg_ok, dw.layout)
         else:
             names = templates

@@ -15,8 +15,8 @@ factorizations the widest b (closest to the real N) is taken.
 The row probe (optional, `row_probe=True`): the micro-kernel on the range's smallest real shape, one
 row of tiles over the whole N (M = BM, N' = N).  The grid probes lay their tiles out as widely as the
 grid divides, which for few columns of tiles means two or three rows of them over part of W: in the
-memory-bound regime of a small M they read less of W than an instance does (on the H200, 2026-11-26,
-a 64x64 split-K kernel probed at 20.1 us took 24-27 us at M = 1..64).  The cost model takes no
+memory-bound regime of a small M they read less of W than an instance does, and time faster than it
+(bench/results/checks/dynamic-row-probe-quick-*-2026-11-26.json).  The cost model takes no
 partial wave faster than it (cost_model.MicroKernelCostModel.analytic_us).
 
 A split-K micro-kernel (hgemm_wgmma_splitk) runs work units, (tile, K slice), on its persistent grid:
@@ -33,12 +33,11 @@ from concurrent.futures import as_completed
 import dataclasses
 from dataclasses import dataclass
 
-from autosched.dynamic.sketch import SCH, STR, SWP, WG_FAMILIES, tile_of
+from autosched.dynamic.sketch import tile_of
 from autosched.measure.result import Measurement
 from autosched.space import config_hash
-from autosched.templates.gemm_tiles import threads
-from autosched.templates.hgemm_dyn import blocks_per_sm, launch_bounds_registers
-from autosched.templates.hgemm_mma import registers_needed, smem_bytes
+from autosched.templates.hgemm_dyn import blocks_per_sm
+from autosched.workloads import Hgemm
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class MicroKernel:
     probes: dict                # grid (blocks) -> median us; two entries when measured
     error: str = ""
     row_us: float | None = None # the row probe's median (M = BM, N' = N), where it was taken
-    family: str = "hgemm_dyn"   # the template: hgemm_dyn, hgemm_wgmma, hgemm_wgmma_splitk or hgemm_stream (a sketch dimension)
+    family: str = "hgemm_dyn"   # the template (a sketch dimension: templates/micro_kernels.py)
 
     @property
     def ok(self) -> bool:
@@ -84,21 +83,6 @@ class MicroKernel:
                    d.get("error", ""), d.get("row_us"), d.get("family", "hgemm_dyn"))
 
 
-def swap_registers(config: dict) -> int:
-    """Registers a thread of an hgemm_wgmma_swap block holds, estimated: its accumulators + ~64 (ptxas,
-    2026-11-27: 30 at 64 x 8, 147 at 64 x 128, 216 at 128 x 128)."""
-    return min(255, (config["bw"] // 64) * config["bt"] // 2 + 64)
-
-
-def wgmma_registers(config: dict) -> int:
-    """Registers a thread of an hgemm_wgmma block holds at entry, estimated: two consumers take 232
-    by setmaxnreg, the block enters at 65536 / 384 = 168; one consumer: its accumulators + ~64."""
-    c = config
-    if c["consumers"] == 2:
-        return 168
-    return min(255, (c["bm"] // 64) * c["bn"] // 2 + 64)
-
-
 def _ptxas(built, regs: int, spills: int, smem: int) -> tuple[int, int, int, str]:
     """(registers, spills, shared memory, source): ptxas's where the build succeeded (its static
     shared memory added to the dynamic), else the estimates given."""
@@ -111,34 +95,18 @@ def _ptxas(built, regs: int, spills: int, smem: int) -> tuple[int, int, int, str
 
 def compile_report(template, config: dict, workload, device, builder=None, built=None) -> CompileReport:
     """Threads, registers (ptxas with a builder, else estimated), shared memory and blocks an SM
-    holds.  hgemm_wgmma is persistent (its grid at most #SMs, one CTA an SM by launch bounds): one
-    block an SM whatever the resources would admit.  `built`: the binary's Future when the caller
-    submitted the build already (so that many configs compile side by side)."""
-    c = config
+    holds (the template's estimates: its `resources`).  A persistent template (its grid at most #SMs,
+    one CTA an SM by launch bounds) holds one block an SM whatever the resources would admit.
+    `built`: the binary's Future when the caller submitted the build already (so that many configs
+    compile side by side)."""
     if built is None and builder is not None:
         built = builder.submit(template.render(workload, config, device))
-    if template.family == STR:
-        from autosched.templates.hgemm_stream import registers_needed as stream_regs
-        from autosched.templates.hgemm_stream import smem_bytes as stream_smem
-        from autosched.templates.hgemm_stream import threads as stream_threads
-        t = stream_threads(c["wn"], c["wk"])
-        smem = stream_smem(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])
-        regs, spills, smem, source = _ptxas(built, min(255, stream_regs(c["rw"], c["mt"])), 0, smem)
-        return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
-    if template.family in (*WG_FAMILIES, SCH, SWP):
-        # persistent: one CTA an SM if its block fits, whatever more the resources would admit
-        t, smem = template.threads(c), template.smem(c)
-        regs = swap_registers(c) if template.family == SWP else wgmma_registers(c if template.family != SCH
-                                                                                else {"consumers": 2})
-        regs, spills, smem, source = _ptxas(built, regs, 0, smem)
-        fits = (smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block)
+    t, regs, spills, smem = template.resources(config, workload, device)
+    regs, spills, smem, source = _ptxas(built, regs, spills, smem)
+    if template.persistent:
+        # one CTA an SM if its block fits, whatever more the resources would admit
+        fits = smem <= min(device.smem_per_block_optin, device.smem_per_sm) and regs * t <= device.regs_per_block
         return CompileReport(t, regs, smem, spills, int(fits), source)
-    t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
-    smem = smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)
-    # estimated: what the tiles need, as ptxas caps it under the kernel's __launch_bounds__ (the rest spills)
-    need = registers_needed(c["wm"], c["wn"])
-    regs = min(need, launch_bounds_registers(t, device))
-    regs, spills, smem, source = _ptxas(built, regs, need - regs, smem)
     return CompileReport(t, regs, smem, spills, blocks_per_sm(t, regs, smem, device), source)
 
 
@@ -153,7 +121,6 @@ def probe_shape(config: dict, grid: int, N: int, family: str = "hgemm_dyn") -> t
 def probe_workloads(config: dict, report: CompileReport, dw, device, family: str = "hgemm_dyn") -> dict:
     """grid -> the concrete workload of its probe (grid #SMs and blocks_per_sm x #SMs; of a split-K
     micro-kernel in work units, its instance holding grid // split_k tiles)."""
-    from autosched.workloads import Hgemm
     out = {}
     split = config.get("split_k", 1)
     for g in sorted({device.sm_count, max(1, report.blocks_per_sm) * device.sm_count}):
@@ -167,7 +134,6 @@ ROW = 0        # the row probe's tag among a micro-kernel's probes in flight (no
 
 def row_workload(config: dict, dw, family: str):
     """The row probe's instance: one row of tiles (M = BM rows) over the whole N."""
-    from autosched.workloads import Hgemm
     return Hgemm.from_shape(f"{tile_of(family, config)[0]}x{dw.N}x{dw.K}", layout=dw.layout, dtype=dw.dtype)
 
 

@@ -33,7 +33,9 @@ from autosched.dynamic import sketch
 from autosched.dynamic.cost_model import MicroKernelCostModel, ProbeModel
 from autosched.dynamic.dispatch import Dispatcher, fit_tree, tree_nodes
 from autosched.dynamic.measurer import MicroKernel, measure_pairs
+from autosched.dynamic.workload import DynamicWorkload
 from autosched.space import config_hash
+from autosched.tuner import versions
 
 TOLERANCE = 0.10
 MAX_TREE_POINTS = 4096
@@ -73,7 +75,6 @@ class DynamicResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "DynamicResult":
-        from autosched.dynamic.workload import DynamicWorkload
         return cls(DynamicWorkload.from_json(d["workload"]), d["device_key"], d["runner"], d["template"],
                    d["build"], [MicroKernel.from_json(k) for k in d["kernels"]], d["measured"], d["verification"],
                    Dispatcher.from_json(d["dispatcher"]), d.get("elapsed_s", 0.0), d.get("measurements", 0),
@@ -162,10 +163,9 @@ def reselect(verification, assign, pred, measure, kernels, insts, obs, tolerance
     run (`pred`: the model corrected by the verification's measurements) is measured with that kernel
     too (`measure`: {instance index: Measurement} of (index, kernel) pairs), and served by whichever
     measured faster: its verification row then names the kernel served, with the first one's figures
-    under "replaced".  So a kernel the model got wrong at an instance (on the H100, 2026-11-26: the
-    64 x 64 kernel at M = 65 of 4096 x 11008, a second tile row of one valid row, predicted 48 us,
-    measured 65, while a split-K kernel served M = 64 in 47) does not stay the label of that instance,
-    which the tree weighs heavily, unless nothing measured beats it.  Updates `verification`, `assign`
+    under "replaced".  So a kernel the model got wrong at an instance (a second tile row of one valid
+    row predicted far faster than it ran) does not stay the label of that instance, which the tree
+    weighs heavily, unless nothing measured beats it.  Updates `verification`, `assign`
     and `obs` in place; returns the measurements made."""
     tries = {}
     for j, v in enumerate(verification):
@@ -198,9 +198,8 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     `seeds`: measure the templates' rule-based ladder configs first (besides the sampled sketches)
     and select no instance slower than its ladder's kernel predicts.
     `row_probe`: each micro-kernel probed on the range's smallest real shape too (measurer.py), which
-    bounds the cost model's partial waves from below.  On by default since the quick bench on the
-    H100 (2026-11-26): the small-M predictions of 4096 x 4096 went from 31-39% too fast to within 3%,
-    and the kernels then picked for M = 1..16 ran at 21.2-21.7 us instead of 23.3-26.7."""
+    bounds the cost model's partial waves from below; on by default, since without it the small-M
+    predictions were a third too fast (bench/results/checks/dynamic-row-probe-quick-*-2026-11-26.json)."""
     t0 = time.perf_counter()
     device = runner.device_info
     templates = list(template) if isinstance(template, (list, tuple)) else [template]
@@ -211,7 +210,6 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     insts, weights = list(dw.instances), np.asarray(dw.weights)
     model = MicroKernelCostModel(dw, device)
     probe_model = ProbeModel(dw, device, templates)
-    from autosched.tuner import versions
     vers = versions(runner.name)
     calls = 0
 
@@ -233,8 +231,8 @@ def tune_dynamic(dw, template, runner, db=None, *, rounds: int = 4, per_round: i
     def prebuild(pairs) -> None:
         """Submit the builds of (family, config) pairs ahead of their probes (the seeds' start while
         the first round's search runs).  The next round's likely picks are not built ahead: the
-        refitted ranking kept about one of twelve of them (synthetic runner, 2026-11-26), and their
-        compiles took cores from the GPU worker's launches and this round's builds."""
+        refitted ranking keeps few of them, and their compiles would take cores from the GPU worker's
+        launches and this round's builds."""
         if builder is not None:
             for fam, cfg in pairs:
                 builder.submit(by_family[fam].render(dw.largest, cfg, device))

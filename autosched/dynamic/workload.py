@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from autosched.registry import family
+from autosched.workloads import Hgemm
 from autosched.workloads.base import WorkloadError
 
 # Llama-2-7B's fused qkv, gate+up and down projections (Y = X W^T: B stored (N, K)) and BERT-base's
@@ -40,7 +42,6 @@ class DynamicWorkload:
               layout: str | None = None, dtype: str | None = None) -> "DynamicWorkload":
         """`shape` is the family's shape with the symbol M for its first dimension ("Mx4096x4096_bt");
         `m_range` (lo, hi) or "lo:hi"; instances default to `default_instances`; weights to uniform."""
-        from autosched.registry import family
         try:
             fam = family(op)
         except ValueError as e:
@@ -87,7 +88,6 @@ class DynamicWorkload:
         m = _int("M", m)
         if not (self.lo <= m <= self.hi and m % self.step == 0):
             raise WorkloadError(f"M={m} is outside {self.range_str}")
-        from autosched.workloads import Hgemm
         return Hgemm.from_shape(f"{m}x{self.N}x{self.K}", layout=self.layout, dtype=self.dtype)
 
     @property

@@ -786,7 +786,7 @@ def untuned_note(untuned: list[str], model: str | None, fmt: str) -> str:
     """What to tell a user whose engine serves untuned shapes, with the command that tunes them."""
     if not untuned:
         return ""
-    from autosched.model_tuning import command
+    from autosched.tune_command import command
     return (f"untuned on this GPU ({fmt}): {', '.join(untuned)} (a predicted or default config); tune them with "
             f"`{command(model or 'MODEL', [fmt])}`")
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from autosched.engine.engine import matmul_shapes
-from autosched.switches import env_switch
+from autosched.knobs import env_switch
 from autosched.templates import prefill as pk
 
 PREFILL_FORMATS = ("fp16", "int8", "q4f16_1")

@@ -37,6 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
+from autosched import knobs
 from autosched.device import DeviceInfo
 from autosched.measure.result import Measurement, Status
 from autosched.measure.runner import Runner
@@ -263,7 +264,7 @@ def import_recording(db, recording: Recording) -> int:
 def shipped_recordings() -> list[Path]:
     """Recordings in the folders of $AUTOSCHED_RECORDINGS (':'-separated), then those that ship
     inside the package (autosched/data/recordings/*.json.gz)."""
-    dirs = [Path(d) for d in os.environ.get("AUTOSCHED_RECORDINGS", "").split(os.pathsep) if d]
+    dirs = [Path(d) for d in knobs.RECORDINGS.get().split(os.pathsep) if d]
     dirs.append(Path(str(resources.files("autosched.data").joinpath("recordings"))))
     out = []
     for d in dirs:

@@ -22,10 +22,10 @@ measurement, at a few million outputs, became one small launch.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
+from autosched import knobs
 from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
 
 TILE = 64           # kernels/reference_gemm.cuh: outputs a block along each side
@@ -52,7 +52,7 @@ def reference_spec(M: int, N: int, K: int, arch: str) -> KernelSpec:
 
 
 def host_reference_forced() -> bool:
-    return os.environ.get("AUTOSCHED_HOST_REFERENCE", "") not in ("", "0")
+    return knobs.HOST_REFERENCE.enabled()
 
 
 def load_utility(spec):

@@ -27,6 +27,7 @@ import traceback
 import numpy as np
 
 from autosched import layouts
+from autosched import knobs
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.measure.protocol import Protocol, Timer
 from autosched.measure.reference_gpu import CHECK_KINDS
@@ -359,7 +360,7 @@ def worker_main(device_id: int, conn, protocol: Protocol) -> None:
     """Serve requests until told to stop: ("prepare", key), ("measure", spec, binary[, screen_over_us]),
     ("forget",).  With AUTOSCHED_WORKER_PROFILE=DIR in the environment, the worker runs under cProfile
     and leaves DIR/worker-gpu<id>-<pid>.prof when it stops (where a measurement's time goes)."""
-    prof_dir = os.environ.get("AUTOSCHED_WORKER_PROFILE")
+    prof_dir = knobs.WORKER_PROFILE.get()
     if not prof_dir:
         return _serve(device_id, conn, protocol)
     import cProfile

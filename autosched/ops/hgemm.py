@@ -16,30 +16,14 @@ Backends (`backend=`):
     kernel) on first sight and keeps its 128 bytes, passed by value at each launch; the prefill
     reuses the same scratch buffers and weights, so after the first prompt of a length every call
     hits the cache.
-    Split-K micro-kernels (hgemm_wgmma_splitk, a dynamic tuning result's only, never the ladder's)
-    are served while templates/hgemm_wgmma_splitk.py's dynamic switch is on (DYN_SPLIT_K_VERIFIED,
-    AUTOSCHED_DYN_SPLIT_K); off, an artifact holding one is not served (the ladder serves every M).
-    Their workspace (FP32 partials + tile counters) follows M: WorkspaceCache keeps one buffer per
-    stream, grown (and zeroed) only when a call's M needs more than any before; the counters sit at
-    a fixed place in it (dynamic_workspace) so that launches of any M leave them zeroed for the next.
-  * Either backend serves a result's hgemm_stream micro-kernels (mma.sync, plain pointers, fp16 and
-    bf16, the same counters-then-partials workspace) while templates/hgemm_stream.py's dynamic switch
-    is on (DYN_STREAM_VERIFIED, on since its GPU stage passed on an H100 on 2026-11-26;
-    AUTOSCHED_DYN_STREAM=0 turns it off); off, such an artifact is not served.
-  * The wgmma backend serves a result's hgemm_wgmma_swap micro-kernels (the roles swapped for few rows:
-    the weight's rows on wgmma's M side, the tokens on its N side; TMA maps of X, W and Y as
-    hgemm_wgmma's, with its own boxes; split-K through hgemm_wgmma_splitk's workspace layout, a null
-    workspace where K is not split) while templates/hgemm_wgmma_swap.py's switch is on (SWAP_VERIFIED,
-    on since its GPU stage passed on an H100 on 2026-11-27; AUTOSCHED_WGMMA_SWAP=0 turns it off); off,
-    such an artifact is not served.
-  * The wgmma backend serves a result's hgemm_wgmma_sched micro-kernels (cooperative or ping-pong
-    consumers, the output staged whole or a box at a time, wgmma N up to 256 and 168) while
-    templates/hgemm_wgmma_sched.py's dynamic switch is on (DYN_SCHED_VERIFIED, on since
-    tests/gpu/test_dynamic_sched_gpu.py passed on an H100 on 2026-11-27; AUTOSCHED_DYN_SCHED=0 turns it off).
-  * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and WGMMA_IN_AUTO is on, else "mma".
-    WGMMA_IN_AUTO has been on since its GPU stage passed on an H100 (2026-11-23: 45 GPU tests;
-    7B prefill of 2048 tokens 94.3 ms on wgmma, 171.9 ms on mma, 69.0 ms torch);
-    AUTOSCHED_WGMMA_IN_AUTO=0 in the environment puts one process back on mma.
+    A dynamic result's other micro-kernels (templates/micro_kernels.py: split-K, the weight stream, the
+    swapped roles, the schedules) are launched as their templates say (TMA maps, a workspace, the grid)
+    while their switch in autosched/knobs.py is on; off, an artifact holding one is not served (the
+    ladder serves every M).  A workspace (FP32 partials + tile counters) follows M: WorkspaceCache keeps
+    one buffer per stream, grown (and zeroed) only when a call's M needs more than any before; the
+    counters sit at a fixed place in it (dynamic_workspace) so that launches of any M leave them zeroed.
+  * "auto": "wgmma" where it can serve (sm_90, N % 8 == 0) and knobs.WGMMA_IN_AUTO is on (the 7B
+    prefill of 2048 tokens: 94.3 ms on wgmma, 171.9 ms on mma, bench/results/prefill-*.json), else "mma".
 
 Which kernel serves M:
   * `dispatched`: the decision tree of a dynamic tuning run (autosched.dynamic, `autosched
@@ -71,46 +55,20 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.dynamic.sketch import tile_of
-from autosched.switches import env_switch
-from autosched.templates.hgemm_dyn import micro_kernel_space
-from autosched.templates.hgemm_ladder import (DEFAULT_LADDER, WGMMA_CANDIDATES, ladder_rungs,  # noqa: F401 (re-exported)
-                                              wgmma_estimate, wgmma_ladder)
+from autosched import knobs
+from autosched.dynamic.export import artifact_path
+from autosched.dynamic.tune import DynamicResult
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
-from autosched.templates.hgemm_stream import bn_of
-from autosched.templates.hgemm_wgmma_splitk import counter_bytes, dynamic_workspace
-from autosched.templates.hgemm_wgmma_swap import reads_workspace as swap_reads_workspace
-from autosched.templates.dynamic_switches import dynamic_switches, dynamic_templates
+from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
+from autosched.templates.micro_kernels import counter_region, dynamic_templates, not_served, switched_off
+from autosched.workloads import Hgemm
 
-# THE switch: backend="auto" takes wgmma where it serves.  On since `gpu_check.sh verify timings` on an
-# H100 (2026-11-23): the 45 prefill-wgmma GPU tests pass, and the 7B prefill of 2048 tokens takes 94.3 ms
-# on wgmma against 171.9 ms on mma.  The environment variable overrides it for one process (=0: mma).
-WGMMA_IN_AUTO = True
 BACKENDS = ("auto", "wgmma", "mma")
-DYN, WG, WGS, STR, SWP, SCH = ("hgemm_dyn", "hgemm_wgmma", "hgemm_wgmma_splitk", "hgemm_stream", "hgemm_wgmma_swap",
-                                "hgemm_wgmma_sched")
-WORKSPACE_FAMILIES = (WGS, STR, SWP)   # kernels that take a workspace of tile counters and FP32 partials
-TMA_FAMILIES = (WG, WGS, SWP, SCH)  # kernels that take TMA maps of X, W and Y and walk a persistent grid
-
-
-def reads_workspace(family: str, config: dict) -> bool:
-    """Whether a kernel of `family` and `config` reads its workspace (hgemm_wgmma_swap only where it
-    splits K and the slices meet in global memory: otherwise it is passed a null pointer)."""
-    if family == SWP:
-        return swap_reads_workspace(config)
-    return family in (WGS, STR)
-
-
-def counter_region(N: int, top: int, kernels) -> int:
-    """Where every launch's tile counters end in one workspace shared by `kernels` ((family, config)
-    pairs) for M up to `top`: the counters of the most tiles any of them that reads a workspace makes
-    there (dynamic_workspace puts every launch's counters right before it); 0 where none does."""
-    return max([counter_bytes(-(-top // rows) * -(-N // cols)) for rows, cols in
-                (tile_of(f, c) for f, c in kernels if reads_workspace(f, c))] or [0])
+BACKEND_FAMILY = {"wgmma": "hgemm_wgmma", "mma": "hgemm_dyn"}      # the template whose ladder each serves
 
 
 def wgmma_in_auto() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_IN_AUTO", WGMMA_IN_AUTO)
+    return knobs.WGMMA_IN_AUTO.enabled()
 
 
 LAYOUT = "nt"          # Y = X . W^T with W (N, K): B stored (N, K), the `_bt` shapes
@@ -126,18 +84,18 @@ def resolve_backend(backend: str, N: int, K: int, dtype: str, device) -> str:
     if backend == "wgmma":
         if why_wg:
             raise ValueError(f"backend wgmma cannot serve {N}x{K} {dtype}: {why_wg}")
-        return WG
+        return BACKEND_FAMILY["wgmma"]
     if backend == "mma":
         if dtype != "fp16":
             raise ValueError(f"backend mma (hgemm_dyn) reads fp16 only, not {dtype}: use backend='wgmma' on sm_90")
-        return DYN
+        return BACKEND_FAMILY["mma"]
     if why_wg is None and wgmma_in_auto():
-        return WG
+        return BACKEND_FAMILY["wgmma"]
     if dtype != "fp16":
         raise ValueError(f"backend auto serves {dtype} on wgmma only, which "
                          + (f"cannot serve it here ({why_wg})" if why_wg else
                             "is switched off here (AUTOSCHED_WGMMA_IN_AUTO=0): pass backend='wgmma'"))
-    return DYN
+    return BACKEND_FAMILY["mma"]
 
 
 def wgmma_refuses(N: int, device) -> str | None:
@@ -234,14 +192,12 @@ def _ws_free(handle, stream) -> None:
 
 def artifact_folder(db_path) -> Path:
     """Where tune-dynamic saves its results for the database at db_path (dynamic/export.py)."""
-    from autosched.dynamic.export import artifact_path
     return artifact_path(db_path, "x", "y").parent
 
 
 def find_dynamic_result(db_path, N: int, K: int, device_key: str, dtype: str = "fp16"):
     """The dynamic tuning result saved beside the database for hgemm Mx{N}x{K}_bt `dtype` on
     `device_key` (measured, not synthetic), the widest range first; None where there is none."""
-    from autosched.dynamic.tune import DynamicResult
     folder = artifact_folder(db_path)
     found = []
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -279,13 +235,14 @@ class HgemmDispatch:
         if result is not None and (result.workload.N, result.workload.K) != (N, K):
             raise ValueError(f"a dynamic result for {result.workload.shape_str} cannot serve {N}x{K}")
         self.note = ""
-        if result is not None and self.backend == DYN and any(k.family in TMA_FAMILIES for k in result.kernels):
-            self.note = (f"the dynamic artifact holds {WG} micro-kernels, which backend mma does not launch: "
+        if (result is not None and not self.template.tma
+                and any(self.templates[k.family].tma for k in result.kernels)):
+            self.note = ("the dynamic artifact holds hgemm_wgmma micro-kernels, which backend mma does not launch: "
                          "its ladder serves every M")
             result = None
-        for fam, switch in dynamic_switches().items():
-            if result is not None and any(k.family == fam for k in result.kernels) and not switch.enabled():
-                self.note = switch.not_served(fam)
+        for t in self.templates.values():
+            if result is not None and any(k.family == t.family for k in result.kernels) and switched_off(t):
+                self.note = not_served(t)
                 result = None
         self.result = result
         self.configs: list[dict] = []
@@ -298,7 +255,7 @@ class HgemmDispatch:
         self._dispatched = len(self.configs)
         # the ladder rungs some M in 1..m_max outside [lo, hi] falls on: (largest M, index into configs)
         self._ladder: list[tuple[int, int]] = []
-        rungs = ladder_rungs(self.backend, self._space(self.backend), N, m_max, device.sm_count)
+        rungs = self.template.ladder(self._space(self.backend), N, m_max, device.sm_count)
         prev, slot = 0, {}
         for end, cfg in rungs:
             if not (self.lo <= prev + 1 and end <= self.hi):         # some M of the rung is not dispatched
@@ -318,12 +275,9 @@ class HgemmDispatch:
 
     def _tile(self, i: int) -> tuple[int, int]:
         """(rows, columns) of kernel i's output tile."""
-        return tile_of(self.families[i], self.configs[i])
+        return self.templates[self.families[i]].tile(self.configs[i])
 
     def _space(self, family: str):
-        from autosched.workloads import Hgemm
-        if family == DYN:
-            return micro_kernel_space(self.N, 1, self.device)
         w = Hgemm(self.m_max, self.N, self.K, b_col=1, bf16=int(self.dtype == "bf16"))
         return self.templates[family].space(w, self.device)
 
@@ -353,20 +307,9 @@ class HgemmDispatch:
         return self._grid(i, M)
 
     def _grid(self, i: int, M: int) -> tuple[int, int, int]:
-        c = self.configs[i]
-        if self.families[i] == SWP:         # persistent, or every unit where the slices meet in a cluster
-            return (self.templates[SWP].grid_units(M, self.N, c, self.device.sm_count), 1, 1)
-        if self.families[i] in TMA_FAMILIES:     # persistent over work units: a CTA per SM at most
-            bm, bn = self._tile(i)
-            units = -(-M // bm) * -(-self.N // bn) * c.get("split_k", 1)
-            return (min(units, self.device.sm_count), 1, 1)
-        if self.families[i] == STR:         # N blocks of W rows, K slices, M blocks of A rows
-            bm, bn = self._tile(i)
-            return (-(-self.N // bn), c["split_k"], -(-M // bm))
-        return (-(-self.N // c["bn"]), -(-M // c["bm"]), 1)
+        return self.templates[self.families[i]].grid(M, self.N, self.configs[i], self.device.sm_count)
 
     def workload(self, M: int):
-        from autosched.workloads import Hgemm
         return Hgemm(M, self.N, self.K, b_col=1, bf16=int(self.dtype == "bf16"))
 
     def specs(self) -> list:
@@ -376,11 +319,11 @@ class HgemmDispatch:
 
     def ladder(self) -> list[tuple[int, str]]:
         """(largest M, the config's short name) of the default rungs, for describe and the logs."""
-        return [(top, _short(self.families[i], self.configs[i])) for top, i in self._ladder]
+        return [(top, self.templates[self.families[i]].short(self.configs[i])) for top, i in self._ladder]
 
     def describe(self) -> str:
         n, k = self.N, self.K
-        name = {DYN: "hgemm_dyn (mma)", WG: "hgemm_wgmma (wgmma)"}[self.backend]
+        name = next(f"{fam} ({b})" for b, fam in BACKEND_FAMILY.items() if fam == self.backend)
         rungs = ", ".join(f"M<={t} {s}" for t, s in self.ladder())
         if self._dispatched:
             a = self.result.artifact
@@ -405,7 +348,7 @@ class HgemmDispatch:
         specs = self.specs()
         # __call__ passes the workspace of split-K and stream kernels (WorkspaceCache); no other kernel may want one
         scratch = [s.name_expression for s, f in zip(specs, self.families)
-                   if f not in WORKSPACE_FAMILIES and any(a.role == "workspace" for a in s.args)]
+                   if not self.templates[f].workspace and any(a.role == "workspace" for a in s.args)]
         if scratch:
             raise ValueError(f"HgemmDispatch cannot launch kernels that take a workspace: {scratch}")
         list(builder.build_many(specs))
@@ -420,9 +363,9 @@ class HgemmDispatch:
         if self._kernels is None:
             raise RuntimeError("HgemmDispatch.load(builder) first")
         i = self.index(M)
-        fam = self.families[i]
+        t = self.templates[self.families[i]]
         grid = self._grid(i, M)
-        if fam in TMA_FAMILIES:
+        if t.tma:
             xa, wa, ya = int(ptr(x)), int(ptr(w)), int(ptr(y))
             tm = self.tensormaps
             # keys: what each map encodes beyond the kernel i (its boxes): the address and the rows
@@ -430,34 +373,20 @@ class HgemmDispatch:
             b = tm.get((1, wa, i), lambda: self._map_params(i, 1, M), wa)
             cm = tm.get((2, ya, M, i), lambda: self._map_params(i, 2, M), ya)
             args = (a, b, cm, np.int32(M), np.int32(self.N), np.int32(self.K))
-            if reads_workspace(fam, self.configs[i]):
+            if t.reads_workspace(self.configs[i]):
                 off, need = self.workspace(i, M)
                 args += (np.uint64(self.workspaces.address(stream, need) + off),)
-            elif fam in WORKSPACE_FAMILIES:
+            elif t.workspace:
                 args += (np.uint64(0),)
             self._kernels[i].launch(stream, grid, *args)
             return
-        if fam == STR:
+        if t.workspace:
             off, need = self.workspace(i, M)
             ws = np.uint64(self.workspaces.address(stream, need) + off)
             self._kernels[i].launch(stream, grid, ptr(x), ptr(w), ptr(y), ws, np.int32(M), np.int32(self.N),
                                     np.int32(self.K))
             return
         self._kernels[i].launch(stream, grid, ptr(x), ptr(w), ptr(y), np.int32(M), np.int32(self.N), np.int32(self.K))
-
-
-def _short(family: str, c: dict) -> str:
-    if family == STR:
-        return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
-    if family == SWP:
-        return (f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']} split{c['split_k']}"
-                + (" cluster" if c.get("reduce") == "cluster" else ""))
-    if family == SCH:
-        return f"sched {c['schedule']} {c['bm']}x{c['bn']} boxes{c['epi_boxes']} sw{c['swizzle']} st{c['stages']}"
-    if family in (WG, WGS):
-        split = f" split{c['split_k']}" if family == WGS else ""
-        return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}{split}"
-    return f"mma {c['bm']}x{c['bn']} warp {c['wm']}x{c['wn']} bk{c['bk']}"
 
 
 def host_overhead_us(g: HgemmDispatch, stream, x, w, y, Ms, reps: int = 200) -> float:

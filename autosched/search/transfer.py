@@ -29,6 +29,14 @@ import os
 import random
 from pathlib import Path
 
+from autosched.build import default_cache_dir
+from autosched.build_filter import rows_build
+from autosched.identity import current_builds
+from autosched.measure.recording import Recording, _load_or_skip, shipped_recordings
+from autosched.measure.result import Status
+from autosched.search.cost_model import CostModel, Featurizer
+from autosched.workloads import workload_from_key
+
 MIN_SAMPLES = 64           # configs that passed, across...
 MIN_SHAPES = 2             # ...this many shapes at least, or nothing is predicted
 PER_SHAPE_CAP = 4000       # rows of one shape kept for a fit (the fastest 500 always among them)
@@ -41,7 +49,6 @@ _answers: dict = {}        # (fingerprint, workload key) -> [(config, us)]
 
 
 def _recording(path):
-    from autosched.measure.recording import _load_or_skip
     st = os.stat(path)
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _recordings:
@@ -52,7 +59,6 @@ def _recording(path):
 def recordings_of(device_key: str, family: str, recordings=None, exclude=()) -> list:
     """The recordings (paths: default the shipped ones; or Recording objects) of `family` taken on
     `device_key`, leaving out those of the workload keys in `exclude`."""
-    from autosched.measure.recording import Recording, shipped_recordings
     out = []
     for r in (shipped_recordings() if recordings is None else recordings):
         rec = r if isinstance(r, Recording) else _recording(r)
@@ -65,8 +71,6 @@ def recordings_of(device_key: str, family: str, recordings=None, exclude=()) -> 
 def recorded_samples(recs) -> list[tuple[dict, dict, float]]:
     """(config, workload params, median us or inf for a failed config) of the recordings `recs`,
     at most PER_SHAPE_CAP of a shape (its fastest 500 and a seeded sample of the rest)."""
-    from autosched.measure.result import Status
-    from autosched.workloads import workload_from_key
     out = []
     for rec in recs:
         params = workload_from_key(rec.workload_key).params
@@ -83,11 +87,7 @@ def recorded_samples(recs) -> list[tuple[dict, dict, float]]:
 def _db_rows(db, device_key: str, template, build) -> list:
     if db is None or not hasattr(db, "samples"):
         return []
-    from autosched.selection import ANY, CURRENT
-    if build == CURRENT:
-        from autosched.identity import current_builds
-        build = current_builds(template, device_key)
-    return db.samples(device_key, template.family, build=None if build == ANY else build)
+    return db.samples(device_key, template.family, build=rows_build(build, template, device_key))
 
 
 def prior_samples(device_key: str, template, db=None, recordings=None, *, exclude=(), build="current") -> list:
@@ -107,7 +107,6 @@ _scales: dict = {}
 
 def scale_for(workload_name: str):
     """params -> the nominal size in us of the `workload_name` workload at those params."""
-    from autosched.workloads import workload_from_key
 
     def scale(params: dict) -> float:
         key = (workload_name, tuple(sorted(params.items())))
@@ -128,7 +127,6 @@ def fit(samples, template, device, space, seed: int = 0):
     features, or None where there is too little to learn from."""
     if not enough(samples):
         return None
-    from autosched.search.cost_model import CostModel, Featurizer
     model = CostModel(Featurizer(space, {}, lambda c, p: template.derived_features(c, p, device)), seed=seed,
                       scale=scale_for(template.workload_name))
     return model if model.fit(samples) else None
@@ -146,13 +144,11 @@ def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dic
 
 def _fingerprint(device, template, recs, db, build) -> str:
     from autosched.database import build_filter
-    from autosched.identity import current_builds
     h = hashlib.sha256()
     h.update(json.dumps([CACHE_VERSION, device.key, template.family, current_builds(template, device.key).names,
                          sorted((r.name, r.build_id, len(r.entries)) for r in recs)]).encode())
     if db is not None and hasattr(db, "conn"):
-        from autosched.selection import ANY, CURRENT
-        b = current_builds(template, device.key) if build == CURRENT else None if build == ANY else build
+        b = rows_build(build, template, device.key)
         where, bargs = build_filter(b)
         q = "SELECT COUNT(*), MAX(rowid) FROM measurements WHERE device_key=? AND template=?" + where
         h.update(json.dumps(list(db.conn.execute(q, (device.key, template.family) + bargs).fetchone())).encode())
@@ -160,7 +156,6 @@ def _fingerprint(device, template, recs, db, build) -> str:
 
 
 def cache_dir() -> Path:
-    from autosched.build import default_cache_dir
     return default_cache_dir().parent / "predicted"
 
 

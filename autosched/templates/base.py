@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+import random
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -107,17 +108,17 @@ def launch_problem(grid, block, smem_bytes, cluster=None) -> str | None:
 _LOCAL_INCLUDE = re.compile(r'\s*#include\s+"([\w.]+\.cuh)"')
 
 
-def kernel_source(filename: str, _seen: frozenset = frozenset()) -> str:
-    """Text of a .cuh file shipped in autosched/kernels, with its `#include "x.cuh"` lines replaced
-    by those files (once each), so the source hash that keys the build cache covers them."""
-    text = resources.files("autosched.kernels").joinpath(filename).read_text()
+def kernel_source(filename: str, package: str = "autosched.kernels", _seen: frozenset = frozenset()) -> str:
+    """Text of a .cuh file shipped in `package` (autosched/kernels), with its `#include "x.cuh"` lines
+    replaced by those files (once each), so the source hash that keys the build cache covers them."""
+    text = resources.files(package).joinpath(filename).read_text()
     out = []
     for line in text.splitlines(keepends=True):
         m = _LOCAL_INCLUDE.match(line)
         if m is None:
             out.append(line)
         elif m.group(1) not in _seen:
-            out.append(kernel_source(m.group(1), _seen | {filename, m.group(1)}))
+            out.append(kernel_source(m.group(1), package, _seen | {filename, m.group(1)}))
     return "".join(out)
 
 
@@ -146,6 +147,7 @@ class Template:
     # shapes (the family's syntax) whose configs identity.build_id compiles to name this template's
     # program, beside its family's sanitizer shapes: one for each layout or size range they miss
     probe_shapes: tuple[str, ...] = ()
+    kernel_package = "autosched.kernels"    # where `header` ships (a template of another package: its own)
 
     def source_hash(self) -> str:
         """sha256 of the kernel source render() hands NVRTC (the header with its local includes
@@ -156,7 +158,8 @@ class Template:
         if cached is None:
             if not self.header:
                 raise ValueError(f"template {self.family or type(self).__name__} names no header")
-            cached = self._source_hash = hashlib.sha256(kernel_source(self.header).encode()).hexdigest()
+            text = kernel_source(self.header, self.kernel_package)
+            cached = self._source_hash = hashlib.sha256(text.encode()).hexdigest()
         return cached
 
     def refuses(self, workload) -> str | None:
@@ -185,3 +188,107 @@ class Template:
         """Cost-model features of a config on a shape (workload params) beyond its knobs: what the
         hardware sees (blocks, waves, occupancy, ...).  Values >= 0; none by default."""
         return {}
+
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """The configs a compute-sanitizer run covers (its extreme corners first); none by default."""
+        return []
+
+
+class MicroKernelTemplate(Template):
+    """A template that is also a DietCode micro-kernel of a dynamic-M GEMM (autosched.dynamic,
+    ops.HgemmDispatch): one binary serves every M, and what the dynamic tuner, the dispatcher, the
+    synthetic runner and the .cu export need to know of it is asked here, never decided by its name.
+    templates/micro_kernels.py lists them; a new one is its .cuh, its module and one line there."""
+
+    tma = False              # takes TMA maps of X, W and Y (encoded per call) and walks a persistent grid
+    workspace = False        # takes a workspace of tile counters and FP32 partials (ops lay one out for all Ms)
+    persistent = False       # one CTA an SM at most: its compile report holds one block an SM if it fits
+    on_wgmma = False         # runs on wgmma (sm_90 only)
+    nt_only = False          # reads only a linear layer's layout (B stored (N, K))
+    exports_every_layout = False    # the .cu export launches it for any layout (else FP16 nt only)
+    switch: str | None = None       # the knobs switch that lets a dynamic run sample it and ops serve it
+    template_code = 0.0      # the cost model's template feature (templates whose tiles behave alike share one)
+    roof = (4e12, 48.0)      # (an SM's tensor-core FLOP/s, the tile intensity reaching it): ProbeModel's guess
+
+    def sample(self, space, extents: tuple[int, int], rng, local_pad: int = 1) -> dict:
+        """One micro-kernel of `space`, its tiles drawn jointly for the largest extents (M_max, N)."""
+        raise NotImplementedError
+
+    def mutate(self, space, config: dict, rng, extents: tuple[int, int]) -> dict | None:
+        """A neighbour of `config` keeping the tiles bound to threads; None if none is found."""
+        raise NotImplementedError
+
+    def describe(self, config: dict) -> str:
+        """The config in the words of a tuning log."""
+        raise NotImplementedError
+
+    def short(self, config: dict) -> str:
+        """The config's short name, for ops.HgemmDispatch.describe and its ladder."""
+        raise NotImplementedError
+
+    def unroll(self, config: dict) -> int:
+        """Tensor-core instructions a warp (or consumer) issues per K slice: derived, never drawn."""
+        raise NotImplementedError
+
+    def threads(self, config: dict) -> int:
+        raise NotImplementedError
+
+    def tile(self, config: dict) -> tuple[int, int]:
+        """(rows of the output, columns) one tile (a CTA, or a persistent loop's step) covers."""
+        raise NotImplementedError
+
+    def reads_workspace(self, config: dict) -> bool:
+        """Whether a launch of `config` reads its workspace (else it is passed a null pointer)."""
+        return self.workspace
+
+    def grid(self, M: int, N: int, config: dict, sm_count: int) -> tuple[int, int, int]:
+        """The launch grid at M (what render gives; ops.HgemmDispatch asks per call)."""
+        raise NotImplementedError
+
+    def c_grid(self, config: dict, N: int, sm_count: int) -> str:
+        """`grid` as the C expression of the exported launcher (M and, where it names them, `units`:
+        work units at M, in scope)."""
+        raise NotImplementedError(f"the .cu export writes no launcher of {self.family} micro-kernels")
+
+    def ladder(self, space, N: int, m_max: int, sm_count: int) -> list[tuple[int, dict]]:
+        """(largest M, config) rungs of the rule-based ladder ops.HgemmDispatch serves over 1..m_max where
+        no dynamic result does (templates/hgemm_ladder.py); [] for a template without one."""
+        return []
+
+    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
+        """(first M, last M, config) a dynamic search starts from: by default the ladder's rungs that
+        serve some M of [lo, hi], clipped to it (a template without a ladder lists its measured best)."""
+        out, prev = [], 0
+        for top, cfg in self.ladder(space, N, hi, sm_count):
+            first, last = max(prev + 1, lo), min(top, hi)
+            if first <= last:
+                out.append((first, last, cfg))
+            prev = top
+        return out
+
+    def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
+        """(threads, registers, spills, shared memory) estimated from the tiles, where ptxas is not asked."""
+        raise NotImplementedError
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        """(time in us, registers) of the synthetic runner at M x N x K for `spec` (the rendered
+        kernel), from templates/gemm_model.py's roofline: MODELLED, not measured; NaN us where the
+        block does not fit."""
+        raise NotImplementedError
+
+    def probe_features(self, config: dict, workload, device) -> list[float]:
+        """The probe model's features of an unmeasured config (dynamic/cost_model.ProbeModel)."""
+        raise NotImplementedError
+
+
+def default_and_random(template, workload, device, n: int = 2, seed: int = 2) -> list[dict]:
+    """The default config, then `n` random ones of the space (a sanitizer run's ordinary cases)."""
+    cfgs = template.space(workload, device).enumerate()
+    picks = [template.default_config(workload, device)]
+    return picks + random.Random(seed).sample(cfgs, min(n, len(cfgs)))
+
+
+def distinct(picks: list[dict]) -> list[dict]:
+    """`picks` with each config once, where it first comes (the pick functions list corners that may
+    coincide on a small space)."""
+    return [c for i, c in enumerate(picks) if c not in picks[:i]]

@@ -13,9 +13,14 @@ autosched.dynamic renders this one.
 
 from __future__ import annotations
 
-from autosched.space import Constraint, Knob, Space
-from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+import math
+import random
+
+from autosched.space import ConfigError, Constraint, Knob, Space
+from autosched.templates import gemm_model
+from autosched.templates.base import ArgSpec, KernelSpec, MicroKernelTemplate, kernel_source
 from autosched.templates.gemm_tiles import threads, tile_use, warp_register_rule
+from autosched.templates.hgemm_ladder import ladder_rungs
 from autosched.templates.hgemm_mma import MAX_ACC, MAX_REGS, REG_OVERHEAD, registers_needed, smem_bytes
 from autosched.workloads.base import WorkloadError
 
@@ -66,7 +71,7 @@ def blocks_per_sm(nthreads: int, registers: int, smem: int, device) -> int:
                       MAX_BLOCKS_PER_SM))
 
 
-class HgemmDynTemplate(Template):
+class HgemmDynTemplate(MicroKernelTemplate):
     family = "hgemm_dyn"
     workload_name = "hgemm"
     header = "hgemm_dyn.cuh"
@@ -100,6 +105,58 @@ class HgemmDynTemplate(Template):
         return {"threads": t, "blocks": blocks, "waves": blocks / (per_sm * device.sm_count),
                 "blocks_per_sm": per_sm, "unroll": unroll(c),
                 **tile_use(M, N, c["bm"], c["bn"])}
+
+    # -- as a micro-kernel (its sketch below) --------------------------------------------------------
+    exports_every_layout = True
+
+    def sample(self, space, extents, rng, local_pad: int = 1) -> dict:
+        return sample(space, extents, rng, local_pad=local_pad)
+
+    def mutate(self, space, config: dict, rng, extents) -> dict | None:
+        return mutate(space, config, rng, extents)
+
+    def describe(self, config: dict) -> str:
+        return describe(config)
+
+    def short(self, config: dict) -> str:
+        c = config
+        return f"mma {c['bm']}x{c['bn']} warp {c['wm']}x{c['wn']} bk{c['bk']}"
+
+    def unroll(self, config: dict) -> int:
+        return unroll(config)
+
+    def threads(self, config: dict) -> int:
+        return threads(config["bm"], config["bn"], config["wm"], config["wn"])
+
+    def tile(self, config: dict) -> tuple[int, int]:
+        return config["bm"], config["bn"]
+
+    def grid(self, M: int, N: int, config: dict, sm_count: int) -> tuple[int, int, int]:
+        return (-(-N // config["bn"]), -(-M // config["bm"]), 1)
+
+    def c_grid(self, config: dict, N: int, sm_count: int) -> str:
+        return f"dim3({-(-N // config['bn'])}, (M + {config['bm'] - 1}) / {config['bm']}, 1)"
+
+    def ladder(self, space, N: int, m_max: int, sm_count: int) -> list[tuple[int, dict]]:
+        return ladder_rungs(self.family, space, N, m_max, sm_count)
+
+    def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
+        """What the tiles need, as ptxas caps it under the kernel's __launch_bounds__ (the rest spills)."""
+        c = config
+        t = self.threads(c)
+        need = registers_needed(c["wm"], c["wn"])
+        regs = min(need, launch_bounds_registers(t, device))
+        return t, regs, need - regs, smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col)
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        b_col = int("b_col=1" in spec.workload_key)
+        return modelled_us(config, M, N, K, b_col, device), modelled_registers(config, device)
+
+    def probe_features(self, config: dict, workload, device) -> list[float]:
+        c = config
+        d = self.derived_features(c, {**workload.params}, device)
+        return [math.log2(c[k] + 1) for k in ("bm", "bn", "wm", "wn", "bk", "stages", "pad", "local_pad")] + [
+            math.log2(d["threads"]), math.log2(d["unroll"]), float(d["blocks_per_sm"])]
 
     def render(self, workload, config: dict, device) -> KernelSpec:
         cfg = self.space(workload, device).validate(config)
@@ -152,3 +209,151 @@ def micro_kernel_space(N: int, b_col: int, device) -> Space:
           lambda bm, bn, bk, st, pad: smem_bytes(bm, bn, bk, st, pad, b_col) <= device.smem_per_block_optin),
     ]
     return Space(knobs, rules)
+
+
+# -- the micro-kernel's sketch: tiles sampled jointly, mutated without touching those bound to threads --
+# Its tiles, per dimension, from the outside in:
+#
+#     M:  grid rows (ceil(M/BM), dynamic) | warps_m (threadIdx) | mt: 16-row MMA tiles a warp holds
+#     N:  grid cols                       | warps_n (threadIdx) | nt: 16-column pairs of MMA tiles
+#     K:  slices (K/BK)                   | ks: k16 steps of a slice
+#
+# so BM = warps_m * 16 * mt, BN = warps_n * 16 * nt, BK = 16 * ks.  `sample` draws (warps_m, warps_n)
+# first (the block's threads), then the inner tiles (mt, nt) that the register file admits for that
+# many threads, then ks, stages and padding that the shared memory admits: all jointly, each draw
+# among the values the earlier ones leave valid, none required to divide any extent.  The unroll
+# factor is never drawn: it is mt * 2nt * ks (`unroll`), so a mutated config stays consistent.
+THREAD_TILES = ("warps_m", "warps_n")
+INNER_TILES = ("mt", "nt", "ks")
+
+
+def decision(config: dict) -> dict:
+    """A config's tile decision: the thread-bound tiles and the inner ones."""
+    return {"warps_m": config["bm"] // config["wm"], "warps_n": config["bn"] // config["wn"],
+            "mt": config["wm"] // 16, "nt": config["wn"] // 16, "ks": config["bk"] // 16,
+            "stages": config["stages"], "pad": config["pad"], "local_pad": config["local_pad"]}
+
+
+def config_of(d: dict) -> dict:
+    wm, wn = 16 * d["mt"], 16 * d["nt"]
+    return {"bm": d["warps_m"] * wm, "bn": d["warps_n"] * wn, "wm": wm, "wn": wn, "bk": 16 * d["ks"],
+            "stages": d["stages"], "pad": d["pad"], "local_pad": d["local_pad"]}
+
+
+def _options(space: Space, extents: tuple[int, int]) -> dict:
+    m_max, n = extents
+    cap_m = max(16, -(-m_max // 16) * 16)       # no block taller than the largest M needs
+    cap_n = max(16, -(-n // 16) * 16)
+    return {
+        "warps": [(a, b) for a in range(1, 17) for b in range(1, 17) if 2 <= a * b <= 32],
+        "mt": [v // 16 for v in WARP_TILES], "nt": [v // 16 for v in WARP_TILES],
+        "ks": [v // 16 for v in space.knob("bk").values], "stages": list(space.knob("stages").values),
+        "pad": list(space.knob("pad").values), "cap": (min(cap_m, BLOCK_TILES[-1]), min(cap_n, BLOCK_TILES[-1])),
+    }
+
+
+def sample(space: Space, extents: tuple[int, int], rng: random.Random, local_pad: int = 1,
+           max_tries: int = 2000) -> dict:
+    """One micro-kernel of `space` (templates.hgemm_dyn.micro_kernel_space), its tiles drawn jointly
+    for the largest extents (M_max, N): ConfigError if none is found."""
+    o = _options(space, extents)
+    cap_m, cap_n = o["cap"]
+    for _ in range(max_tries):
+        wa, wb = rng.choice(o["warps"])
+        # inner tiles the block's threads leave room for (registers: the space's rule) and that keep
+        # the block within the largest extent
+        inner = [(mt, nt) for mt in o["mt"] for nt in o["nt"]
+                 if wa * 16 * mt <= cap_m and wb * 16 * nt <= cap_n]
+        if not inner:
+            continue
+        mt, nt = rng.choice(inner)
+        d = {"warps_m": wa, "warps_n": wb, "mt": mt, "nt": nt, "ks": rng.choice(o["ks"]),
+             "stages": rng.choice(o["stages"]), "pad": rng.choice(o["pad"]), "local_pad": local_pad}
+        cfg = config_of(d)
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+           max_tries: int = 50) -> dict | None:
+    """A neighbour of `config` that keeps warps_m and warps_n (the tiles bound to threadIdx): a
+    factor moved from one inner tile to another (mt -> ks, ...), one inner tile resampled, or the
+    ring depth or padding changed.  None if no valid neighbour is found."""
+    cap_m, cap_n = _options(space, extents)["cap"]
+    base = decision(config)
+    for _ in range(max_tries):
+        d = dict(base)
+        move = rng.random()
+        if move < 0.4:                       # a factor of one inner tile moves to another
+            src, dst = rng.sample(INNER_TILES, 2)
+            f = rng.choice([x for x in (2, 3) if d[src] % x == 0] or [1])
+            if f == 1:
+                continue
+            d[src] //= f
+            d[dst] *= f
+        elif move < 0.8:                     # one inner tile takes a new size
+            t = rng.choice(INNER_TILES)
+            d[t] = rng.choice([v // 16 for v in (space.knob("bk").values if t == "ks" else WARP_TILES)])
+        else:
+            knob = rng.choice(("stages", "pad"))
+            d[knob] = rng.choice(space.knob(knob).values)
+        if d == base or d["warps_m"] * 16 * d["mt"] > cap_m or d["warps_n"] * 16 * d["nt"] > cap_n:
+            continue
+        try:
+            cfg = config_of(d)
+        except KeyError:
+            continue
+        if space.contains(cfg):
+            return cfg
+    return None
+
+
+def describe(config: dict) -> str:
+    d = decision(config)
+    return (f"{config['bm']}x{config['bn']}x{config['bk']} warps {d['warps_m']}x{d['warps_n']} "
+            f"warp {config['wm']}x{config['wn']} st{config['stages']} pad{config['pad']} "
+            f"lp{config['local_pad']} unroll {unroll(config)}")
+
+
+# -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
+
+def registers_wanted(config: dict) -> int:
+    return registers_needed(config["wm"], config["wn"]) + (6 if not config["local_pad"] else 0)
+
+
+def modelled_registers(config: dict, device) -> int:
+    """As ptxas would allocate: capped by the kernel's __launch_bounds__ (the rest spills)."""
+    c = config
+    return min(registers_wanted(c), launch_bounds_registers(threads(c["bm"], c["bn"], c["wm"], c["wn"]), device))
+
+
+def modelled_us(config: dict, M: int, N: int, K: int, b_col: int, device) -> float:
+    """Waves of blocks at a per-tile rate growing with the tile's intensity and unroll, falling with a
+    2-slot ring, unpadded rows, guarded compute and spills; latency hidden by the warps an SM holds;
+    the memory floor, launch and noise.  MODELLED, not measured."""
+    c = config
+    t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
+    regs = modelled_registers(c, device)
+    bps = blocks_per_sm(t, regs, smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], b_col), device)
+    if bps < 1:
+        return float("nan")
+    tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])                 # flops per loaded element, per k
+    eff = min(1.0, ai / 48.0) * min(1.0, (unroll(c) / 8.0) ** 0.25)
+    eff *= 0.85 if c["stages"] == 2 else 1.0
+    eff *= 0.9 if c["pad"] == 0 else 1.0
+    eff *= 0.93 if not c["local_pad"] else 1.0                 # predicates in the compute loop
+    eff *= 0.6 if regs > 200 or regs < registers_wanted(c) else 1.0     # spills
+
+    def wave_us(resident: int) -> float:
+        # `resident` blocks share one SM: latency hiding grows with the warps it holds
+        warps = resident * t / 32
+        occ = min(1.0, 0.35 + 0.65 * warps / 16)
+        flops = resident * 2.0 * c["bm"] * c["bn"] * K
+        return flops / (gemm_model.PEAK_SM_TFLOPS * 1e12 * eff * occ) * 1e6
+
+    per_wave = bps * device.sm_count
+    full, rem = divmod(tiles, per_wave)
+    us = full * wave_us(bps) + (wave_us(-(-rem // device.sm_count)) if rem else 0.0)
+    return (max(us, gemm_model.floor_us(M, N, K)) + gemm_model.LAUNCH_US) * gemm_model.noise(c, M, N, K)

@@ -10,7 +10,7 @@ sits below both in the one-way flow.
     first (`wgmma_ladder`).
 
 `ladder_rungs(family, space, N, m_max, sm_count)` is what ops.HgemmDispatch serves over 1..m_max;
-`served_configs(..., lo, hi, ...)` the distinct configs of the rungs that serve some M of [lo, hi].
+a template's `seeds` the rungs that serve some M of a dynamic run's range.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ DEFAULT_LADDER = (
 )
 # The wgmma configs the ladder picks from.  128B swizzle everywhere (K slices of 64: the longest
 # wgmma run per slot, one TMA box per operand); the ring as deep as the 227 KB leave room for (a
-# small tile streams its weights with more slots in flight: on the H100, 2026-11-26, 64x4096x4096 on
-# 64 x 64 tiles took 27.8 us with 6 slots, 24.5 with 8, 22.8 with 12; checks/wgmma-stages-*.json);
+# small tile streams its weights faster with more slots in flight: checks/wgmma-stages-*.json);
 # raster groups of 8 tile rows.
 #   64 x  64, 1 consumer, 12 slots (206 KB): M <= 64 on N <= ~8K: N / 64 CTAs share the weight stream
 #   64 x 128, 1 consumer, 8 slots (214 KB): the same for wider N
@@ -104,15 +103,3 @@ def ladder_rungs(family: str, space, N: int, m_max: int, sm_count: int) -> list[
         cands = _dedup(_nearest_grouped(space, c) for c in WGMMA_CANDIDATES)
         return [(top, cands[i]) for top, i in wgmma_ladder(cands, N, m_max, sm_count)]
     return []
-
-
-def served_configs(family: str, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
-    """(first M, last M, config) of the ladder's rungs that serve some M of [lo, hi], clipped to it:
-    what ops.hgemm serves there by default."""
-    out, prev = [], 0
-    for top, cfg in ladder_rungs(family, space, N, hi, sm_count):
-        first, last = max(prev + 1, lo), min(top, hi)
-        if first <= last:
-            out.append((first, last, cfg))
-        prev = top
-    return out

@@ -7,7 +7,7 @@ are stored (nn, nt, tn, tt) and the dtype are the workload's, not knobs.
 from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
-from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.base import ArgSpec, KernelSpec, Template, default_and_random, kernel_source
 from autosched.templates.gemm_tiles import block_tile_rules, threads, tile_use, warp_register_rule
 from autosched.workloads.base import WorkloadError
 
@@ -120,3 +120,11 @@ class HgemmMmaTemplate(Template):
                   ArgSpec("C", "output", ctype=f"{elem}*"), ArgSpec("M", "scalar", value=M, ctype="int"),
                   ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
             arch=device.arch)
+
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """The most shared memory, the largest and the smallest block tile, then the default and two random ones."""
+        cfgs = self.space(workload, device).enumerate()
+        tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
+        return [max(cfgs, key=lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.b_col,
+                                                   workload.a_col)),
+                max(cfgs, key=tile), min(cfgs, key=tile)] + default_and_random(self, workload, device)

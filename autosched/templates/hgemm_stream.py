@@ -20,28 +20,26 @@ serves no artifact holding one.
 
 from __future__ import annotations
 
-from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
-from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+import math
+import random
+
+from autosched import knobs
+from autosched.space import ConfigError, Constraint, Knob, Space
+from autosched.templates import gemm_model
+from autosched.templates.base import (ArgSpec, KernelSpec, MicroKernelTemplate, Template, default_and_random, distinct,
+                                      kernel_source)
+from autosched.templates.hgemm_dyn import blocks_per_sm
 from autosched.templates.gemm_tiles import tile_use
 
-# The dynamic micro-kernel's switch, on since `gpu_check.sh dyn-stream` passed on an H100 (2026-11-26:
-# HgemmDispatch serving stream micro-kernels right against float64 over ragged Ms through one workspace,
-# fp16 and bf16; memcheck and racecheck clean).  In the quick DietCode bench a stream micro-kernel
-# served BERT's M = 80 (768 x 768) at 6.8 and 7.1 us in two runs, against 8.7 us without one, and M = 1..4
-# of 4096 x 4096 at 23.3 us; the run's 0.867 of cuBLAS at M <= 256 against 0.806 without owes the rest to
-# which wgmma micro-kernels each search kept (bench/results/checks/*dyn-stream*-2026-11-26*).
-# AUTOSCHED_DYN_STREAM=0 in the environment turns it off for one process.
-DYN_STREAM_VERIFIED = True
 
 
 def dyn_stream_enabled() -> bool:
-    return env_switch("AUTOSCHED_DYN_STREAM", DYN_STREAM_VERIFIED)
+    return knobs.DYN_STREAM.enabled()
 
 
-# A dynamic run's seeds of this template (dynamic/sketch.seed_kernels; it has no default ladder): the
-# configs tuned best on the H100 on 2026-11-24 at 16 and 128 rows of 4096 x 4096
-# (bench/results/checks/hgemm-few-rows-stream-kpair-2026-11-24.json), each with the largest M it seeds.
+# A dynamic run's seeds of this template (it has no default ladder): the configs tuned best at 16 and 128
+# rows of 4096 x 4096 (bench/results/checks/hgemm-few-rows-stream-kpair-2026-11-24.json), each with the
+# largest M it seeds.
 STREAM_SEEDS = ((32, {"rw": 1, "wn": 2, "wk": 4, "mt": 16, "kw": 64, "stages": 6, "split_k": 1}),
                 (128, {"rw": 1, "wn": 4, "wk": 4, "mt": 64, "kw": 32, "stages": 3, "split_k": 1}))
 
@@ -205,10 +203,173 @@ class HgemmStreamTemplate(Template):
                   ArgSpec("K", "scalar", value=K, ctype="int")),
             arch=device.arch)
 
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """The streaming template's corners: its deepest split (partials, counters, the last CTA's sum),
+        the most shared memory, the most registers a thread, the most warps along K (the in-CTA sum),
+        then the default and two random ones; none where it refuses the shape."""
+        if self.refuses(workload) is not None:
+            return []
+        cfgs = self.space(workload, device).enumerate()
+        smem = lambda c: smem_bytes(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"])  # noqa: E731
+        picks = [max(cfgs, key=lambda c: (c["split_k"], smem(c))), max(cfgs, key=smem),
+                 max(cfgs, key=lambda c: (registers_needed(c["rw"], c["mt"]), c["wn"] * c["wk"])),
+                 max(cfgs, key=lambda c: (c["wk"], c["kw"], c["split_k"]))]
+        picks += default_and_random(self, workload, device)
+        return distinct(picks)
 
-class HgemmStreamDynTemplate(HgemmStreamTemplate):
+
+class HgemmStreamDynTemplate(HgemmStreamTemplate, MicroKernelTemplate):
     """hgemm_stream as a dynamic-M micro-kernel: the same kernel and family, a space that reads no M
     (the rules on M are the cost model's business), any M served; the workspace ArgSpec is sized for
     the M rendered for (what the measuring worker allocates), ops.HgemmDispatch lays one buffer out
     for every M instead (hgemm_wgmma_splitk's dynamic_workspace: the same counters-then-partials)."""
     dynamic_m = True
+    workspace = True
+    nt_only = True
+    switch = knobs.DYN_STREAM
+    template_code = 2.0
+
+    def sample(self, space, extents, rng, local_pad: int = 1) -> dict:
+        return sample_stream(space, extents, rng)
+
+    def mutate(self, space, config: dict, rng, extents) -> dict | None:
+        return mutate_stream(space, config, rng, extents)
+
+    def describe(self, config: dict) -> str:
+        return stream_describe(config)
+
+    def short(self, config: dict) -> str:
+        c = config
+        return f"stream {c['mt']}x{bn_of(c['rw'], c['wn'])} warps {c['wn']}x{c['wk']} kw{c['kw']} split{c['split_k']}"
+
+    def unroll(self, config: dict) -> int:
+        return stream_unroll(config)
+
+    def threads(self, config: dict) -> int:
+        return threads(config["wn"], config["wk"])
+
+    def tile(self, config: dict) -> tuple[int, int]:
+        return config["mt"], 16 * config["rw"] * config["wn"]
+
+    def grid(self, M: int, N: int, config: dict, sm_count: int) -> tuple[int, int, int]:
+        """N blocks of W rows, K slices, M blocks of A rows."""
+        rows, cols = self.tile(config)
+        return (-(-N // cols), config["split_k"], -(-M // rows))
+
+    def c_grid(self, config: dict, N: int, sm_count: int) -> str:
+        rows, cols = self.tile(config)
+        return f"dim3({-(-N // cols)}, {config['split_k']}, (M + {rows - 1}) / {rows})"
+
+    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
+        """STREAM_SEEDS, each config up to its largest M from the one before."""
+        firsts = [1] + [top + 1 for top, _ in STREAM_SEEDS[:-1]]
+        return [(first, top, cfg) for first, (top, cfg) in zip(firsts, STREAM_SEEDS)]
+
+    def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
+        c = config
+        return (threads(c["wn"], c["wk"]), min(255, registers_needed(c["rw"], c["mt"])), 0,
+                smem_bytes(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"]))
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        return modelled_stream_us(config, M, N, K, device), min(255, registers_needed(config["rw"], config["mt"]))
+
+    def probe_features(self, config: dict, workload, device) -> list[float]:
+        c = config
+        return [math.log2(c[k]) for k in ("rw", "wn", "wk", "mt", "kw", "stages", "split_k")] + [
+            math.log2(self.threads(c)), math.log2(self.unroll(c))]
+
+
+# -- hgemm_stream micro-kernels ----------------------------------------------------------------------
+# The weight-streaming kernel for few rows (templates/hgemm_stream.py, behind its dyn_stream_enabled).
+# Its tiles, from the outside in:
+#
+#     N (rows of W):  grid x                 | wn warps (threadIdx) | rw: 16-row blocks a warp owns
+#     M (rows of A):  grid z (ceil(M/mt))    | every warp           | mt / 8 MMA columns
+#     K:              grid y (split_k)       | wk warps (threadIdx) | kw a warp takes of each ring slot
+#
+# so its output tile is mt x BN with BN = 16 x rw x wn.  `sample_stream` draws the warps (wn, wk: the
+# block's threads) first, then (rw, mt) jointly under the accumulator budget (rw x mt / 2 floats a
+# thread), then kw, the ring depth and split_k; `mutate_stream` keeps the warps.  The unroll (MMAs a
+# warp issues per ring slot: rw x mt / 8 x kw / 16) is derived, never drawn.
+
+
+def stream_unroll(config: dict) -> int:
+    c = config
+    return c["rw"] * (c["mt"] // 8) * (c["kw"] // 16)
+
+
+def sample_stream(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_stream micro-kernel of HgemmStreamDynTemplate's space, drawn jointly: ConfigError if
+    none is found."""
+    vals = {k.name: k.values for k in space.knobs}
+    for _ in range(max_tries):
+        wn, wk = rng.choice(vals["wn"]), rng.choice(vals["wk"])
+        if not 64 <= 32 * wn * wk <= 512:
+            continue
+        inner = [(rw, mt) for rw in vals["rw"] for mt in vals["mt"] if rw * mt // 2 <= MAX_ACC]
+        rw, mt = rng.choice(inner)
+        cfg = {"rw": rw, "wn": wn, "wk": wk, "mt": mt, "kw": rng.choice(vals["kw"]),
+               "stages": rng.choice(vals["stages"]), "split_k": rng.choice(vals["split_k"])}
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no hgemm_stream micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_stream(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                  max_tries: int = 50) -> dict | None:
+    """A neighbour keeping the warps (wn, wk): a factor of 2 moved between rw and mt (the same
+    accumulators), rw, mt or kw resampled, or the ring depth or split_k changed."""
+    vals = {k.name: k.values for k in space.knobs}
+    for _ in range(max_tries):
+        c = dict(config)
+        move = rng.random()
+        if move < 0.3:
+            if c["rw"] * 2 in vals["rw"] and c["mt"] // 2 in vals["mt"]:
+                c["rw"], c["mt"] = c["rw"] * 2, c["mt"] // 2
+            elif c["rw"] // 2 in vals["rw"] and c["mt"] * 2 in vals["mt"]:
+                c["rw"], c["mt"] = c["rw"] // 2, c["mt"] * 2
+        elif move < 0.7:
+            knob = rng.choice(("rw", "mt", "kw"))
+            c[knob] = rng.choice(vals[knob])
+        else:
+            knob = rng.choice(("stages", "split_k"))
+            c[knob] = rng.choice(vals[knob])
+        if c != config and space.contains(c):
+            return c
+    return None
+
+
+def stream_describe(config: dict) -> str:
+    c = config
+    return (f"stream {c['mt']}x{16 * c['rw'] * c['wn']} warps {c['wn']}x{c['wk']} rw {c['rw']} kw {c['kw']} "
+            f"st{c['stages']} split{c['split_k']} unroll {stream_unroll(c)}")
+
+# -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
+
+def modelled_stream_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_stream: ceil(N / BN) x ceil(M / mt) x split_k CTAs, each streaming its BN rows of W and mt
+    rows of A over K / split_k at an SM's share of the bandwidth (a fraction of it while the ring
+    keeps few bytes in flight) or computing at mma.sync's rate, whichever is slower; waves as
+    hgemm_dyn's (a partial last wave leaves SMs, and their bandwidth, idle), the split's partials, the
+    memory floor, launch and noise.  W is read once per M block, so past a few blocks the tiled
+    templates win.  MODELLED, not measured."""
+    c, sk = config, config["split_k"]
+    bm, bn = c["mt"], bn_of(c["rw"], c["wn"])
+    t = 32 * c["wn"] * c["wk"]
+    bps = blocks_per_sm(t, min(255, registers_needed(c["rw"], c["mt"])),
+                        smem_bytes(c["rw"], c["wn"], c["wk"], c["mt"], c["kw"], c["stages"]), device)
+    if bps < 1:
+        return float("nan")
+    ctas = -(-N // bn) * -(-M // bm) * sk
+    k_slice = -(-K // sk)
+    in_flight = min(1.0, (c["stages"] - 1) * c["kw"] * c["wk"] / 256)
+    cta_bytes = (bn + bm) * k_slice * 2 + (bm * bn * 4 * (2 - 1 / sk) if sk > 1 else 0)
+    cta_compute_us = 2.0 * bm * bn * k_slice / (gemm_model.PEAK_SM_TFLOPS * 1e12 * 0.7) * 1e6
+    sm_bw = gemm_model.BANDWIDTH / device.sm_count
+
+    def wave_us(resident: int) -> float:
+        return max(resident * cta_compute_us, resident * cta_bytes / (sm_bw * in_flight) * 1e6)
+    per_wave = bps * device.sm_count
+    full, rem = divmod(ctas, per_wave)
+    us = full * wave_us(bps) + (wave_us(-(-rem // device.sm_count)) if rem else 0.0)
+    return (max(us, gemm_model.floor_us(M, N, K)) + gemm_model.LAUNCH_US) * gemm_model.noise(c, M, N, K, "str")

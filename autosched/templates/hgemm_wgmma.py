@@ -21,9 +21,15 @@ Not here: the blocked layout.
 
 from __future__ import annotations
 
-from autosched.space import Constraint, Knob, Space
-from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+import math
+import random
+
+from autosched.space import ConfigError, Constraint, Knob, Space
+from autosched.templates import gemm_model
+from autosched.templates.base import (ArgSpec, KernelSpec, MicroKernelTemplate, Template, default_and_random, distinct,
+                                      kernel_source)
 from autosched.templates.gemm_tiles import tile_use
+from autosched.templates.hgemm_ladder import WG, ladder_rungs
 from autosched.workloads.base import WorkloadError
 
 MAX_ACC = 128           # accumulator floats a consumer thread holds: MW * BN / 2 (of 232 registers)
@@ -97,7 +103,7 @@ class HgemmWgmmaTemplate(Template):
         return None
 
     def default_on(self, device) -> bool:
-        # measured on the H100 (2026-11-23): its default 95% of cuBLAS at 4096^3, mma.sync's 31%
+        # its default reaches about three times mma.sync's rate (bench/results/hgemm-*-2026-11-23.json)
         return self.device_refuses(device) is None
 
     def device_refuses(self, device) -> str | None:
@@ -131,8 +137,7 @@ class HgemmWgmmaTemplate(Template):
             C("BM no larger than the smallest tile height that covers M", ("bm",), lambda bm: bm == 64 or bm // 2 < M),
             # groups at or past M's tile rows all walk one order, so only the first of them is kept,
             # 4 where M has two tile rows (there is no 2): walked together, the two CTAs that read one
-            # B tile run side by side (H100, 2026-11-27, 128x4096x4096_bt at 64x64 s12: group 1
-            # 25.3 us, group 4 22.1, cuBLAS 21.8; checks/raster-group-*.json)
+            # B tile run side by side (bench/results/checks/bench-hgemm-raster-group-2026-11-27.log)
             C("raster group 1, or the smallest group value past the one before it reaches M's tile rows",
               ("bm", "group"), lambda bm, g: g == 1 or _group_before(g) < tiles_m(bm)),
         ]
@@ -166,7 +171,6 @@ class HgemmWgmmaTemplate(Template):
         hgemm_ladder.WGMMA_CANDIDATES (128 x 256 tiles of two consumers, 3 slots, where the tiles fill
         the GPU; 64-row tiles with deeper rings where they do not: H100, 128x4096x4096_bt, 22.9 us
         against 49.6 for 128 x 256), as the point of this shape's space nearest it."""
-        from autosched.templates.hgemm_ladder import WG, ladder_rungs
         why = self.device_refuses(device)
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key} here: {why}")
@@ -247,6 +251,32 @@ class HgemmWgmmaTemplate(Template):
         # persistent, a CTA per SM at most
         return self.header, f"{self.family}<{targs}>", min(tiles, device.sm_count), None, ()
 
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """The wgmma template's corners: the most shared memory (deepest ring, largest tiles), the
+        smallest tile with the shortest ring and 32-byte swizzle, one consumer with two m64 blocks, the
+        default, then two random ones; none where the GPU has no wgmma or the shape no split (an empty
+        space).  Of hgemm_wgmma_splitk, its deepest split on the smallest tile and on the most shared memory
+        come first (so PER_TEMPLATE=2 keeps them); of hgemm_wgmma_cluster, pairs along M and along N on
+        the smallest tile and on the most shared memory come before the rest."""
+        cfgs = self.space(workload, device).enumerate()
+        if not cfgs:
+            return []
+        smem = lambda c: smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+        picks = [max(cfgs, key=smem), min(cfgs, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
+                 max(cfgs, key=lambda c: (c["consumers"] == 1, m_blocks(c["bm"], c["consumers"]), c["bn"], -c["group"]))]
+        picks += [c for c in default_and_random(self, workload, device) if c not in picks]
+        deepest = max((c.get("split_k", 1) for c in cfgs), default=1)
+        split = [c for c in cfgs if deepest > 1 and c["split_k"] == deepest]
+        if split:   # hgemm_wgmma_splitk: its deepest split first (partials, counters, the last CTA's sum)
+            picks = [min(split, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])), max(split, key=smem)] + picks
+        pairs = [c for c in cfgs if "cluster_dim" in c]
+        if pairs:   # hgemm_wgmma_cluster: pairs along M and N (multicast B, A) on the smallest tile (the
+            #         most pairs, lone ones at the edges) and on the most shared memory (deepest ring) first
+            small = lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])  # noqa: E731
+            picks = [pick(p) for pick in (lambda p: min(p, key=small), lambda p: max(p, key=smem))
+                     for p in ([c for c in pairs if c["cluster_dim"] == d] for d in ("m", "n")) if p] + picks
+        return distinct(picks)
+
 
 class HgemmWgmmaVariant(HgemmWgmmaTemplate):
     """A kernel of its own file beside hgemm_wgmma (its split-K, its column-split consumers, its
@@ -263,10 +293,203 @@ def template_args(values: dict) -> str:
     return ", ".join(str(values[a]) for a in _ARG_ORDER)
 
 
-class HgemmWgmmaDynTemplate(HgemmWgmmaTemplate):
+class WgmmaMicroKernel(MicroKernelTemplate):
+    """What hgemm_wgmma and its variants share as micro-kernels: TMA maps, a persistent grid of at most
+    a CTA an SM over work units, wgmma's sketch (its split-K adds split_k, sampled and mutated with it).
+    Listed after the template class it completes, whose tile, threads and smem it reads."""
+    tma = True
+    persistent = True
+    on_wgmma = True
+    template_code = 1.0
+    roof = (7e12, 85.0)
+
+    def sample(self, space, extents, rng, local_pad: int = 1) -> dict:
+        return sample_wgmma(space, extents, rng)
+
+    def mutate(self, space, config: dict, rng, extents) -> dict | None:
+        return mutate_wgmma(space, config, rng, extents)
+
+    def describe(self, config: dict) -> str:
+        return wgmma_describe(config)
+
+    def short(self, config: dict) -> str:
+        c = config
+        split = f" split{c['split_k']}" if "split_k" in c else ""
+        return f"wgmma {c['bm']}x{c['bn']} c{c['consumers']} sw{c['swizzle']} st{c['stages']}{split}"
+
+    def unroll(self, config: dict) -> int:
+        return wgmma_unroll(config)
+
+    def grid(self, M: int, N: int, config: dict, sm_count: int) -> tuple[int, int, int]:
+        rows, cols = self.tile(config)
+        units = -(-M // rows) * -(-N // cols) * config.get("split_k", 1)
+        return (min(units, sm_count), 1, 1)
+
+    def c_grid(self, config: dict, N: int, sm_count: int) -> str:
+        return f"dim3(units < {sm_count} ? units : {sm_count}, 1, 1)"
+
+    def ladder(self, space, N: int, m_max: int, sm_count: int) -> list[tuple[int, dict]]:
+        return ladder_rungs(self.family, space, N, m_max, sm_count)
+
+    def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
+        return self.threads(config), wgmma_registers(config), 0, self.smem(config)
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        return modelled_wgmma_us(config, M, N, K, device), wgmma_registers(config)
+
+    def probe_features(self, config: dict, workload, device) -> list[float]:
+        c = config
+        return [math.log2(c[k]) for k in ("bm", "bn", "consumers", "swizzle", "stages", "group")] + [
+            math.log2(self.threads(c)), math.log2(self.unroll(c))] + (
+            [math.log2(c["split_k"])] if "split_k" in c else [])
+
+
+class HgemmWgmmaDynTemplate(HgemmWgmmaTemplate, WgmmaMicroKernel):
     """hgemm_wgmma as a dynamic-M micro-kernel (autosched.dynamic, ops.HgemmDispatch): the same kernel
     and family, whose space reads no M (as hgemm_dyn's): M, N and K are run-time arguments, so one
     binary serves every M and a config is valid whatever M it is launched for; the rules that prune
     by M (a tile taller than M needs, a raster group over its tile rows) are the cost model's business
     here, not the space's."""
     dynamic_m = True
+
+
+# -- the micro-kernel's sketch (WgmmaMicroKernel) ----------------------------------------------------
+# wgmma's tiles are bound to
+# warpgroups, not warps:
+#
+#     M:  tiles (persistent loop, dynamic) | consumers (warpgroups: threadIdx / 128) | mw: m64 blocks each
+#     N:  tiles                            | one wgmma instruction of N = BN
+#     K:  slots (K / BK)                   | k16 steps of a slot: BK / 16 = swizzle / 32
+#
+# so BM = 64 * mw * consumers and BN = the wgmma N (64, 128, 192, 256).  `sample_wgmma` draws the
+# consumers (the block's threads) first, then (mw, BN) jointly under the accumulator budget (mw * BN
+# / 2 <= 128 floats a consumer thread) and the largest extents, then the swizzle (the K slice),
+# stages under the shared memory, and the raster group.  The unroll (wgmma a consumer issues per
+# slot: mw * BK / 16) is derived, never drawn.  `mutate_wgmma` keeps the consumers.
+#
+# hgemm_wgmma_splitk (behind its switch) is the same
+# kernel with K cut in split_k slices: one more inner tile of K, drawn last and mutated like the
+# ring depth; the tiles bound to threads are wgmma's, so the same sampler and mutation serve both.
+WG_N = (64, 128, 192, 256)
+
+
+def wgmma_decision(config: dict) -> dict:
+    c = config
+    d = {"consumers": c["consumers"], "mw": c["bm"] // (64 * c["consumers"]), "bn": c["bn"],
+         "swizzle": c["swizzle"], "stages": c["stages"], "group": c["group"]}
+    if "split_k" in c:
+        d["split_k"] = c["split_k"]
+    return d
+
+
+def wgmma_config_of(d: dict) -> dict:
+    c = {"bm": 64 * d["mw"] * d["consumers"], "bn": d["bn"], "consumers": d["consumers"],
+         "swizzle": d["swizzle"], "stages": d["stages"], "group": d["group"]}
+    if "split_k" in d:
+        c["split_k"] = d["split_k"]
+    return c
+
+
+def _splits(space: Space) -> tuple:
+    return space.knob("split_k").values if "split_k" in space.names else ()
+
+
+def wgmma_unroll(config: dict) -> int:
+    """wgmma instructions a consumer issues per slot: its m64 blocks x the k16 steps of BK."""
+    return (config["bm"] // (64 * config["consumers"])) * (config["swizzle"] // 2 // 16)
+
+
+def _wg_caps(extents):
+    m_max, n = extents
+    return max(64, -(-m_max // 64) * 64), max(64, -(-n // 64) * 64)
+
+
+def sample_wgmma(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_wgmma micro-kernel (HgemmWgmmaDynTemplate's space), or hgemm_wgmma_splitk's
+    (HgemmWgmmaSplitKDynTemplate's: its split_k drawn last), drawn jointly for the largest extents
+    (M_max, N): ConfigError if none is found."""
+    cap_m, cap_n = _wg_caps(extents)
+    for _ in range(max_tries):
+        cons = rng.choice(space.knob("consumers").values)
+        inner = [(mw, bn) for mw in (1, 2) for bn in WG_N
+                 if mw * bn // 2 <= 128 and 64 * mw * cons <= max(64 * cons, cap_m) and bn <= max(64, cap_n)
+                 and 64 * mw * cons in space.knob("bm").values and bn in space.knob("bn").values]
+        if not inner:
+            continue
+        mw, bn = rng.choice(inner)
+        d = {"consumers": cons, "mw": mw, "bn": bn, "swizzle": rng.choice(space.knob("swizzle").values),
+             "stages": rng.choice(space.knob("stages").values), "group": rng.choice(space.knob("group").values)}
+        if _splits(space):
+            d["split_k"] = rng.choice(_splits(space))
+        cfg = wgmma_config_of(d)
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no wgmma micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_wgmma(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                 max_tries: int = 50) -> dict | None:
+    """A neighbour keeping the consumer warpgroups (the threads): a factor of 2 moved between mw and
+    BN (same accumulators), BN or mw resampled, or the swizzle, ring depth, raster group or (of a
+    split-K space) split_k changed."""
+    cap_m, cap_n = _wg_caps(extents)
+    base = wgmma_decision(config)
+    for _ in range(max_tries):
+        d = dict(base)
+        move = rng.random()
+        if move < 0.3:
+            if d["mw"] == 2 and d["bn"] * 2 in WG_N:
+                d["mw"], d["bn"] = 1, d["bn"] * 2
+            elif d["mw"] == 1 and d["bn"] // 2 in WG_N:
+                d["mw"], d["bn"] = 2, d["bn"] // 2
+        elif move < 0.6:
+            if rng.random() < 0.5:
+                d["bn"] = rng.choice(WG_N)
+            else:
+                d["mw"] = 3 - d["mw"]
+        else:
+            knob = rng.choice(("swizzle", "stages", "group") + (("split_k",) * 2 if _splits(space) else ()))
+            d[knob] = rng.choice(space.knob(knob).values)
+        if d == base or d["mw"] * d["bn"] // 2 > 128 or (64 * d["mw"] * d["consumers"] > max(64 * d["consumers"], cap_m)):
+            continue
+        cfg = wgmma_config_of(d)
+        if d["bn"] <= max(64, cap_n) and space.contains(cfg):
+            return cfg
+    return None
+
+
+def wgmma_describe(config: dict) -> str:
+    d = wgmma_decision(config)
+    split = f" split{config['split_k']}" if "split_k" in config else ""
+    return (f"wgmma {config['bm']}x{config['bn']}x{config['swizzle'] // 2} consumers {d['consumers']} mw {d['mw']} "
+            f"st{config['stages']} g{config['group']}{split} unroll {wgmma_unroll(config)}")
+
+
+# -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
+
+def wgmma_registers(config: dict) -> int:
+    """Registers a thread of an hgemm_wgmma block holds at entry, estimated: two consumers take 232
+    by setmaxnreg, the block enters at 65536 / 384 = 168; one consumer: its accumulators + ~64."""
+    c = config
+    if c["consumers"] == 2:
+        return 168
+    return min(255, (c["bm"] // 64) * c["bn"] // 2 + 64)
+
+
+def modelled_wgmma_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma, persistent: ceil(tiles / #SMs) rounds of one tile an SM, a tile's time from the
+    wgmma rate times an efficiency (tile intensity against the 128 x 256 tile's, one consumer 0.85,
+    a 2-slot ring 0.8, narrower swizzles 0.8 / 0.9), the memory floor, launch and noise."""
+    c = config
+    tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+    tile_us = 2.0 * c["bm"] * c["bn"] * K / (gemm_model.WGMMA_PEAK_SM_TFLOPS * 1e12 * wgmma_efficiency(c)) * 1e6
+    us = -(-tiles // device.sm_count) * tile_us
+    return (max(us, gemm_model.floor_us(M, N, K)) + gemm_model.LAUNCH_US) * gemm_model.noise(c, M, N, K, "wg")
+
+
+def wgmma_efficiency(c: dict) -> float:
+    """A wgmma tile's share of the SM's peak (both wgmma models): its intensity against the 128 x 256
+    tile's, one consumer 0.85, a 2-slot ring 0.8, narrower swizzles 0.8 / 0.9."""
+    ai = c["bm"] * c["bn"] / (c["bm"] + c["bn"])
+    eff = min(1.0, ai / 85.0) * (0.85 if c["consumers"] == 1 else 1.0) * (0.8 if c["stages"] == 2 else 1.0)
+    return eff * {32: 0.8, 64: 0.9, 128: 1.0}[c["swizzle"]]

@@ -11,28 +11,23 @@ cluster_dim (m: pairs along M multicast B; n: along N multicast A); the cluster 
 (the .cuh's static_assert; one CTA is hgemm_wgmma itself).  Never in the dynamic-M template: the
 grid follows M at the call and the pairing rule reads M.
 
-Gated by CLUSTER_VERIFIED (`bash scripts/gpu_check.sh cluster`: GPU tests vs float64, memcheck,
+Gated by knobs.WGMMA_CLUSTER (`python3 scripts/gpu_check.py cluster`: GPU tests vs float64, memcheck,
 racecheck, a timing), on since 2026-11-26.
 """
 
 from __future__ import annotations
 
+from autosched import knobs
 from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
 from autosched.templates.hgemm_wgmma import HgemmWgmmaVariant, bk_of, template_args
 
-# THE cluster switch: on since `bash scripts/gpu_check.sh cluster` passed on an H100 with the
-# kernel's CTA-scope slot releases (2026-11-26: 19 GPU tests vs float64 in every layout, memcheck 0
-# errors, racecheck 0 hazards; 8192^3 nt pairs along M 101.9% of cuBLAS against 97.1% alone).
-# AUTOSCHED_WGMMA_CLUSTER=0 in the environment leaves the template out of the family for one process.
-CLUSTER_VERIFIED = True
 CLUSTER = 2                                 # CTAs of a cluster: the .cuh's static_assert
 CLUSTER_DIMS = ("m", "n")                   # pairs along M share B (multicast B); along N share A
 SHARED = {"m": "B", "n": "A"}
 
 
 def cluster_enabled() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_CLUSTER", CLUSTER_VERIFIED)
+    return knobs.WGMMA_CLUSTER.enabled()
 
 
 def cluster_pairs(M: int, N: int, bm: int, bn: int, dim: str) -> tuple[int, int]:

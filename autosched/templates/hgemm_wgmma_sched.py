@@ -13,7 +13,7 @@ build id and config keys, so none of its recordings would count any more.  Knobs
 without `consumers` (always two), `schedule` and `epi_boxes`; cooperative consumers with a whole-share
 staging are hgemm_wgmma's own kernel, so the space leaves them out.
 
-Gated by SCHED_VERIFIED (`bash scripts/gpu_check.sh sched`: GPU tests vs float64 in every layout,
+Gated by knobs.WGMMA_SCHED (`python3 scripts/gpu_check.py sched`: GPU tests vs float64 in every layout,
 memcheck and racecheck of its corners, a timing against hgemm_wgmma and cuBLAS), on since it passed on
 an H100 on 2026-11-27: cooperative 128 x 256 with the box ring and 4 slots 181.7 us at 4096^3 against
 hgemm_wgmma's best 188.6 and cuBLAS 178.5 in the same process (checks/sched-sweep-2026-11-27.json).
@@ -23,16 +23,16 @@ Ping-pong measured slower than cooperative on every shape timed (4096^3: 197 us 
 from __future__ import annotations
 
 import dataclasses
+import math
+import random
 
-from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
-from autosched.templates.hgemm_wgmma import C_BOX, MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant, tensormap_params
+from autosched import knobs
+from autosched.space import ConfigError, Constraint, Knob, Space
+from autosched.templates.base import default_and_random, distinct
+from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaVariant, WgmmaMicroKernel, _wg_caps,
+                                            modelled_wgmma_us, tensormap_params, wgmma_registers)
 from autosched.workloads.base import WorkloadError
 
-# THE switch: on since `bash scripts/gpu_check.sh sched` passed on an H100 (2026-11-27: 156 configs of 6
-# shapes vs float64 twice each, memcheck 0 errors, racecheck 0 hazards over 24 corners; 4096^3 3.7% faster
-# than hgemm_wgmma's best).  AUTOSCHED_WGMMA_SCHED=0 in the environment leaves it out for one process.
-SCHED_VERIFIED = True
 THREADS = 384           # a producer warpgroup and two consumers
 SCHEDULES = ("cooperative", "pingpong")
 EPI_BOXES = (0, 2)      # output boxes a consumer stages at a time; 0: its whole share of the tile
@@ -48,13 +48,9 @@ DEFAULT_SHAPE = {"bm": 128, "bn": 256, "swizzle": 128, "stages": 4, "group": 16,
 
 
 def sched_enabled() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_SCHED", SCHED_VERIFIED)
+    return knobs.WGMMA_SCHED.enabled()
 
 
-# As a dynamic-M micro-kernel (DietCode's search, ops.HgemmDispatch's serving: its maps encoded per M at
-# each call), a switch of its own: on since the GPU test of the dispatcher serving it over ragged Ms
-# (tests/gpu/test_dynamic_sched_gpu.py) passed on an H100 (2026-11-27).  AUTOSCHED_DYN_SCHED=0 turns it off.
-DYN_SCHED_VERIFIED = True
 # (first M, last M, config): where DietCode's search starts with this template: the configs measured
 # fastest in the one-process sweeps on the H100 (2026-11-27, checks/sched-sweep-*.json): 128 x 128 with
 # 6 slots at 512 rows of N = 4096, 128 x 168 with 4 slots at 512-2048 rows of N = 11008, 128 x 256 with
@@ -68,7 +64,7 @@ SCHED_SEEDS = ((129, 1024, {"bm": 128, "bn": 128, "swizzle": 128, "stages": 6, "
 
 
 def dyn_sched_enabled() -> bool:
-    return env_switch("AUTOSCHED_DYN_SCHED", DYN_SCHED_VERIFIED)
+    return knobs.DYN_SCHED.enabled()
 
 
 def consumer_m_blocks(bm: int, schedule: str) -> int:
@@ -185,9 +181,134 @@ class HgemmWgmmaSchedTemplate(HgemmWgmmaVariant):
         out["epi_boxes"] = config["epi_boxes"]
         return out
 
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """hgemm_wgmma_sched's corners, per schedule: the smallest tile with the shortest ring and 32-byte
+        swizzle (the most CTAs, ping-pong: the most turns), the most shared memory (the deepest ring) with
+        the box ring and, ping-pong, with a whole-share staging; where B is K-major, a 168-column tile (its
+        unswizzled 56-column output boxes) of each schedule at its deepest ring; then the default and two random ones."""
+        cfgs = self.space(workload, device).enumerate()
+        picks = []
+        for sched in ("pingpong", "cooperative"):
+            mine = [c for c in cfgs if c["schedule"] == sched]
+            for pool in ([c for c in mine if c["epi_boxes"]], [c for c in mine if not c["epi_boxes"]]):
+                if pool:
+                    picks += [min(pool, key=lambda c: (c["bm"] * c["bn"], c["swizzle"], c["stages"])),
+                              max(pool, key=lambda c: (self.smem(c), c["bm"] * c["bn"]))]
+        for sched in ("pingpong", "cooperative"):
+            odd = [c for c in cfgs if c["bn"] % 64 and c["schedule"] == sched]
+            if odd:
+                picks.append(max(odd, key=lambda c: (self.smem(c), c["bm"])))
+        if cfgs:
+            picks += default_and_random(self, workload, device)
+        return distinct(picks)
 
-class HgemmWgmmaSchedDynTemplate(HgemmWgmmaSchedTemplate):
+
+class HgemmWgmmaSchedDynTemplate(HgemmWgmmaSchedTemplate, WgmmaMicroKernel):
     """hgemm_wgmma_sched as a dynamic-M micro-kernel (as HgemmWgmmaDynTemplate is hgemm_wgmma's): the
     same kernel, family and knobs; its space reads no M (hgemm_wgmma's rules on M are left to the cost
     model), so one binary serves every M, its A and C maps encoded per M at the call."""
     dynamic_m = True
+    switch = knobs.DYN_SCHED
+
+    def sample(self, space, extents, rng, local_pad: int = 1) -> dict:
+        return sample_sched(space, extents, rng)
+
+    def mutate(self, space, config: dict, rng, extents) -> dict | None:
+        return mutate_sched(space, config, rng, extents)
+
+    def describe(self, config: dict) -> str:
+        return sched_describe(config)
+
+    def short(self, config: dict) -> str:
+        c = config
+        return f"sched {c['schedule']} {c['bm']}x{c['bn']} boxes{c['epi_boxes']} sw{c['swizzle']} st{c['stages']}"
+
+    def unroll(self, config: dict) -> int:
+        return sched_unroll(config)
+
+    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
+        return list(SCHED_SEEDS)
+
+    def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
+        return self.threads(config), wgmma_registers({"consumers": 2}), 0, self.smem(config)
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        return modelled_sched_us(config, M, N, K, device), wgmma_registers({"consumers": 2})
+
+    def probe_features(self, config: dict, workload, device) -> list[float]:
+        c = config
+        return [math.log2(c[k]) for k in ("bm", "bn", "swizzle", "stages", "group")] + [
+            float(c["schedule"] == "pingpong"), float(c["epi_boxes"]),
+            math.log2(self.threads(c)), math.log2(self.unroll(c))]
+
+
+# -- the micro-kernel's sketch ------------------------------------------------------------------------
+# hgemm_wgmma's producer and raster with two consumer warpgroups (cooperative: the tile's rows split
+# between them; ping-pong: whole tiles in turn) and an epilogue staged whole or a box at a time
+# (templates/hgemm_wgmma_sched.py, behind dyn_sched_enabled).  Its threads are fixed (384), so
+# `sample_sched` draws the schedule first (which sets the tile heights a consumer's accumulators
+# allow), then (BM, BN) jointly under the accumulators and the largest extents, then the staging,
+# swizzle, ring depth and raster group; the unroll (wgmma a consumer issues per slot: its m64 blocks x
+# BK / 16) is derived, never drawn.
+
+
+def sched_unroll(config: dict) -> int:
+    return consumer_m_blocks(config["bm"], config["schedule"]) * (config["swizzle"] // 32)
+
+
+def _sched_inner(space: Space, schedule: str, extents) -> list[tuple[int, int]]:
+    cap_m, cap_n = _wg_caps(extents)
+    return [(bm, bn) for bm in space.knob("bm").values for bn in space.knob("bn").values
+            if consumer_m_blocks(bm, schedule) * bn // 2 <= 128
+            and bm <= max(64 if schedule == "pingpong" else 128, cap_m) and bn <= max(64, cap_n)]
+
+
+def sample_sched(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_wgmma_sched micro-kernel of HgemmWgmmaSchedDynTemplate's space, drawn jointly for the
+    largest extents (M_max, N): ConfigError if none is found."""
+    vals = {k.name: k.values for k in space.knobs}
+    for _ in range(max_tries):
+        sched = rng.choice(vals["schedule"])
+        inner = _sched_inner(space, sched, extents)
+        if not inner:
+            continue
+        bm, bn = rng.choice(inner)
+        cfg = {"bm": bm, "bn": bn, "swizzle": rng.choice(vals["swizzle"]), "stages": rng.choice(vals["stages"]),
+               "group": rng.choice(vals["group"]), "schedule": sched, "epi_boxes": rng.choice(vals["epi_boxes"])}
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no hgemm_wgmma_sched micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_sched(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                 max_tries: int = 50) -> dict | None:
+    """A neighbour keeping the schedule: BM or BN resampled within the accumulators, or the staging,
+    swizzle, ring depth or raster group changed."""
+    vals = {k.name: k.values for k in space.knobs}
+    inner = _sched_inner(space, config["schedule"], extents)
+    for _ in range(max_tries):
+        c = dict(config)
+        if rng.random() < 0.4 and inner:
+            c["bm"], c["bn"] = rng.choice(inner)
+        else:
+            knob = rng.choice(("epi_boxes", "swizzle", "stages", "stages", "group"))
+            c[knob] = rng.choice(vals[knob])
+        if c != config and space.contains(c):
+            return c
+    return None
+
+
+def sched_describe(config: dict) -> str:
+    c = config
+    return (f"sched {c['schedule']} {c['bm']}x{c['bn']}x{c['swizzle'] // 2} boxes {c['epi_boxes']} st{c['stages']} "
+            f"g{c['group']} unroll {sched_unroll(c)}")
+
+# -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
+
+def modelled_sched_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma_sched: `modelled_wgmma_us` of two consumers, a ping-pong schedule 5% slower (as it ran
+    in the sched sweep) and a box-ring staging 2% faster (its deeper ring).  MODELLED, not measured."""
+    c = config
+    us = modelled_wgmma_us({"bm": c["bm"], "bn": c["bn"], "consumers": 2, "swizzle": c["swizzle"],
+                            "stages": c["stages"], "group": c["group"]}, M, N, K, device)
+    return us * (1.05 if c["schedule"] == "pingpong" else 1.0) * (0.98 if c["epi_boxes"] else 1.0)

@@ -15,42 +15,32 @@ without it, and the tuner and the bench pass over it.
 HgemmWgmmaSplitKDynTemplate is the same kernel as a dynamic-M micro-kernel (autosched.dynamic,
 ops.HgemmDispatch): M is a run-time argument of the kernel already, so only the rules that read M
 (tiles against the SMs, the workspace cap) leave its space, and the workspace is sized per launch by
-whoever launches it (dynamic_workspace below).  Gated by its own switch, DYN_SPLIT_K_VERIFIED: the
+whoever launches it (dynamic_workspace below).  Gated by its own switch, knobs.DYN_SPLIT_K: the
 static switch was earned by GPU tests of one workspace per M, not of one workspace reused across Ms.
 """
 
 from __future__ import annotations
 
+from autosched import knobs
 from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
+from autosched.templates import gemm_model
 from autosched.templates.base import ArgSpec
-from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate, HgemmWgmmaVariant, bk_of, template_args
+from autosched.templates.hgemm_wgmma import (HgemmWgmmaTemplate, HgemmWgmmaVariant, WgmmaMicroKernel, bk_of,
+                                            template_args, wgmma_efficiency, wgmma_registers)
 from autosched.workloads.base import WorkloadError
 
-# THE split-K switch, read when the registry is built (registry._families): on since `bash
-# scripts/gpu_check.sh splitk` passed on an H100 (2026-11-23: GPU tests, memcheck and racecheck
-# clean; 128x4096x4096 B(N,K) 90.5% of cuBLAS with split_k 2, 79.0% on hgemm_wgmma).
-# AUTOSCHED_WGMMA_SPLIT_K=0 in the environment leaves the template out of the family for one process.
-SPLIT_K_VERIFIED = True
 SPLIT_K_VALUES = (2, 3, 4, 6, 8)            # within the .cuh's static_assert, 2 to 8 (1 is hgemm_wgmma)
 WORKSPACE_CAP = 64 << 20                    # bytes of FP32 partials and counters a launch may ask for
 
 
 def split_k_enabled() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_SPLIT_K", SPLIT_K_VERIFIED)
+    return knobs.WGMMA_SPLIT_K.enabled()
 
 
-# THE dynamic-M split-K switch: on since `bash scripts/gpu_check.sh dyn-splitk` passed on an H100
-# (2026-11-23: dispatched split-K micro-kernels vs float64 over ragged Ms through one reused
-# workspace, 8 GPU tests; memcheck 0 errors, racecheck 0 hazards; 4096x4096 at M = 16: 18.2 us
-# against cuBLAS's 20.9).  AUTOSCHED_DYN_SPLIT_K=0 in the environment turns it off for one process.
-# Off, the dynamic tuner never samples the family and ops.HgemmDispatch serves no artifact's split-K
-# micro-kernel.
-DYN_SPLIT_K_VERIFIED = True
 
 
 def dyn_split_k_enabled() -> bool:
-    return env_switch("AUTOSCHED_DYN_SPLIT_K", DYN_SPLIT_K_VERIFIED)
+    return knobs.DYN_SPLIT_K.enabled()
 
 
 def workspace_bytes(M: int, N: int, bm: int, bn: int, split_k: int) -> int:
@@ -166,18 +156,16 @@ class HgemmWgmmaSplitKTemplate(SplitFeatures, HgemmWgmmaVariant):
         return self.header, expr, min(tiles * split, device.sm_count), None, (workspace,)
 
 
-# A dynamic run's seeds of this template (dynamic/sketch.seed_kernels; it has no default ladder):
-# (first M, last M, config) where a GEMM's output tiles are too few for the SMs and K is long.  On the
-# H100 (2026-11-26): 128 x 64 tiles in two slices served 128x4096x4096 and 128x4096x11008 best (the
-# hgemm bench, 103.5% of cuBLAS on the latter), 64 x 64 tiles in two slices 64x4096x4096 within 6% of
-# the best; four slices of 64 x 64 for the narrow BERT-style N (768: 12 tile columns), whose full
-# DietCode run served M = 80..192 at 0.76-0.84 of cuBLAS without a split-K micro-kernel.
+# A dynamic run's seeds of this template (it has no default ladder): (first M, last M, config) where a
+# GEMM's output tiles are too few for the SMs and K is long: the tiles and slices the hgemm bench and the
+# full DietCode run found best there (bench/results/hgemm-*-2026-11-26*.json, dynamic-*-2026-11-26*.json);
+# four slices of 64 x 64 for a narrow N (768: 12 tile columns), which no split-K micro-kernel served.
 SPLIT_K_SEEDS = ((1, 128, {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1, "split_k": 2}),
                  (1, 256, {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1, "split_k": 4}),
                  (65, 256, {"bm": 128, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 8, "group": 1, "split_k": 2}))
 
 
-class HgemmWgmmaSplitKDynTemplate(HgemmWgmmaSplitKTemplate):
+class HgemmWgmmaSplitKDynTemplate(HgemmWgmmaSplitKTemplate, WgmmaMicroKernel):
     """hgemm_wgmma_splitk as a dynamic-M micro-kernel (as HgemmWgmmaDynTemplate is hgemm_wgmma's):
     the same kernel, family and knobs; its space reads no M, so one binary serves every M.  The
     rules that read M (fewer tiles than two waves, the workspace cap) are the cost model's business
@@ -186,7 +174,38 @@ class HgemmWgmmaSplitKDynTemplate(HgemmWgmmaSplitKTemplate):
     the measuring worker allocates); ops.HgemmDispatch lays one buffer out for all Ms instead
     (dynamic_workspace)."""
     dynamic_m = True
+    workspace = True
+    switch = knobs.DYN_SPLIT_K
+
+    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
+        return list(SPLIT_K_SEEDS)
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        return modelled_wgmma_splitk_us(config, M, N, K, device), wgmma_registers(config)
 
     def _space(self, workload, device) -> Space:
         base = HgemmWgmmaTemplate._space(self, workload, device)     # dynamic_m: no rule on M
         return Space([*base.knobs, split_k_knob()], [*base.constraints, k_slices_rule(workload.K)])
+
+# -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
+
+SPLIT_SYNC_US = 0.3          # a work unit's counter atomic and the wait on its partial's visibility
+
+
+def modelled_wgmma_splitk_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma_splitk, persistent over work units (tile, K slice): ceil(tiles x split_k / #SMs)
+    rounds of one unit an SM.  A unit is a wgmma tile over K / split_k at the efficiency of
+    `modelled_wgmma_us`, plus its FP32 partial written and, for the last slice, the others' read back
+    (at an SM's share of the bandwidth) and a counter's sync.  So at a small M, whose few tiles leave
+    SMs idle, more units fill them; at a large M the rounds only grow by the partials' cost.  The
+    memory floor adds the partials' traffic to the operands'.  MODELLED, not measured."""
+    c, sk = config, config["split_k"]
+    tiles = -(-M // c["bm"]) * -(-N // c["bn"])
+    eff = wgmma_efficiency(c)
+    k_slice = -(-K // sk)
+    partial = c["bm"] * c["bn"] * 4
+    unit_us = (2.0 * c["bm"] * c["bn"] * k_slice / (gemm_model.WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6
+               + partial * (2 - 1 / sk) / (gemm_model.BANDWIDTH / device.sm_count) * 1e6 + SPLIT_SYNC_US)
+    us = -(-tiles * sk // device.sm_count) * unit_us
+    floor = gemm_model.floor_us(M, N, K, 2.0 * tiles * sk * partial)
+    return (max(us, floor) + gemm_model.LAUNCH_US) * gemm_model.noise(c, M, N, K, "wgs")

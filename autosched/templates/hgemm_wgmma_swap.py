@@ -20,7 +20,7 @@ against 0.91-0.93: deleted, checks/mcast-sweep-2026-11-27.json.)
 As a dynamic-M micro-kernel (HgemmWgmmaSwapDynTemplate: a space that reads no M) it joins DietCode's
 search and ops.HgemmDispatch's serving under the same switch.
 
-Gated by SWAP_VERIFIED: on since its GPU stage passed on an H100 (2026-11-27, `scripts/gpu_check.sh
+Gated by knobs.WGMMA_SWAP: on since its GPU stage passed on an H100 (2026-11-27, `scripts/gpu_check.py
 swap`: the static and dynamic GPU tests vs float64, memcheck and racecheck of its corners clean; in
 swap_sweep.py it beat hgemm_wgmma at every BERT shape, 0.975 vs 0.858 of cuBLAS at 160 x 3072 x 768,
 checks/swap-sweep-2026-11-27.json).  AUTOSCHED_WGMMA_SWAP=0 turns it off for one process.
@@ -28,17 +28,18 @@ checks/swap-sweep-2026-11-27.json).  AUTOSCHED_WGMMA_SWAP=0 turns it off for one
 
 from __future__ import annotations
 
-from autosched.space import Constraint, Knob, Space
-from autosched.switches import env_switch
-from autosched.templates.base import ArgSpec
+import math
+import random
+
+from autosched import knobs
+from autosched.space import ConfigError, Constraint, Knob, Space
+from autosched.templates import gemm_model
+from autosched.templates.base import ArgSpec, default_and_random, distinct
 from autosched.templates.hgemm_wgmma import (C_BOX, MAX_ACC, SMEM_CAP_SM90, STAGE_VALUES, HgemmWgmmaVariant,
-                                             tensormap_params)
+                                             WgmmaMicroKernel, tensormap_params, wgmma_efficiency)
 from autosched.templates.hgemm_wgmma_splitk import SplitFeatures, counter_bytes, k_slices_rule, split_bound_rules
 from autosched.workloads.base import WorkloadError
 
-# THE switch: on since `bash scripts/gpu_check.sh swap` passed on an H100 (2026-11-27).
-# AUTOSCHED_WGMMA_SWAP=0 in the environment turns it off.
-SWAP_VERIFIED = True
 THREADS = 256           # a producer warpgroup and one consumer
 BW_VALUES = (64, 128)
 BT_VALUES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128)
@@ -68,7 +69,7 @@ SWAP_SEEDS = ((1, 64, {"bw": 64, "bt": 8, "swizzle": 128, "stages": 12, "split_k
 
 
 def swap_enabled() -> bool:
-    return env_switch("AUTOSCHED_WGMMA_SWAP", SWAP_VERIFIED)
+    return knobs.WGMMA_SWAP.enabled()
 
 
 def workspace_bytes(M: int, N: int, bw: int, bt: int, split_k: int, reduce: str = "workspace") -> int:
@@ -227,9 +228,185 @@ class HgemmWgmmaSwapTemplate(SplitFeatures, HgemmWgmmaVariant):
         use then count this kernel's tiles."""
         return cfg["bt"], cfg["bw"]
 
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """hgemm_wgmma_swap's corners: the smallest tile with the shortest ring and 32-byte swizzle (the
+        most CTAs, the narrowest wgmma), the deepest K split of the widest tile (the most partials summed
+        through the workspace), the same summed in a cluster (the most DSMEM reads), the most shared
+        memory, two m64 blocks with the widest token tile (the most accumulators), a 64-byte swizzle whose
+        ring ends off the staging's 1024-byte boundary (BW + BT no multiple of 16 rows), then the default
+        and two random ones; none where the layout is not nt."""
+        if self.refuses(workload) is not None:
+            return []
+        cfgs = self.space(workload, device).enumerate()
+        if not cfgs:
+            return []
+        smem = self.smem
+        deepest = lambda c: (c["split_k"], c["bw"] * c["bt"], -c["stages"])  # noqa: E731
+        clustered = [c for c in cfgs if c["reduce"] == "cluster"]
+        picks = [min(cfgs, key=lambda c: (c["bw"] * c["bt"], c["swizzle"], c["stages"], c["split_k"])),
+                 max((c for c in cfgs if c["reduce"] == "workspace"), key=deepest),
+                 *([max(clustered, key=deepest)] if clustered else []), max(cfgs, key=smem),
+                 max(cfgs, key=lambda c: (c["bw"], c["bt"], -c["stages"]))]
+        odd = [c for c in cfgs if c["swizzle"] == 64 and (c["bw"] + c["bt"]) % 16 and c["stages"] % 2]
+        if odd:
+            picks.append(max(odd, key=smem))
+        picks += default_and_random(self, workload, device)
+        return distinct(picks)
 
-class HgemmWgmmaSwapDynTemplate(HgemmWgmmaSwapTemplate):
+
+class HgemmWgmmaSwapDynTemplate(HgemmWgmmaSwapTemplate, WgmmaMicroKernel):
     """hgemm_wgmma_swap as a dynamic-M micro-kernel (autosched.dynamic, ops.HgemmDispatch): the same
     kernel and family, whose space reads no M (the token tile's bound by M is the cost model's
     business): one binary serves every M, its X and C tensor maps encoded per M at the call."""
     dynamic_m = True
+    workspace = True
+    nt_only = True
+    switch = knobs.WGMMA_SWAP
+    template_code = 3.0
+
+    def sample(self, space, extents, rng, local_pad: int = 1) -> dict:
+        return sample_swap(space, extents, rng)
+
+    def mutate(self, space, config: dict, rng, extents) -> dict | None:
+        return mutate_swap(space, config, rng, extents)
+
+    def describe(self, config: dict) -> str:
+        return swap_describe(config)
+
+    def short(self, config: dict) -> str:
+        c = config
+        return (f"swap {c['bt']}x{c['bw']} sw{c['swizzle']} st{c['stages']} split{c['split_k']}"
+                + (" cluster" if c.get("reduce") == "cluster" else ""))
+
+    def unroll(self, config: dict) -> int:
+        return swap_unroll(config)
+
+    def reads_workspace(self, config: dict) -> bool:
+        return reads_workspace(config)
+
+    def grid(self, M: int, N: int, config: dict, sm_count: int) -> tuple[int, int, int]:
+        """Persistent, or every work unit where a tile's slices meet in a cluster."""
+        return (self.grid_units(M, N, config, sm_count), 1, 1)
+
+    def c_grid(self, config: dict, N: int, sm_count: int) -> str:
+        if config["reduce"] == "cluster":
+            return "dim3(units, 1, 1)"
+        return super().c_grid(config, N, sm_count)
+
+    def seeds(self, space, N: int, lo: int, hi: int, sm_count: int) -> list[tuple[int, int, dict]]:
+        return list(SWAP_SEEDS)
+
+    def resources(self, config: dict, workload, device) -> tuple[int, int, int, int]:
+        return self.threads(config), swap_registers(config), 0, self.smem(config)
+
+    def modelled(self, config: dict, M: int, N: int, K: int, spec, device) -> tuple[float, int]:
+        return modelled_swap_us(config, M, N, K, device), swap_registers(config)
+
+    def probe_features(self, config: dict, workload, device) -> list[float]:
+        c = config
+        return [math.log2(c[k]) for k in ("bw", "bt", "swizzle", "stages", "split_k")] + [
+            math.log2(self.threads(c)), math.log2(self.unroll(c))]
+
+
+# -- the micro-kernel's sketch ------------------------------------------------------------------------
+#
+#     N (weight rows):  tiles (persistent loop) | one consumer warpgroup | mw: m64 blocks (BW = 64 mw)
+#     M (tokens):       tiles                   | one wgmma of N = BT
+#     K:                slots (K / BK)          | k16 steps of a slot: swizzle / 32
+#
+# Its threads are fixed (a producer and one consumer warpgroup), so `sample_swap` draws (BW, BT) jointly
+# under the accumulator budget (mw x BT / 2 <= 128) and the largest extents, then the swizzle, the
+# ring depth and split_k (K cut in slices: an inner tile of K, as hgemm_wgmma_splitk's) with where the
+# slices meet (a global workspace or one cluster's shared memory); the unroll
+# (wgmma per slot: mw x BK / 16) is derived, never drawn.
+
+
+def swap_unroll(config: dict) -> int:
+    return (config["bw"] // 64) * (config["swizzle"] // 32)
+
+
+def _swap_inner(space: Space, extents) -> list[tuple[int, int]]:
+    m_max, n = extents
+    cap_t, cap_w = max(8, -(-m_max // 8) * 8), max(64, -(-n // 64) * 64)
+    return [(bw, bt) for bw in space.knob("bw").values for bt in space.knob("bt").values
+            if (bw // 64) * bt // 2 <= 128 and bt <= cap_t and bw <= cap_w]
+
+
+def sample_swap(space: Space, extents: tuple[int, int], rng: random.Random, max_tries: int = 2000) -> dict:
+    """One hgemm_wgmma_swap micro-kernel of HgemmWgmmaSwapDynTemplate's space, drawn jointly for the
+    largest extents (M_max, N): ConfigError if none is found."""
+    inner = _swap_inner(space, extents)
+    splits, reduces = space.knob("split_k").values, space.knob("reduce").values
+    for _ in range(max_tries if inner else 0):
+        bw, bt = rng.choice(inner)
+        # K unsplit half the time: a split only pays where the tiles leave SMs idle
+        cfg = {"bw": bw, "bt": bt, "swizzle": rng.choice(space.knob("swizzle").values),
+               "stages": rng.choice(space.knob("stages").values),
+               "split_k": 1 if 1 in splits and rng.random() < 0.5 else rng.choice(splits)}
+        cfg["reduce"] = "workspace" if cfg["split_k"] == 1 else rng.choice(reduces)
+        if space.contains(cfg):
+            return cfg
+    raise ConfigError(f"no hgemm_wgmma_swap micro-kernel found for extents {extents} in {max_tries} draws")
+
+
+def mutate_swap(space: Space, config: dict, rng: random.Random, extents: tuple[int, int],
+                max_tries: int = 50) -> dict | None:
+    """A neighbour (the threads are the template's): BT moved to a neighbouring wgmma N or resampled, BW
+    flipped, or the swizzle, the ring depth, split_k or where the slices meet changed (an unsplit
+    config's reduce follows its split: the workspace, the space's one value there)."""
+    inner = set(_swap_inner(space, extents))
+    bts = list(space.knob("bt").values)
+    for _ in range(max_tries):
+        c = dict(config)
+        move = rng.random()
+        if move < 0.35:
+            i = bts.index(c["bt"]) + rng.choice((-1, 1))
+            if 0 <= i < len(bts):
+                c["bt"] = bts[i]
+        elif move < 0.5:
+            c["bt"] = rng.choice(bts)
+        elif move < 0.65:
+            c["bw"] = 192 - c["bw"]
+        else:
+            knob = rng.choice(("swizzle", "stages", "split_k", "reduce"))
+            c[knob] = rng.choice(space.knob(knob).values)
+            if c["split_k"] == 1:
+                c["reduce"] = "workspace"
+        if c != config and (c["bw"], c["bt"]) in inner and space.contains(c):
+            return c
+    return None
+
+
+def swap_describe(config: dict) -> str:
+    c = config
+    where = " cluster" if c.get("reduce") == "cluster" else ""
+    return f"swap {c['bt']}x{c['bw']}x{c['swizzle'] // 2} st{c['stages']} split{c['split_k']}{where} unroll {swap_unroll(c)}"
+
+# -- the synthetic runner's model of it (templates/gemm_model.py) ------------------------------------
+
+def swap_registers(config: dict) -> int:
+    """Registers a thread of an hgemm_wgmma_swap block holds, estimated: its accumulators + ~64 (what
+    ptxas reported from the smallest tile to the largest)."""
+    return min(255, (config["bw"] // 64) * config["bt"] // 2 + 64)
+
+
+def modelled_swap_us(config: dict, M: int, N: int, K: int, device) -> float:
+    """hgemm_wgmma_swap, persistent: ceil(tiles x split_k / #SMs) rounds of one work unit an SM, tiles
+    BT tokens x BW weight rows over K / split_k; a unit's time the slower of its wgmma work (at the
+    efficiency of `modelled_wgmma_us`, one consumer) and its (BW + BT) x K / split_k operands at an
+    SM's rate from L2 (the token tiles of one W tile run side by side, so W comes from DRAM about
+    once), so narrow token tiles make many CTAs that each read little, plus a split unit's partial
+    written and read back (a quarter of that where the slices meet in a cluster's shared memory, whose
+    grid is every unit); the memory floor, launch and noise.  MODELLED, not measured."""
+    c = config
+    bt, bw, sk = c["bt"], c["bw"], c["split_k"]
+    cluster = c.get("reduce") == "cluster"
+    units = -(-M // bt) * -(-N // bw) * sk
+    eff = wgmma_efficiency({"bm": bw, "bn": bt, "consumers": 1, "stages": c["stages"], "swizzle": c["swizzle"]})
+    kk = K / sk
+    unit_us = max(2.0 * bw * bt * kk / (gemm_model.WGMMA_PEAK_SM_TFLOPS * 1e12 * eff) * 1e6,
+                  (bw + bt) * kk * 2 / gemm_model.SM_L2_BYTES_S * 1e6)
+    if sk > 1:
+        unit_us += (0.25 if cluster else 1.0) * 2 * bw * bt * 4 / gemm_model.SM_L2_BYTES_S * 1e6
+    us = -(-units // device.sm_count) * unit_us
+    return (max(us, gemm_model.floor_us(M, N, K)) + gemm_model.LAUNCH_US) * gemm_model.noise(c, M, N, K, "swap")

@@ -8,7 +8,7 @@ in FP16 and BF16; the layout and dtype are the workload's, not knobs.
 from __future__ import annotations
 
 from autosched.space import Constraint, Knob, Space
-from autosched.templates.base import ArgSpec, KernelSpec, Template, kernel_source
+from autosched.templates.base import ArgSpec, KernelSpec, Template, default_and_random, distinct, kernel_source
 from autosched.templates.gemm_tiles import block_tile_rules, threads, tile_use, warp_register_rule
 from autosched.workloads.base import WorkloadError
 
@@ -120,3 +120,16 @@ class HgemmWmmaTemplate(Template):
                   ArgSpec("C", "output", ctype=f"{elem}*"), ArgSpec("M", "scalar", value=M, ctype="int"),
                   ArgSpec("N", "scalar", value=N, ctype="int"), ArgSpec("K", "scalar", value=K, ctype="int")),
             arch=device.arch)
+
+    def sanitizer_picks(self, workload, device) -> list[dict]:
+        """The smallest block tile (the most blocks on the ragged edges), the most shared memory (the
+        deepest ring, or the widest epilogue scratch), the largest warp tile (the most registers), the
+        largest single-buffered block, then the default and two random ones; no config twice."""
+        cfgs = self.space(workload, device).enumerate()
+        tile = lambda c: c["bm"] * c["bn"]  # noqa: E731
+        smem = lambda c: smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], workload.a_col,  # noqa: E731
+                                    workload.b_col, workload.blocked, c["wm"], c["wn"])
+        single = [c for c in cfgs if c["stages"] == 1] or cfgs
+        picks = [min(cfgs, key=tile), max(cfgs, key=smem), max(cfgs, key=lambda c: (c["wm"] * c["wn"], tile(c))),
+                 max(single, key=tile)] + default_and_random(self, workload, device)
+        return distinct(picks)

@@ -94,7 +94,7 @@ def tc_attention_smem_bytes(head_size: int, bq: int) -> int:
 def tc_attention_bq(n_q: int, n_heads: int, sm_count: int) -> int:
     """The query tile of a prompt of n_q tokens: 128 rows (K and V read once per 128 queries) where that
     still gives at least two blocks an SM, else 64 (a 512-token 7B prompt: 256 blocks, not 128 on 132
-    SMs).  A rule, not a measurement: scripts/prefill_attn_timing.py times both tiles."""
+    SMs).  A rule, not a measurement: `scripts/timing.py prefill-attn` times both tiles."""
     return 128 if -(-n_q // 128) * n_heads >= 2 * sm_count else 64
 
 

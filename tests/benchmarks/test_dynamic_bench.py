@@ -10,6 +10,7 @@ from autosched.dynamic.synthetic import SyntheticRunner
 from autosched.dynamic.tune import tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space
+from autosched.templates import hgemm_dyn as t_dyn
 
 
 def test_benchmark_logic_on_synthetic_runner(h100):
@@ -18,7 +19,7 @@ def test_benchmark_logic_on_synthetic_runner(h100):
     def inst(w, budget):
         space = micro_kernel_space(w.N, w.b_col, h100)
         rng = random.Random(w.M)
-        cfgs = [sketch.sample(space, (w.M, w.N), rng) for _ in range(budget)]
+        cfgs = [t_dyn.sample(space, (w.M, w.N), rng) for _ in range(budget)]
         us, cfg = min((runner.measure(t.render(w, c, h100)).median_us, c) for c in cfgs)
         return t.family, cfg, us, len(cfgs)
 

@@ -4,7 +4,7 @@ run of the newest day first."""
 import json
 
 from autosched.benchmarks.common import write_results
-from autosched.report import all_results
+from autosched.results_files import all_results
 
 
 def test_runs_of_one_day_keep_their_files_and_sort_newest_first(tmp_path, h100):

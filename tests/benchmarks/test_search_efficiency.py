@@ -62,7 +62,7 @@ def test_median_fraction_counts_a_seed_that_never_got_there_as_infinite():
 def test_the_study_renders_into_the_readme_block(whole_space, tmp_path, h100):
     import json
 
-    from autosched.report import replace_block
+    from autosched.results_files import replace_block
     from autosched.report_sgemm import search_table
     assert main([whole_space.path, "--seeds", "2", "--trial-fraction", "0.03", "--out", str(tmp_path),
                  "--plots", str(tmp_path / "plots")]) == 0

@@ -30,6 +30,7 @@ from autosched.templates.gemm_tiles import threads
 from autosched.templates.hgemm_dyn import HgemmDynTemplate, micro_kernel_space, unroll
 from autosched.templates.hgemm_mma import registers_needed, smem_bytes
 from autosched.workloads.base import WorkloadError
+from autosched.templates import hgemm_dyn as t_dyn
 
 
 @pytest.fixture(scope="module")
@@ -82,21 +83,21 @@ def test_workload_errors_name_the_input(kw, words):
 def test_sketches_are_joint_and_within_the_target(h100):
     space = micro_kernel_space(4096, 1, h100)
     rng = random.Random(3)
-    cfgs = [sketch.sample(space, (4096, 4096), rng) for _ in range(300)]
+    cfgs = [t_dyn.sample(space, (4096, 4096), rng) for _ in range(300)]
     for c in cfgs:
         t = threads(c["bm"], c["bn"], c["wm"], c["wn"])
         assert 64 <= t <= h100.max_threads_per_block
         assert registers_needed(c["wm"], c["wn"]) * t <= h100.regs_per_block
         assert smem_bytes(c["bm"], c["bn"], c["bk"], c["stages"], c["pad"], 1) <= h100.smem_per_block_optin
         assert (2 * c["bk"]) % 16 == 0 and (2 * c["bn"]) % 16 == 0            # 16-byte vectors
-        d = sketch.decision(c)
+        d = t_dyn.decision(c)
         assert unroll(c) == d["mt"] * 2 * d["nt"] * d["ks"]                    # never sampled alone
-        assert sketch.config_of(d) == c
+        assert t_dyn.config_of(d) == c
     # tiles from the maximum extents, not divisors of one shape
     assert any(c["bm"] & (c["bm"] - 1) for c in cfgs) and any(c["bn"] & (c["bn"] - 1) for c in cfgs)
     assert len({(c["bm"], c["bn"]) for c in cfgs}) > 30
     # a small largest extent caps the block
-    small = [sketch.sample(space, (40, 4096), rng) for _ in range(50)]
+    small = [t_dyn.sample(space, (40, 4096), rng) for _ in range(50)]
     assert all(c["bm"] <= 48 for c in small)
 
 
@@ -105,13 +106,13 @@ def test_mutation_keeps_thread_tiles_and_unroll_consistent(h100):
     rng = random.Random(5)
     changed = 0
     for _ in range(200):
-        c = sketch.sample(space, (4096, 4096), rng)
-        m = sketch.mutate(space, c, rng, (4096, 4096))
+        c = t_dyn.sample(space, (4096, 4096), rng)
+        m = t_dyn.mutate(space, c, rng, (4096, 4096))
         if m is None:
             continue
         changed += 1
         assert space.contains(m) and m != c
-        dc, dm = sketch.decision(c), sketch.decision(m)
+        dc, dm = t_dyn.decision(c), t_dyn.decision(m)
         assert (dc["warps_m"], dc["warps_n"]) == (dm["warps_m"], dm["warps_n"])
         assert unroll(m) == dm["mt"] * 2 * dm["nt"] * dm["ks"]
     assert changed > 150
@@ -155,7 +156,7 @@ def test_probes_resume_from_the_database(h100, dw, tmp_path):
     t = HgemmDynTemplate()
     space = micro_kernel_space(dw.N, 1, h100)
     rng = random.Random(0)
-    cfgs = [sketch.sample(space, (dw.hi, dw.N), rng) for _ in range(5)]
+    cfgs = [t_dyn.sample(space, (dw.hi, dw.N), rng) for _ in range(5)]
     runner = SyntheticRunner(h100)
     with Database(tmp_path / "p.db") as db:
         mks = measure_micro_kernels(t, cfgs, dw, runner, db)

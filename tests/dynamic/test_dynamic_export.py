@@ -12,7 +12,7 @@ import pytest
 from autosched.dynamic.export import c_name, export_cu
 from autosched.dynamic.handmade import handmade_result
 from autosched.dynamic.workload import DynamicWorkload
-from autosched.templates.dynamic_switches import dynamic_templates
+from autosched.templates.micro_kernels import dynamic_templates
 from autosched.templates.hgemm_wgmma_splitk import counter_bytes, dynamic_workspace
 from every_family import DYN, KERNELS, SPLIT, TOPS
 

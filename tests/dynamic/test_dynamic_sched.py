@@ -16,14 +16,17 @@ from autosched.dynamic.cost_model import work_units
 from autosched.dynamic.export import export_cu
 from autosched.dynamic.front import tune_dynamic as front_tune
 from autosched.dynamic.measurer import compile_report, probe_workloads
-from autosched.dynamic.synthetic import SyntheticRunner, modelled_sched_us, modelled_wgmma_us
+from autosched.dynamic.synthetic import SyntheticRunner
 from autosched.dynamic.tune import tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
+from autosched.templates.micro_kernels import micro_kernel
 from autosched.ops.hgemm import HgemmDispatch
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
 from autosched.templates.hgemm_wgmma_sched import (SCHED_SEEDS, HgemmWgmmaSchedDynTemplate, HgemmWgmmaSchedTemplate,
                                                    dyn_sched_enabled)
 from autosched.workloads import Hgemm
+from autosched.templates import hgemm_wgmma as t_wg
+from autosched.templates import hgemm_wgmma_sched as t_sch
 from fake_dispatch import load_fakes
 
 SCH = "hgemm_wgmma_sched"
@@ -74,11 +77,11 @@ def test_one_binary_serves_every_m(t, h100):
 def test_sketches_and_mutations_keep_the_schedule_in_the_space(t, h100, dw):
     space = t.space(dw.largest, h100)
     rng = random.Random(0)
-    drawn = [sketch.sample_sched(space, (dw.hi, dw.N), rng) for _ in range(200)]
+    drawn = [t_sch.sample_sched(space, (dw.hi, dw.N), rng) for _ in range(200)]
     assert all(space.contains(c) for c in drawn) and len({tuple(sorted(c.items())) for c in drawn}) > 100
     assert {c["schedule"] for c in drawn} == {"cooperative", "pingpong"}
     for c in drawn[:60]:
-        m = sketch.mutate_sched(space, c, rng, (dw.hi, dw.N))
+        m = t_sch.mutate_sched(space, c, rng, (dw.hi, dw.N))
         if m is not None:
             assert space.contains(m) and m != c and m["schedule"] == c["schedule"]
         mw = c["bm"] // 64 if c["schedule"] == "pingpong" else c["bm"] // 128
@@ -92,7 +95,7 @@ def test_sketches_and_mutations_keep_the_schedule_in_the_space(t, h100, dw):
 def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_path):
     rng = random.Random(1)
     space = t.space(dw.largest, h100)
-    cfgs = [sketch.sample_sched(space, (dw.hi, dw.N), rng) for _ in range(2)] + [c for *_, c in SCHED_SEEDS]
+    cfgs = [t_sch.sample_sched(space, (dw.hi, dw.N), rng) for _ in range(2)] + [c for *_, c in SCHED_SEEDS]
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
         for c in cfgs:
             est = compile_report(t, c, dw.largest, h100)
@@ -107,9 +110,9 @@ def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_pa
 def test_the_synthetic_model_follows_the_measured_order(h100):
     coop = dict(SCHED_SEEDS[2][2])
     wg = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 4, "group": 8}
-    assert modelled_sched_us(coop, 4096, 4096, 4096, h100) < modelled_wgmma_us(wg, 4096, 4096, 4096, h100)
-    assert modelled_sched_us({**coop, "schedule": "pingpong", "bm": 64}, 4096, 4096, 4096, h100) > \
-        modelled_sched_us(coop, 4096, 4096, 4096, h100)
+    assert t_sch.modelled_sched_us(coop, 4096, 4096, 4096, h100) < t_wg.modelled_wgmma_us(wg, 4096, 4096, 4096, h100)
+    assert t_sch.modelled_sched_us({**coop, "schedule": "pingpong", "bm": 64}, 4096, 4096, 4096, h100) > \
+        t_sch.modelled_sched_us(coop, 4096, 4096, 4096, h100)
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +147,7 @@ def test_the_dispatcher_serves_sched_kernels_their_grid_and_maps(h100, dw, monke
         assert [int(a) for a in args[3:]] == [M, 11008, 4096]
     # the 168-column tile's C map: unswizzled 56 x 64 boxes, per M
     assert (0x7F2000000000, (11008, 200), (56, 64)) in seen and (0x7F2000000000, (11008, 3000), (64, 64)) in seen
-    from autosched.ops.hgemm import _short
-    assert _short(SCH, g.configs[g.index(200)]) == "sched cooperative 128x168 boxes2 sw128 st4"
+    assert micro_kernel(SCH).short(g.configs[g.index(200)]) == "sched cooperative 128x168 boxes2 sw128 st4"
 
 
 def test_switch_off_the_artifact_is_not_served(h100, dw, off):

@@ -5,11 +5,13 @@ tuner (synthetic runner: MODELLED times) picks split-K at small M and not at lar
 on and never with it off, and the JSON artifact keeps the family.  Nothing here needs a GPU
 (tests/gpu/test_dynamic_splitk_gpu.py is the GPU side)."""
 
+import dataclasses
 import json
 import random
 
 import pytest
 
+from autosched import knobs
 from autosched.api import AutoschedError
 from autosched.build import BuildCache, Builder
 from autosched.dynamic import sketch
@@ -17,7 +19,7 @@ from autosched.dynamic.cost_model import ProbeModel, features
 from autosched.dynamic.export import export_cu
 from autosched.dynamic.front import tune_dynamic as front_tune
 from autosched.dynamic.measurer import compile_report, probe_workloads
-from autosched.dynamic.synthetic import SyntheticRunner, modelled_wgmma_splitk_us, modelled_wgmma_us
+from autosched.dynamic.synthetic import SyntheticRunner
 from autosched.dynamic.tune import DynamicResult, tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
 from autosched.ops import hgemm as H
@@ -27,6 +29,8 @@ from autosched.templates.hgemm_wgmma_splitk import (HgemmWgmmaSplitKDynTemplate,
                                                     counter_bytes, dyn_split_k_enabled, dynamic_workspace,
                                                     workspace_bytes)
 from autosched.workloads import Hgemm
+from autosched.templates import hgemm_wgmma as t_wg
+from autosched.templates import hgemm_wgmma_splitk as t_wgs
 from fake_dispatch import load_fakes
 from source_literals import literal
 
@@ -55,13 +59,13 @@ def off(monkeypatch):
 def test_switch_is_on_by_default_and_the_environment_overrides_it(monkeypatch):
     import autosched.templates.hgemm_wgmma_splitk as hs
     monkeypatch.delenv("AUTOSCHED_DYN_SPLIT_K", raising=False)
-    # flipped after `gpu_check.sh dyn-splitk` passed on an H100 (2026-11-23)
-    assert hs.DYN_SPLIT_K_VERIFIED is True and dyn_split_k_enabled()
+    # flipped after `gpu_check.py dyn-splitk` passed on an H100 (2026-11-23)
+    assert knobs.DYN_SPLIT_K.default is True and dyn_split_k_enabled()
     for v, want in (("1", True), ("0", False), ("", False), ("no", False)):
         monkeypatch.setenv("AUTOSCHED_DYN_SPLIT_K", v)
         assert dyn_split_k_enabled() is want
     monkeypatch.delenv("AUTOSCHED_DYN_SPLIT_K")
-    monkeypatch.setattr(hs, "DYN_SPLIT_K_VERIFIED", False)
+    monkeypatch.setattr(knobs, "DYN_SPLIT_K", dataclasses.replace(knobs.DYN_SPLIT_K, default=False))
     assert not dyn_split_k_enabled()
 
 
@@ -277,10 +281,10 @@ def test_sketches_and_mutations_of_split_k(h100, dw):
     rng = random.Random(2)
     splits, moved = set(), False
     for _ in range(150):
-        c = sketch.sample_wgmma(space, (dw.hi, dw.N), rng)
+        c = t_wg.sample_wgmma(space, (dw.hi, dw.N), rng)
         assert space.contains(c) and c["split_k"] in (2, 3, 4, 6, 8)
         splits.add(c["split_k"])
-        m = sketch.mutate_wgmma(space, c, rng, (dw.hi, dw.N))
+        m = t_wg.mutate_wgmma(space, c, rng, (dw.hi, dw.N))
         if m is not None:
             assert m["consumers"] == c["consumers"] and space.contains(m) and m != c
             moved |= m["split_k"] != c["split_k"]
@@ -308,10 +312,10 @@ def test_probes_and_features_count_work_units(h100, dw):
 
 def test_the_synthetic_model_splits_at_small_m_only(h100):
     unsplit = {k: v for k, v in TINY.items() if k != "split_k"}
-    assert modelled_wgmma_splitk_us(TINY, 64, 4096, 4096, h100) < modelled_wgmma_us(unsplit, 64, 4096, 4096, h100)
+    assert t_wgs.modelled_wgmma_splitk_us(TINY, 64, 4096, 4096, h100) < t_wg.modelled_wgmma_us(unsplit, 64, 4096, 4096, h100)
     big = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
-    assert modelled_wgmma_splitk_us({**big, "split_k": 2}, 4096, 4096, 4096, h100) > \
-        modelled_wgmma_us(big, 4096, 4096, 4096, h100)
+    assert t_wgs.modelled_wgmma_splitk_us({**big, "split_k": 2}, 4096, 4096, 4096, h100) > \
+        t_wg.modelled_wgmma_us(big, 4096, 4096, 4096, h100)
 
 
 def test_the_front_adds_split_k_with_the_switch_on(tmp_path, on, monkeypatch):
@@ -332,7 +336,7 @@ def test_the_front_never_samples_split_k_with_the_switch_off(tmp_path, off):
     res = front_tune(dw, runner="synthetic", db=str(tmp_path / "t.db"), rounds=2, per_round=10, seed=1)
     assert WGS not in res.template and all(k.family != WGS for k in res.kernels)
     assert all(WGS not in h["by_family"] for h in res.history)
-    with pytest.raises(AutoschedError, match="DYN_SPLIT_K_VERIFIED"):
+    with pytest.raises(AutoschedError, match="AUTOSCHED_DYN_SPLIT_K"):
         front_tune(dw, runner="synthetic", db=str(tmp_path / "t.db"), templates=["hgemm_wgmma", WGS])
 
 

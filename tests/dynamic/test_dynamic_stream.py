@@ -15,15 +15,18 @@ from autosched.dynamic.cost_model import features, work_units
 from autosched.dynamic.export import export_cu
 from autosched.dynamic.front import tune_dynamic as front_tune
 from autosched.dynamic.measurer import compile_report, probe_workloads
-from autosched.dynamic.synthetic import SyntheticRunner, modelled_stream_us, modelled_wgmma_us
+from autosched.dynamic.synthetic import SyntheticRunner
 from autosched.dynamic.tune import DynamicResult, tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
+from autosched.templates.micro_kernels import micro_kernel
 from autosched.ops.hgemm import HgemmDispatch, WorkspaceCache
 from autosched.templates.hgemm_stream import (MAX_M, STREAM_SEEDS, HgemmStreamDynTemplate, bn_of, dyn_stream_enabled,
                                               threads)
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
 from autosched.templates.hgemm_wgmma_splitk import counter_bytes
 from autosched.workloads import Hgemm
+from autosched.templates import hgemm_stream as t_str
+from autosched.templates import hgemm_wgmma as t_wg
 from fake_dispatch import load_fakes
 from source_literals import literal
 
@@ -76,10 +79,10 @@ def test_one_binary_serves_every_m(t, h100):
 def test_sketches_and_mutations_keep_the_warps_in_the_space(t, h100, dw):
     space = t.space(dw.largest, h100)
     rng = random.Random(0)
-    drawn = [sketch.sample_stream(space, (dw.hi, dw.N), rng) for _ in range(200)]
+    drawn = [t_str.sample_stream(space, (dw.hi, dw.N), rng) for _ in range(200)]
     assert all(space.contains(c) for c in drawn) and len({tuple(sorted(c.items())) for c in drawn}) > 100
     for c in drawn[:60]:
-        m = sketch.mutate_stream(space, c, rng, (dw.hi, dw.N))
+        m = t_str.mutate_stream(space, c, rng, (dw.hi, dw.N))
         if m is not None:
             assert space.contains(m) and m != c and (m["wn"], m["wk"]) == (c["wn"], c["wk"])
         assert sketch.unroll_of(STR, c) == c["rw"] * c["mt"] // 8 * c["kw"] // 16
@@ -93,7 +96,7 @@ def test_sketches_and_mutations_keep_the_warps_in_the_space(t, h100, dw):
 def test_compile_reports_and_probes_hold_their_grid_of_ctas(t, h100, dw, tmp_path):
     rng = random.Random(1)
     space = t.space(dw.largest, h100)
-    cfgs = [sketch.sample_stream(space, (dw.hi, dw.N), rng) for _ in range(3)] + [c for _, c in STREAM_SEEDS]
+    cfgs = [t_str.sample_stream(space, (dw.hi, dw.N), rng) for _ in range(3)] + [c for _, c in STREAM_SEEDS]
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
         for c in cfgs:
             est = compile_report(t, c, dw.largest, h100)
@@ -119,8 +122,8 @@ def test_features_and_work_units_count_its_ctas(h100):
 def test_the_synthetic_model_streams_at_small_m_only(h100):
     s = dict(STREAM_SEEDS[0][1])
     wg = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 6, "group": 8}
-    assert modelled_stream_us(s, 8, 4096, 4096, h100) < 1.5 * modelled_wgmma_us(wg, 8, 4096, 4096, h100)
-    assert modelled_stream_us(s, 1024, 4096, 4096, h100) > 3 * modelled_wgmma_us(wg, 1024, 4096, 4096, h100)
+    assert t_str.modelled_stream_us(s, 8, 4096, 4096, h100) < 1.5 * t_wg.modelled_wgmma_us(wg, 8, 4096, 4096, h100)
+    assert t_str.modelled_stream_us(s, 1024, 4096, 4096, h100) > 3 * t_wg.modelled_wgmma_us(wg, 1024, 4096, 4096, h100)
 
 
 @pytest.fixture(scope="module")
@@ -175,8 +178,7 @@ def test_the_dispatcher_serves_stream_kernels_their_grid_and_workspace(h100, dw,
         assert off + counter_bytes(tiles) == region and need >= region        # counters end where partials begin
         assert [int(a) for a in args[:3]] == [0x7F0000000000, 0x7F1000000000, 0x7F2000000000]
         assert int(args[3]) == 0x10000000 + off and [int(a) for a in args[4:]] == [M, 4096, 4096]
-    from autosched.ops.hgemm import _short
-    assert _short(g.families[0], g.configs[0]).startswith("stream 16x32 ")
+    assert micro_kernel(g.families[0]).short(g.configs[0]).startswith("stream 16x32 ")
 
 
 def test_switch_off_the_artifact_is_not_served(h100, dw, off):
@@ -242,7 +244,7 @@ def test_a_max_m_workspace_cap_keeps_render_sane(t, h100):
                                    "Mx1032x520_bt_bf16"])
 def test_the_gpu_stage_s_configs_are_in_the_dynamic_spaces(t, h100, shape):
     configs = literal("tests/gpu/test_dynamic_stream_gpu.py", "STREAMS") + literal(
-        "scripts/sanitize_dyn_stream.py", "KERNELS")
+        "scripts/sanitize.py", "STREAM_KERNELS")
     w = DynamicWorkload.parse("hgemm", shape, (1, 2048)).largest
     space = t.space(w, h100)
     for c in configs:

@@ -15,15 +15,18 @@ from autosched.dynamic.cost_model import work_units
 from autosched.dynamic.export import export_cu
 from autosched.dynamic.front import tune_dynamic as front_tune
 from autosched.dynamic.measurer import compile_report, probe_workloads
-from autosched.dynamic.synthetic import SyntheticRunner, modelled_swap_us, modelled_wgmma_us
+from autosched.dynamic.synthetic import SyntheticRunner
 from autosched.dynamic.tune import tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
 from autosched.dynamic.handmade import handmade_result
-from autosched.ops.hgemm import HgemmDispatch, _short
+from autosched.templates.micro_kernels import micro_kernel
+from autosched.ops.hgemm import HgemmDispatch
 from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
 from autosched.templates.hgemm_wgmma_swap import (SWAP_SEEDS, THREADS, HgemmWgmmaSwapDynTemplate,
                                                   HgemmWgmmaSwapTemplate, swap_enabled)
 from autosched.workloads import Hgemm
+from autosched.templates import hgemm_wgmma as t_wg
+from autosched.templates import hgemm_wgmma_swap as t_swp
 from fake_dispatch import load_fakes
 
 SWP = "hgemm_wgmma_swap"
@@ -74,13 +77,13 @@ def test_one_binary_serves_every_m(t, h100):
 def test_sketches_and_mutations_stay_in_the_space(t, h100, dw):
     space = t.space(dw.largest, h100)
     rng = random.Random(0)
-    drawn = [sketch.sample_swap(space, (dw.hi, dw.N), rng) for _ in range(200)]
+    drawn = [t_swp.sample_swap(space, (dw.hi, dw.N), rng) for _ in range(200)]
     assert all(space.contains(c) for c in drawn) and len({tuple(sorted(c.items())) for c in drawn}) > 80
     assert all((c["bw"] // 64) * c["bt"] // 2 <= 128 for c in drawn)
     # a range of few rows draws no token tile wider than its largest M
-    assert all(c["bt"] <= 32 for c in (sketch.sample_swap(space, (30, dw.N), rng) for _ in range(50)))
+    assert all(c["bt"] <= 32 for c in (t_swp.sample_swap(space, (30, dw.N), rng) for _ in range(50)))
     for c in drawn[:60]:
-        m = sketch.mutate_swap(space, c, rng, (dw.hi, dw.N))
+        m = t_swp.mutate_swap(space, c, rng, (dw.hi, dw.N))
         if m is not None:
             assert space.contains(m) and m != c
         assert sketch.unroll_of(SWP, c) == (c["bw"] // 64) * c["swizzle"] // 32
@@ -90,7 +93,7 @@ def test_sketches_and_mutations_stay_in_the_space(t, h100, dw):
     # K split, the slices meet in either place; unsplit, in the workspace only (one config, not two)
     assert {c["reduce"] for c in drawn if c["split_k"] > 1} == {"workspace", "cluster"}
     assert all(c["reduce"] == "workspace" for c in drawn if c["split_k"] == 1)
-    moved = [sketch.mutate_swap(space, c, rng, (dw.hi, dw.N)) for c in drawn]
+    moved = [t_swp.mutate_swap(space, c, rng, (dw.hi, dw.N)) for c in drawn]
     assert any(m is not None and m["reduce"] != c["reduce"] for c, m in zip(drawn, moved))
     fam, cfg = sketch.sample_any({SWP: space}, (dw.hi, dw.N), rng)
     assert fam == SWP and space.contains(cfg)
@@ -99,7 +102,7 @@ def test_sketches_and_mutations_stay_in_the_space(t, h100, dw):
 def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_path):
     rng = random.Random(1)
     space = t.space(dw.largest, h100)
-    cfgs = [sketch.sample_swap(space, (dw.hi, dw.N), rng) for _ in range(3)] + [c for *_, c in SWAP_SEEDS]
+    cfgs = [t_swp.sample_swap(space, (dw.hi, dw.N), rng) for _ in range(3)] + [c for *_, c in SWAP_SEEDS]
     with Builder(workers=2, cache=BuildCache(tmp_path)) as b:
         for c in cfgs:
             est = compile_report(t, c, dw.largest, h100)
@@ -114,9 +117,9 @@ def test_compile_reports_and_probes_hold_their_grid_of_tiles(t, h100, dw, tmp_pa
 def test_the_synthetic_model_favours_it_at_few_rows_only(h100):
     swap = {"bw": 64, "bt": 24, "swizzle": 128, "stages": 12, "split_k": 1, "reduce": "workspace"}
     wg = {"bm": 64, "bn": 64, "consumers": 1, "swizzle": 128, "stages": 12, "group": 1}
-    assert modelled_swap_us(swap, 112, 768, 3072, h100) < modelled_wgmma_us(wg, 112, 768, 3072, h100)
+    assert t_swp.modelled_swap_us(swap, 112, 768, 3072, h100) < t_wg.modelled_wgmma_us(wg, 112, 768, 3072, h100)
     big = {"bm": 128, "bn": 256, "consumers": 2, "swizzle": 128, "stages": 3, "group": 8}
-    assert modelled_swap_us(swap, 4096, 4096, 4096, h100) > 2 * modelled_wgmma_us(big, 4096, 4096, 4096, h100)
+    assert t_swp.modelled_swap_us(swap, 4096, 4096, 4096, h100) > 2 * t_wg.modelled_wgmma_us(big, 4096, 4096, 4096, h100)
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +158,7 @@ def test_the_dispatcher_serves_swap_kernels_their_grid_and_maps(h100, dw, monkey
     assert (0x7F0000000000, (768, 112), (64, c["bt"])) in seen
     assert (0x7F1000000000, (768, 768), (64, c["bw"])) in seen
     assert (0x7F2000000000, (768, 112), (64, c["bt"])) in seen
-    assert _short(g.families[0], g.configs[0]) == "swap 8x64 sw128 st12 split1"
+    assert micro_kernel(g.families[0]).short(g.configs[0]) == "swap 8x64 sw128 st12 split1"
 
 
 def test_a_split_swap_kernel_gets_its_workspace_an_unsplit_one_none(h100, monkeypatch, on):
@@ -185,7 +188,7 @@ def test_a_split_swap_kernel_gets_its_workspace_an_unsplit_one_none(h100, monkey
         off, need = g.workspace(i, M)
         assert int(args[6]) == 0x10000000 + off and off + counter_bytes(tiles) == g.counter_region
         assert need == g.counter_region + 3 * tiles * 64 * 48 * 4                # three slices' FP32 partials
-    assert _short(SWP, split) == "swap 48x64 sw128 st8 split3"
+    assert micro_kernel(SWP).short(split) == "swap 48x64 sw128 st8 split3"
 
 
 def test_a_cluster_summed_swap_kernel_launches_every_unit_without_a_workspace(h100, monkeypatch, on):
@@ -203,7 +206,7 @@ def test_a_cluster_summed_swap_kernel_launches_every_unit_without_a_workspace(h1
         assert grid == (-(-M // 40) * 12 * 2, 1, 1) == g.grid(M) and int(args[6]) == 0
     assert grid[0] > h100.sm_count
     assert g.specs()[g.index(100)].name_expression.startswith("hgemm_wgmma_swap_cluster<")
-    assert _short(SWP, cl) == "swap 40x64 sw128 st16 split2 cluster"
+    assert micro_kernel(SWP).short(cl) == "swap 40x64 sw128 st16 split2 cluster"
 
 
 def test_switch_off_the_artifact_is_not_served(h100, dw, off):

@@ -18,6 +18,7 @@ from autosched.dynamic.workload import DynamicWorkload
 from autosched.ops.hgemm import HgemmDispatch
 from autosched.templates.hgemm_dyn import HgemmDynTemplate
 from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, HgemmWgmmaDynTemplate, m_blocks, smem_bytes
+from autosched.templates import hgemm_wgmma as t_wg
 
 
 @pytest.fixture(scope="module")
@@ -37,21 +38,21 @@ def test_wgmma_sketches_obey_the_template(h100, dw):
     rng = random.Random(0)
     seen = set()
     for _ in range(200):
-        c = sketch.sample_wgmma(space, (dw.hi, dw.N), rng)
+        c = t_wg.sample_wgmma(space, (dw.hi, dw.N), rng)
         mw = m_blocks(c["bm"], c["consumers"])
         assert c["bm"] == 64 * mw * c["consumers"] and mw in (1, 2)          # tiles bound to warpgroups
         assert c["bn"] in (64, 128, 192, 256) and mw * c["bn"] // 2 <= MAX_ACC
         assert smem_bytes(c["bm"], c["bn"], c["swizzle"], c["stages"]) <= SMEM_CAP_SM90
-        assert sketch.wgmma_unroll(c) == mw * c["swizzle"] // 32                # derived, never drawn
+        assert t_wg.wgmma_unroll(c) == mw * c["swizzle"] // 32                # derived, never drawn
         assert space.contains(c)
         t.render(dw.at(1), c, h100)                      # valid for every M: no rule reads M
         seen.add((c["consumers"], mw, c["bn"]))
-        m = sketch.mutate_wgmma(space, c, rng, (dw.hi, dw.N))
+        m = t_wg.mutate_wgmma(space, c, rng, (dw.hi, dw.N))
         if m is not None:
             assert m["consumers"] == c["consumers"] and space.contains(m) and m != c
     assert len(seen) >= 8
     # a short range caps BM: no tile taller than the largest M needs (beyond one m64 block a consumer)
-    small = sketch.sample_wgmma(space, (64, dw.N), random.Random(1))
+    small = t_wg.sample_wgmma(space, (64, dw.N), random.Random(1))
     assert small["bm"] <= 64 * small["consumers"]
 
 

@@ -1,7 +1,7 @@
 """On an sm_90 GPU: hgemm_wgmma_sched micro-kernels served for a dynamic M by ops.HgemmDispatch (wgmma
 backend), against float64, on ragged Ms called in a row through one dispatcher: A's box rows and the A
 and C maps encoded per M, both schedules, both stagings, a 168-column tile (its unswizzled C boxes),
-FP16 and BF16.  What has to pass before DYN_SCHED_VERIFIED flips; it keeps the switch on for the module
+FP16 and BF16.  What has to pass before knobs.DYN_SCHED flips; it keeps the switch on for the module
 whatever the environment."""
 
 import pytest

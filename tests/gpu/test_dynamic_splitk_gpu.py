@@ -3,7 +3,7 @@ ops.HgemmDispatch, against float64, on ragged Ms called in a row through one dis
 workspace per stream is reused by launches of other Ms, other tile counts and other configs, and
 grown (M larger than the first call's) and shrunk (smaller) in between: a counter a launch failed to
 reset, or a partial landing on another launch's counters, shows as a wrong result of a later call.
-What had to pass (with scripts/gpu_check.sh dyn-splitk's sanitizers) before DYN_SPLIT_K_VERIFIED flipped
+What had to pass (with scripts/gpu_check.py dyn-splitk's sanitizers) before knobs.DYN_SPLIT_K flipped
 (it passed on an H100, 2026-11-23); it keeps the switch on for the module whatever the environment."""
 
 import pytest

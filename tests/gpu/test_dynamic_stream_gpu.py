@@ -3,7 +3,7 @@ on ragged Ms called in a row through one dispatcher (with hgemm_dyn's mma.sync k
 GPU), so one workspace per stream is reused by launches of other Ms, tile counts and configs, grown
 and shrunk in between: a counter a launch failed to reset, or a partial landing on another launch's
 counters, shows as a wrong result of a later call.  FP16 and BF16.  What had to pass (with
-scripts/gpu_check.sh dyn-stream's sanitizers) before DYN_STREAM_VERIFIED flipped (it passed on an H100,
+scripts/gpu_check.py dyn-stream's sanitizers) before knobs.DYN_STREAM flipped (it passed on an H100,
 2026-11-26); it keeps the switch on for the module whatever the environment."""
 
 import pytest

@@ -1,8 +1,8 @@
 """On an sm_90 GPU: hgemm_wgmma_swap micro-kernels served for a dynamic M by ops.HgemmDispatch (wgmma
 backend), against float64, on ragged Ms called in a row through one dispatcher: the X and Y tensor maps
 encoded per M (a map of another M reused would read or write the wrong rows), token tiles clipped at
-M, FP16 and BF16, K split with the slices summed in the workspace or in a cluster.  With hgemm_wgmma_swap.cuh's GPU tests and sanitizers (`gpu_check.sh swap`), what has
-to pass before SWAP_VERIFIED flips; it keeps the switch on for the module whatever the environment."""
+M, FP16 and BF16, K split with the slices summed in the workspace or in a cluster.  With hgemm_wgmma_swap.cuh's GPU tests and sanitizers (`gpu_check.py swap`), what has
+to pass before knobs.WGMMA_SWAP flips; it keeps the switch on for the module whatever the environment."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """On an sm_90 GPU: the wgmma backend of ops.HgemmDispatch (TMA maps cached per buffer) against torch
 for short and long M, every config of its ladder, bf16, the map cache across buffers; and the batched
 prefill with backend="wgmma" against the token-by-token path (the helpers of test_prefill_gpu).
-What must pass before ops.hgemm.WGMMA_IN_AUTO is flipped."""
+What must pass before knobs.WGMMA_IN_AUTO is flipped."""
 
 import numpy as np
 import pytest

@@ -13,7 +13,8 @@ from autosched.dynamic.export import save_result
 from autosched.dynamic.synthetic import SyntheticRunner
 from autosched.dynamic.tune import tune_dynamic
 from autosched.dynamic.workload import DynamicWorkload
-from autosched.ops.hgemm import DEFAULT_LADDER, HgemmDispatch, find_dynamic_result
+from autosched.ops.hgemm import HgemmDispatch, find_dynamic_result
+from autosched.templates.hgemm_ladder import DEFAULT_LADDER
 from autosched.templates.hgemm_dyn import HgemmDynTemplate
 
 

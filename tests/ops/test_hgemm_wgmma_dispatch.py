@@ -6,10 +6,11 @@ import dataclasses
 
 import pytest
 
+from autosched import knobs
 from autosched.build import BuildCache, Builder
 from autosched.ops import hgemm as H
-from autosched.ops.hgemm import (WGMMA_CANDIDATES, HgemmDispatch, TensorMapCache, resolve_backend, wgmma_estimate,
-                                 wgmma_ladder)
+from autosched.ops.hgemm import HgemmDispatch, TensorMapCache, resolve_backend
+from autosched.templates.hgemm_ladder import WGMMA_CANDIDATES, wgmma_estimate, wgmma_ladder
 from autosched.runtime import TensorMapArg
 from autosched.templates.hgemm_wgmma import MAX_ACC, SMEM_CAP_SM90, m_blocks, smem_bytes
 from fake_dispatch import load_fakes
@@ -24,16 +25,16 @@ def a100(h100):
 
 def test_the_switch_puts_auto_on_wgmma_and_the_environment_overrides_it(h100, monkeypatch):
     monkeypatch.delenv("AUTOSCHED_WGMMA_IN_AUTO", raising=False)
-    assert H.WGMMA_IN_AUTO is True            # flipped after the prefill-wgmma GPU stage passed (2026-11-23)
+    assert knobs.WGMMA_IN_AUTO.default is True            # earned by the prefill-wgmma GPU stage
     assert resolve_backend("auto", 4096, 4096, "fp16", h100) == "hgemm_wgmma"
-    monkeypatch.setattr(H, "WGMMA_IN_AUTO", False)
+    monkeypatch.setattr(knobs, "WGMMA_IN_AUTO", dataclasses.replace(knobs.WGMMA_IN_AUTO, default=False))
     assert resolve_backend("auto", 4096, 4096, "fp16", h100) == "hgemm_dyn"
     assert resolve_backend("wgmma", 4096, 4096, "fp16", h100) == "hgemm_wgmma"
     assert resolve_backend("mma", 4096, 4096, "fp16", h100) == "hgemm_dyn"
-    monkeypatch.setattr(H, "WGMMA_IN_AUTO", True)
+    monkeypatch.setattr(knobs, "WGMMA_IN_AUTO", dataclasses.replace(knobs.WGMMA_IN_AUTO, default=True))
     assert resolve_backend("auto", 4096, 4096, "fp16", h100) == "hgemm_wgmma"
     assert resolve_backend("auto", 4100, 4096, "fp16", h100) == "hgemm_dyn"      # N % 8: wgmma cannot
-    monkeypatch.setattr(H, "WGMMA_IN_AUTO", False)
+    monkeypatch.setattr(knobs, "WGMMA_IN_AUTO", dataclasses.replace(knobs.WGMMA_IN_AUTO, default=False))
     monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "1")
     assert resolve_backend("auto", 4096, 4096, "bf16", h100) == "hgemm_wgmma"
     monkeypatch.setenv("AUTOSCHED_WGMMA_IN_AUTO", "0")

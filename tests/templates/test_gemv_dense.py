@@ -116,8 +116,8 @@ def test_the_plan_tunes_fp16_matmuls_with_budgets():
 
 def test_tune_model_covers_fp16_in_replay(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOSCHED_CACHE", str(tmp_path / "cache"))
-    from autosched import api
-    run = api.tune_model("random:stories15M", formats=["fp16"], budget_min=0.02, db=tmp_path / "db",
+    from autosched import model_tuning
+    run = model_tuning.tune_model("random:stories15M", formats=["fp16"], budget_min=0.02, db=tmp_path / "db",
                          runner="replay")
     assert len(run.rows) == len(run.plan.shapes) >= 4
     assert all(r.shape.workload.name == "gemv_dense" for r in run.rows)

@@ -13,6 +13,7 @@ import pytest
 
 import autosched.templates.hgemm_wgmma as hw
 import autosched.templates.hgemm_wgmma_cluster as hc
+from autosched import knobs
 from autosched.build import compile_spec
 from autosched.identity import build_id, source_id
 from autosched.registry import family
@@ -44,7 +45,7 @@ def _families(monkeypatch, value):
 
 def test_switch_reads_the_constant_and_the_environment(monkeypatch):
     monkeypatch.delenv("AUTOSCHED_WGMMA_CLUSTER", raising=False)
-    assert hc.cluster_enabled() is hc.CLUSTER_VERIFIED
+    assert hc.cluster_enabled() is knobs.WGMMA_CLUSTER.default
     for value, want in [("1", True), ("0", False), ("", False), ("yes", True), ("no", False)]:
         monkeypatch.setenv("AUTOSCHED_WGMMA_CLUSTER", value)
         assert hc.cluster_enabled() is want

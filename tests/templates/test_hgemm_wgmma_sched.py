@@ -11,6 +11,7 @@ import hashlib
 import pytest
 
 import autosched.templates.hgemm_wgmma_sched as hs
+from autosched import knobs
 from autosched import registry
 from autosched.build import compile_spec
 from autosched.templates import HgemmWgmmaSchedTemplate, HgemmWgmmaTemplate
@@ -32,7 +33,7 @@ def t():
 def test_switch_puts_the_template_last_and_never_default(monkeypatch):
     names = lambda fams: [x.family for x in fams["hgemm"].templates]  # noqa: E731
     monkeypatch.delenv("AUTOSCHED_WGMMA_SCHED", raising=False)
-    assert hs.sched_enabled() is hs.SCHED_VERIFIED
+    assert hs.sched_enabled() is knobs.WGMMA_SCHED.default
     monkeypatch.setenv("AUTOSCHED_WGMMA_SCHED", "0")
     assert "hgemm_wgmma_sched" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_SCHED", "1")
@@ -116,7 +117,7 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
     specs = []
     for shape in [SQUARE, "300x264x200", "296x264x200_tn_bf16", "200x392x72_tt", "128x4096x4096_bt"]:
         w = Hgemm.from_shape(shape)
-        cfgs = registry._hgemm_picks(t, w, h100)
+        cfgs = t.sanitizer_picks(w, h100)
         assert len(cfgs) >= 4
         assert {c["schedule"] for c in cfgs} == set(hs.SCHEDULES), shape
         specs += [t.render(w, c, h100) for c in cfgs[:8]]

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import autosched.templates.hgemm_wgmma_splitk as hs
+from autosched import knobs
 from autosched import registry
 from autosched.build import compile_spec
 from autosched.identity import build_id, same_program, source_id
@@ -55,7 +56,7 @@ def key(c):
 
 def test_switch_reads_the_constant_and_the_environment(monkeypatch):
     monkeypatch.delenv("AUTOSCHED_WGMMA_SPLIT_K", raising=False)
-    assert hs.split_k_enabled() is hs.SPLIT_K_VERIFIED is True      # the GPU check passed
+    assert hs.split_k_enabled() is knobs.WGMMA_SPLIT_K.default is True      # the GPU check passed
     for value, want in [("1", True), ("0", False), ("", False), ("no", False), ("yes", True)]:
         monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", value)
         assert hs.split_k_enabled() is want
@@ -69,7 +70,7 @@ def test_the_switch_puts_the_template_in_the_family_or_leaves_it_out(monkeypatch
     monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "0")
     assert names(registry._families()) == ["hgemm_mma", "hgemm_wmma", "hgemm_wgmma", "hgemm_stream", "hgemm_wgmma_cluster",
                                            "hgemm_wgmma_sched", "hgemm_wgmma_swap"]
-    monkeypatch.setattr(hs, "SPLIT_K_VERIFIED", False)
+    monkeypatch.setattr(knobs, "WGMMA_SPLIT_K", dataclasses.replace(knobs.WGMMA_SPLIT_K, default=False))
     monkeypatch.delenv("AUTOSCHED_WGMMA_SPLIT_K")
     assert "hgemm_wgmma_splitk" not in names(registry._families())
     monkeypatch.setenv("AUTOSCHED_WGMMA_SPLIT_K", "1")

@@ -12,6 +12,7 @@ import hashlib
 import pytest
 
 import autosched.templates.hgemm_wgmma_swap as hw
+from autosched import knobs
 from autosched import registry
 from autosched.build import compile_spec
 from autosched.templates import HgemmWgmmaSwapTemplate, HgemmWgmmaTemplate
@@ -31,7 +32,7 @@ def t():
 def test_switch_is_on_since_its_gpu_stage_and_puts_the_template_last(monkeypatch):
     names = lambda fams: [x.family for x in fams["hgemm"].templates]  # noqa: E731
     monkeypatch.delenv("AUTOSCHED_WGMMA_SWAP", raising=False)
-    assert hw.swap_enabled() is hw.SWAP_VERIFIED is True
+    assert hw.swap_enabled() is knobs.WGMMA_SWAP.default is True
     assert names(registry._families())[-1] == "hgemm_wgmma_swap"
     monkeypatch.setenv("AUTOSCHED_WGMMA_SWAP", "0")
     assert "hgemm_wgmma_swap" not in names(registry._families())
@@ -130,7 +131,7 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
     specs = []
     for shape in [BERT, "5x264x200_bt", "300x2120x136_bt_bf16", "160x768x3072_bt"]:
         w = Hgemm.from_shape(shape)
-        cfgs = registry._hgemm_picks(t, w, h100)
+        cfgs = t.sanitizer_picks(w, h100)
         assert len(cfgs) >= 4, shape
         specs += [t.render(w, c, h100) for c in cfgs[:6]]
     # every wgmma N of the file
@@ -142,4 +143,4 @@ def test_corner_configs_compile_for_sm90a_without_spills(t, h100, tmp_path):
     specs += [hw.HgemmWgmmaSwapDynTemplate().render(w, {"bw": bw, "bt": bt, "swizzle": 128, "stages": 2, "split_k": sk, "reduce": r}, h100)
               for sk in hw.SPLIT_VALUES[1:] for bw, bt in ((64, 8), (128, 128)) for r in hw.REDUCE_VALUES]
     assert_wgmma_builds_clean(specs, tmp_path, h100)
-    assert registry._hgemm_picks(t, Hgemm.from_shape("300x264x200"), h100) == []
+    assert t.sanitizer_picks(Hgemm.from_shape("300x264x200"), h100) == []
