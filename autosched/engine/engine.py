@@ -54,6 +54,8 @@ import json
 import numpy as np
 
 from autosched.engine.matmul import Matmul, with_prefetch_budget
+from autosched.engine.prefill import PREFILL_FORMATS, STEPWISE_UP_TO, BatchedPrefill
+from autosched.engine.shapes import EPILOGUE, matmul_shapes
 from autosched.selection import untuned
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
@@ -62,18 +64,9 @@ from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
 
 
-def matmul_shapes(cfg: LlamaConfig) -> dict[str, tuple[int, int]]:
-    """(N, K) of each matmul the engine launches (Q, K, V fused; gate and up fused)."""
-    q_dim = cfg.n_heads * cfg.head_size
-    return {"qkv": (q_dim + 2 * cfg.kv_dim, cfg.dim), "o": (cfg.dim, q_dim), "gate_up": (2 * cfg.hidden_dim, cfg.dim),
-            "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
-
-
 # how a candidate timed in the step is named in its winner's source
 IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
 
-# the epilogue each matmul of the step applies (templates/epilogue.py)
-EPILOGUE = {"qkv": "norm", "o": "residual", "gate_up": "norm_swiglu", "down": "residual", "cls": "norm"}
 
 
 # candidates a tuned matmul times inside the step: the 7B q4f16_1 as shipped ran 75.9% of its
@@ -248,7 +241,6 @@ class Engine:
                                 epilogue=EPILOGUE[name], prefetch_budget=self.prefetch_budget)
                    for name, (n, kk) in shapes.items()}
         # the batched prefill's kernels and GEMM micro-kernels (engine/prefill.py), where the format has it
-        from autosched.engine.prefill import PREFILL_FORMATS, BatchedPrefill
         self.prefiller = None
         if batched_prefill and self.fmt in PREFILL_FORMATS:
             from autosched.database import default_db_path
@@ -633,7 +625,6 @@ class Engine:
         layer at once (engine/prefill.py; fp16, int8 and q4f16_1 engines); "stepwise": one step a
         token; "auto": batched past STEPWISE_UP_TO tokens where the engine has it.  Either way the
         KV cache, the position and the greedy next token end as T steps leave them."""
-        from autosched.engine.prefill import STEPWISE_UP_TO
         if not prompt:
             raise ValueError("the prompt must hold at least one token")
         if mode not in ("auto", "batched", "stepwise"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autosched.engine.engine import EPILOGUE, matmul_shapes
+from autosched.engine.shapes import EPILOGUE, matmul_shapes
 from autosched.models.llama2c import LlamaConfig
 from autosched.models.quantize import FORMATS
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.engine.engine import matmul_shapes
+from autosched.engine.shapes import matmul_shapes
 from autosched.knobs import env_switch
 from autosched.templates import prefill as pk
 
