@@ -55,7 +55,7 @@ PREFILL_FORMATS = ("fp16", "int8", "q4f16_1")
 # does, so batching wins from 2 tokens.
 STEPWISE_UP_TO = {"fp16": 1, "int8": 3, "q4f16_1": 4}
 
-# THE switch of the tensor-core attention: off until `scripts/gpu_check.sh prefill-tc-attn` passes on an
+# THE switch of the tensor-core attention: off until `scripts/gpu_check.py prefill-tc-attn` passes on an
 # H100 (its GPU tests against float64 and the stepwise path, memcheck and racecheck, and a 7B timing that
 # beats the CUDA-core kernel); then flip it to True.  AUTOSCHED_PREFILL_TC_ATTN=1 (or 0) overrides it for
 # one process, read when a BatchedPrefill is built.

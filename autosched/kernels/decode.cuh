@@ -204,7 +204,7 @@ constexpr int ATTENTION_BLOCKS_PER_SM = 2;
 // its wait).
 //
 // attention_item is one block's work, (head h, slice split of nsplit): the kernel below runs one
-// a block, the persistent step (persistent_step.cuh) walks them.  `wait()` is where the kernel waits
+// a block, the dataflow step (dataflow_step.cuh) walks them.  `wait()` is where the kernel waits
 // for its predecessor; red holds THREADS * 8 floats, and `ticket` is a shared word.  Every early
 // return is uniform over the block.
 namespace autosched_decode {
