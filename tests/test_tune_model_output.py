@@ -4,6 +4,7 @@ shape is settled, not silence until the end, and no budget for a shape that spen
 import re
 
 import autosched.device
+import autosched.model_tuning
 import autosched.selection
 from autosched.cli import main
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
@@ -23,6 +24,7 @@ def test_tune_model_of_unrecorded_shapes_says_so_shape_by_shape(tmp_path, monkey
         shown_before.append("".join(out))
         return rank(*a, **k)
     monkeypatch.setattr(autosched.selection, "rank", ranking)
+    monkeypatch.setattr(autosched.model_tuning, "rank", ranking)     # it imported the name at its top
     rc = main(["tune-model", "random:llama3.2-1b", "--runner", "replay", "--budget", "0.05",
                "--db", str(tmp_path / "db")])
     out.append(ANSI.sub("", capsys.readouterr().out))

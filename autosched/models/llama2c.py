@@ -46,6 +46,7 @@ class LlamaConfig:
         if min(self.dim, self.hidden_dim, self.n_layers, self.n_heads, self.n_kv_heads, self.vocab_size,
                self.seq_len) < 1:
             problems.append("every size must be >= 1")
+            raise ValueError("invalid Llama config: " + "; ".join(problems))     # the checks below divide by them
         if self.dim % self.n_heads:
             problems.append(f"dim {self.dim} is not a multiple of n_heads {self.n_heads}")
         elif self.head_size % 2:

@@ -120,3 +120,11 @@ def test_greedy_generation_stops_at_the_context():
     assert all(0 <= t < SMALL.vocab_size for t in out)
     dec2 = ReferenceDecoder(SMALL, random_weights(SMALL, seed=3))
     assert dec2.generate([1, 5], steps=100) == out          # deterministic
+
+
+@pytest.mark.parametrize("field", ["n_heads", "n_kv_heads", "dim"])
+def test_a_zero_size_is_an_invalid_config_not_a_division_by_zero(field):
+    """A corrupted header can say 0 heads (found by tests/fuzz): a ValueError naming the problem."""
+    sizes = dict(dim=16, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=2, vocab_size=32, seq_len=8)
+    with pytest.raises(ValueError, match="every size must be >= 1"):
+        LlamaConfig(**{**sizes, field: 0})
