@@ -40,8 +40,9 @@ from autosched.search.transfer import predicted
 class Candidate:
     template: str                 # the template family that renders `config`
     config: dict
-    source: str                   # "database", "recording <name>", "predicted ...", "default", "given"; then how it was re-timed
+    source: str                   # what a user is shown: "database", "recording <name>", "predicted ...", "default", ...; then how it was re-timed
     median_us: float | None = None    # the source's own time (tuning protocol), None for a default
+    origin: str = "given"         # the source as data (Origin): what code asks, never the text above
 
 
 # -- what is known -----------------------------------------------------------------------------
@@ -60,7 +61,7 @@ def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) 
     with `build` (default: the current build of the template's kernel; ANY: whatever build)."""
     if db is None:
         return []
-    return [Candidate(template.family, r.config, "database", r.measurement.median_us)
+    return [Candidate(template.family, r.config, "database", r.measurement.median_us, Origin.DATABASE)
             for r in _db_fastest(db, workload.key, device.key, template, k, build)]
 
 
@@ -72,17 +73,30 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
     if rec.build:                 # a recording that names its build: of other code, it says nothing
         if rec.build not in current_builds(template, device.key).names:
             return []
-    return [Candidate(template.family, c, f"recording {rec.name}", m.median_us) for c, m in rec.fastest(k)]
+    return [Candidate(template.family, c, f"recording {rec.name}", m.median_us, Origin.RECORDING)
+            for c, m in rec.fastest(k)]
+
+
+class Origin:
+    """Where a candidate came from, as data: rank's sources, a caller's own config, the defaults."""
+    DATABASE = "database"             # measured on this device key
+    RECORDING = "recording"           # a shipped recording of this device key
+    SIBLING = "sibling"               # a recording of a sibling GPU (kinship 1 or 2)
+    PREDICTED = "predicted"           # the cost model of this device key's measurements
+    SIBLING_PREDICTED = "sibling predicted"   # ... of a sibling GPU's
+    DEFAULT = "default"               # the template's rule-based default
+    GIVEN = "given"                   # a config a caller named
+    UNTUNED = frozenset({SIBLING, PREDICTED, SIBLING_PREDICTED, DEFAULT})   # never measured on this GPU
 
 
 PREDICTED = "predicted"
 SIBLING = "a sibling GPU"   # in the source of a config measured on a sibling, not this GPU
 
 
-def untuned(source: str) -> bool:
-    """Whether a candidate of this source was never measured on this GPU (a prediction, a default,
-    a sibling's measurement)."""
-    return source.startswith((PREDICTED, "default")) or SIBLING in source
+def untuned(candidate: "Candidate") -> bool:
+    """Whether a candidate was never measured on this GPU (a prediction, a default, a sibling's
+    measurement)."""
+    return candidate.origin in Origin.UNTUNED
 
 
 def kinship(here, there) -> int | None:
@@ -119,8 +133,8 @@ def from_sibling_recording(workload, template, device, recordings=None, k: int =
         if rec.build not in current_builds(template, rec.device.key).names:
             return []
     return [Candidate(template.family, c, f"recording {rec.name} of {SIBLING} ({rec.device.name}: "
-                      f"{rec.device.arch}, {rec.device.sm_count} SMs; untuned on {device.name})", m.median_us)
-            for c, m in rec.fastest(k)]
+                      f"{rec.device.arch}, {rec.device.sm_count} SMs; untuned on {device.name})", m.median_us,
+                      Origin.SIBLING) for c, m in rec.fastest(k)]
 
 
 
@@ -131,7 +145,7 @@ def from_prediction(workload, template, device, db=None, recordings=None, k: int
     measured on this device key (recordings and the database); median_us is the model's
     prediction, not a measurement.  [] where too little is known."""
     return [Candidate(template.family, c, f"{PREDICTED} (cost model of the other shapes measured on "
-                      f"{device.name}; untuned)", us)
+                      f"{device.name}; untuned)", us, Origin.PREDICTED)
             for c, us in predicted(workload, template, device, db, recordings, k, build=build)]
 
 
@@ -143,7 +157,8 @@ def from_sibling_prediction(workload, template, device, db=None, recordings=None
         found = predicted(workload, template, sib, db, recordings, k, build=build)
         if found:
             return [Candidate(template.family, c, f"{PREDICTED} (cost model of the shapes measured on {SIBLING}, "
-                              f"{sib.name}; untuned on {device.name})", us) for c, us in found]
+                              f"{sib.name}; untuned on {device.name})", us, Origin.SIBLING_PREDICTED)
+                    for c, us in found]
     return []
 
 
@@ -162,7 +177,7 @@ def default_template(templates, device):
 def default_candidate(workload, device, source: str = "default") -> Candidate:
     """The rule-based default of the workload's default_template on this device."""
     t = default_template(_templates(workload), device)
-    return Candidate(t.family, t.default_config(workload, device), source)
+    return Candidate(t.family, t.default_config(workload, device), source, None, Origin.DEFAULT)
 
 
 def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURRENT) -> list[Candidate]:

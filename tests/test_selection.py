@@ -49,7 +49,7 @@ def test_the_chain_of_sources(synthetic, tmp_path, monkeypatch):   # noqa: F811
         with Database(tmp_path / "db") as db:
             [c] = rank(w, other, db)
         assert c.config == best_rec[1] and c.median_us == best_rec[0]
-        assert SIBLING in c.source and untuned(c.source)
+        assert SIBLING in c.source and untuned(c)
     assert kinship(other, dev) == 2 and kinship(dataclasses.replace(dev, driver_version="999.0"), dev) == 1
     # another architecture or SM count: nothing of this GPU applies; the default serves
     for other in (dataclasses.replace(dev, cc=(8, 9)), dataclasses.replace(dev, name="NVIDIA H100 PCIe", sm_count=114)):
@@ -331,3 +331,21 @@ def test_hgemm_default_is_wgmma_where_it_runs_else_mma(h100):
     assert default_candidate(w, a100).template == "hgemm_mma"
     # a layout wgmma does not serve (the blocked one): the first template that serves it
     assert default_candidate(Hgemm.from_shape("4096x4096x4096_bb"), h100).template == "hgemm_wmma"
+
+
+def test_the_origin_is_data_and_survives_a_re_timing(synthetic, tmp_path, monkeypatch):   # noqa: F811
+    """What code asks of a candidate (untuned or not) is its origin, set by its source, kept when the
+    candidate is re-timed and its text grows."""
+    from autosched.selection import Origin
+    monkeypatch.setenv("AUTOSCHED_RECORDINGS", str(synthetic.dir))
+    w, dev = synthetic.workload, synthetic.device
+    [c] = rank(w, dev)
+    assert c.origin == Origin.RECORDING and not untuned(c)
+    best, _ = fastest([c], lambda cand: 1.0, what="in a test")
+    assert best.origin == Origin.RECORDING and best.source != c.source
+    h200 = dataclasses.replace(dev, name="NVIDIA H200")
+    [s] = rank(w, h200)
+    assert s.origin == Origin.SIBLING and untuned(s)
+    other = dataclasses.replace(dev, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
+    [d] = rank(w, other)
+    assert d.origin == Origin.DEFAULT and untuned(d)

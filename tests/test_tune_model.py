@@ -10,7 +10,7 @@ from autosched.cli import main
 from autosched.engine.engine import matmul_shapes, untuned_matmuls, untuned_note
 from autosched.engine.plan import step_kernels, step_plan
 from autosched.models.llama2c import SEED_CONFIGS, random_weights, read_header, write_checkpoint
-from autosched.selection import Candidate
+from autosched.selection import Candidate, Origin
 
 L32 = SEED_CONFIGS["llama3.2-1b"]
 
@@ -122,10 +122,12 @@ def test_model_config_reads_no_weights(tmp_path):
 
 def test_the_engine_names_untuned_shapes_and_the_command():
     shapes = matmul_shapes(L32)
-    choices = {"qkv": Candidate("gemv_q4f16", {}, "database, fastest of 4 in a CUDA graph (9 us)"),
-               "o": Candidate("gemv_q4f16", {}, "predicted (cost model ...), fastest of 4 in a CUDA graph"),
-               "gate_up": Candidate("gemv_q4f16", {}, "default (no measured config pairs rows)"),
-               "down": Candidate("gemv_q4f16", {}, "recording x.json.gz"), "cls": None}
+    # untuned is the origin (data), not the text: a re-timed candidate keeps its origin
+    choices = {"qkv": Candidate("gemv_q4f16", {}, "database, fastest of 4 in a CUDA graph (9 us)", 9.0, Origin.DATABASE),
+               "o": Candidate("gemv_q4f16", {}, "predicted (cost model ...), fastest of 4 in a CUDA graph", 8.0,
+                              Origin.PREDICTED),
+               "gate_up": Candidate("gemv_q4f16", {}, "default (no measured config pairs rows)", None, Origin.DEFAULT),
+               "down": Candidate("gemv_q4f16", {}, "recording x.json.gz", 7.0, Origin.RECORDING), "cls": None}
     names = untuned_matmuls(choices, shapes)
     assert names == ["o 2048x2048", "gate_up 16384x2048"]
     note = untuned_note(names, "random:llama3.2-1b", "q4f16_1")

@@ -763,14 +763,14 @@ def descended(prior, config: dict, change: str, from_us: float, us: float, when:
     from autosched.selection import Candidate
     stored = f", stored {when}" if when else ""
     return Candidate(prior.template, config, f"{prior.source}; then one knob at a time in the decode step: "
-                                             f"{change} ({us:.0f} us a step against {from_us:.0f}{stored})")
+                                             f"{change} ({us:.0f} us a step against {from_us:.0f}{stored})",
+                     origin=prior.origin)
 
 
-# sources of a config nobody measured on this shape and GPU (selection.rank's last two)
 def untuned_matmuls(choices: dict, shapes: dict) -> list[str]:
     """name -> Candidate (None: a format with nothing to tune) -> ["name NxK" of the untuned]."""
     return [f"{name} {shapes[name][0]}x{shapes[name][1]}" for name, c in choices.items()
-            if c is not None and untuned(c.source)]
+            if c is not None and untuned(c)]
 
 
 def untuned_note(untuned: list[str], model: str | None, fmt: str) -> str:

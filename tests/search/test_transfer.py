@@ -71,7 +71,7 @@ def test_a_sibling_gpu_gets_the_prediction_of_its_siblings_measurements(h100):
     from autosched.selection import SIBLING, untuned
     h200 = dataclasses.replace(h100, name="NVIDIA H200", driver_version="999.0")
     [c] = rank(UNRECORDED, h200)
-    assert c.source.startswith("predicted") and SIBLING in c.source and h100.name in c.source and untuned(c.source)
+    assert c.source.startswith("predicted") and SIBLING in c.source and h100.name in c.source and untuned(c)
     assert c.config == transfer.predicted(UNRECORDED, T, h100, k=1)[0][0]
     other = dataclasses.replace(h100, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     [c] = rank(UNRECORDED, other)
