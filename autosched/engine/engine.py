@@ -38,7 +38,7 @@ gets the per-kernel step.
 
 A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (8) best configs the
 database (or a same-device recording) has measured, timed in an isolated CUDA graph
-(engine/verify.py) and then inside the engine's own step (Engine._verify_in_step), then walked one
+(engine/verify.py) and then inside the engine's own step (engine/step_tuning.py), then walked one
 knob at a time inside the step (engine/descent.py: a config no tuning run measured alone may be the
 step's fastest); the step's times and moves are stored in the database, so the next engine of the
 same model, device and candidates serves the same configs without timing them again.
@@ -46,16 +46,12 @@ same model, device and candidates serves the same configs without timing them ag
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import functools
-import json
-
 import numpy as np
 
-from autosched.engine.matmul import Matmul, with_prefetch_budget
+from autosched.engine.matmul import Matmul
 from autosched.engine.prefill import PREFILL_FORMATS, STEPWISE_UP_TO, BatchedPrefill
 from autosched.engine.shapes import EPILOGUE, matmul_shapes
+from autosched.engine.step_tuning import StepTuning
 from autosched.selection import untuned
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
@@ -63,9 +59,6 @@ from autosched.engine.weights import as_torch, check_format, classifier, fused
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
 
-
-# how a candidate timed in the step is named in its winner's source
-IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
 
 
 
@@ -143,7 +136,7 @@ def rope_table(cfg: LlamaConfig, device):
     return torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous().to(device)
 
 
-class Engine:
+class Engine(StepTuning):
     """One model, one weight format, batch 1: its kernels built, its weights packed on the GPU, a
     KV cache of the model's seq_len.  step() feeds a token; decode() and generate() are greedy."""
 
@@ -276,225 +269,6 @@ class Engine:
             self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev) * as_torch(weights["rms_final"], self.dev)[None, :])
         if progress:
             progress.advance(task)
-
-    def _step_timing(self) -> tuple[int, int] | None:
-        """(steps, repetitions) a candidate is timed over in the step, or None where the context is
-        too short to time a step meaningfully."""
-        reps = 3
-        steps = min(32, (self.cfg.seq_len - 6) // reps)
-        return (steps, reps) if steps >= 4 else None
-
-    def _verified(self) -> list[str]:
-        """The matmuls the step verification times (more than one candidate), largest first."""
-        order = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
-        return [nm for nm in order if len(self.candidates[nm]) > 1]
-
-    def _verification_key(self) -> str:
-        """Everything a step verification depends on: device, model, format, launch options, timing
-        and every candidate."""
-        return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
-                           "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "attn_prefetch": list(self.prefetch_choices), "prefetch_budget": list(self.budget_choices),
-                           "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
-                          sort_keys=True)
-
-    def _descent_key(self) -> str:
-        """Where the step descent's moves are stored: everything the verification depended on."""
-        return self._verification_key().replace('"what": "decode step"', '"what": "decode step descent"', 1)
-
-    def _stored_descent(self, db) -> dict:
-        """name -> Candidate of each matmul the stored step descent moved (none where no descent of
-        this engine is stored)."""
-        found = db.verification(self._descent_key()) if db is not None and self.descent else None
-        if found is None:
-            return {}
-        when = datetime.date.fromtimestamp(found[1]).isoformat()
-        out = {}
-        for m in found[0]["moves"]:
-            prior = out.get(m["name"]) or self.verification[m["name"]][0]
-            out[m["name"]] = descended(prior, m["config"], m["change"], m["from_us"], m["us"], when)
-        return out
-
-    def _stored_verification(self, db):
-        """(name -> [us a step per candidate], timestamp) stored for this engine, or None."""
-        if db is None or not self._verified() or self._step_timing() is None:
-            return None
-        found = db.verification(self._verification_key())
-        want = (set(self._verified()) | ({"attn_prefetch"} if len(self.prefetch_choices) > 1 else set())
-                | ({"prefetch_budget"} if len(self.budget_choices) > 1 else set()))
-        if found is None or set(found[0]) != want:
-            return None
-        return found
-
-    def _step_winner(self, name: str, us: list, stored: float):
-        """The fastest of matmul `name`'s candidates by `us` (a step each, as the database stored
-        them at `stored`), its source saying so and when."""
-        from autosched.selection import Timing, pick
-        when = f", stored {datetime.date.fromtimestamp(stored).isoformat()}"
-        return pick([Timing(c, u) for c, u in zip(self.candidates[name], us)], what=IN_STEP,
-                    shown=STEP_US + when)
-
-    def _verify_in_step(self, weights, builder, progress=None, db=None) -> dict:
-        """name -> [(Candidate, us a step)]: each q4f16_1 matmul's candidates timed inside this
-        engine's own step graph, one matmul at a time, largest first, the others as served; the
-        fastest is served (its weights packed again if it is not the one already in place).  A step
-        sees what an isolated graph of one kernel does not (the kernel before it, what it leaves in
-        the L2): on the 7B model the gate/up config the isolated check chose was 3% slower a step
-        than the tuner's own best (H100, 2026-11-23).  The times go to `db`; an engine that found
-        them there (see _build) serves the stored winners from the start and times nothing.  A
-        candidate that fails to build or run is skipped (its time None) and nothing is stored, so
-        the next engine times again; where all fail, the one in place stays."""
-        from autosched.selection import fastest
-        todo, timing = self._verified(), self._step_timing()
-        if not todo or timing is None:
-            return {}
-        if self._stored_step is not None:
-            times = self._stored_step[0]
-            choices = {"attn_prefetch": self.prefetch_choices, "prefetch_budget": self.budget_choices}
-            return {nm: list(zip(choices[nm] if nm in choices else self.candidates[nm], us))
-                    for nm, us in times.items()}
-        steps, reps = timing
-        cands = self.candidates
-        task = progress.add_task("timing GEMV configs in the step", total=sum(len(cands[nm]) for nm in todo) +
-                                 len(self.prefetch_choices) - 1 + len(self.budget_choices) - 1) if progress else None
-        out, times = {}, {}
-        if len(self.budget_choices) > 1:
-            # first, with each matmul's first candidate: how much each grid asks the L2 for before its
-            # wait; the candidates are then timed as they will be served
-            list(builder.build_many([with_prefetch_budget(m.spec, b) for b in self.budget_choices
-                                     for m in self.mm.values()]))
-            us = []
-            for i, b in enumerate(self.budget_choices):
-                self._set_prefetch_budget(b, builder)
-                us.append(self._step_us(steps, reps))
-                if task is not None and i:
-                    progress.advance(task)
-            self._set_prefetch_budget(self.budget_choices[int(np.argmin(us))], builder)
-            times["prefetch_budget"] = us
-            out["prefetch_budget"] = list(zip(self.budget_choices, us))
-        # every candidate compiled in the pool before any timing
-        list(builder.build_many([self._candidate(nm, c).spec for nm in todo for c in cands[nm]
-                                 if c.config != self.mm[nm].choice.config]))
-        for name in todo:
-            winner, timed = fastest(cands[name], functools.partial(self._time_candidate, name, builder=builder,
-                                                                   steps=steps, reps=reps, progress=progress,
-                                                                   task=task),
-                                    what=IN_STEP, shown=STEP_US, fallback=self.mm[name].choice, strict=True)
-            us = [t.us for t in timed]
-            times[name] = us
-            self._serve(name, winner, weights, builder)
-            out[name] = list(zip(cands[name], us))
-        moves = self._descend(weights, builder, steps, reps, progress) if self.descent else []
-        if len(self.prefetch_choices) > 1:
-            # with the served configs: attention streaming the start of gate_up's weights into the L2,
-            # or not (it pays on the 7B and may not on a model whose attention is short)
-            us = []
-            for b in self.prefetch_choices:
-                self.attn_prefetch = b
-                us.append(self._step_us(steps, reps))
-                if task is not None and b:
-                    progress.advance(task)
-            self.attn_prefetch = self.prefetch_choices[int(np.argmin(us))]
-            times["attn_prefetch"] = us
-            out["attn_prefetch"] = list(zip(self.prefetch_choices, us))
-        if db is not None and all(u is not None for us in times.values() for u in us):
-            db.add_verification(self._verification_key(), times)
-            if self.descent:
-                db.add_verification(self._descent_key(), {"moves": [dataclasses.asdict(m) for m in moves]})
-        self.descent_moves = moves
-        self._graph = None
-        self.reset()
-        return out
-
-    def _descend(self, weights, builder, steps: int, reps: int, progress=None) -> list:
-        """engine/descent.py over the tuned matmuls, largest first, from the configs the
-        verification served: each move served (its weights packed) with its source saying so."""
-        from autosched.engine.descent import descend
-        from autosched.engine.matmul import blocks_pair_rows
-        from autosched.registry import templates_for
-        from autosched.selection import Candidate
-        from autosched.templates.epilogue import pairs_rows
-        names = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
-        task = progress.add_task("walking GEMV configs one knob at a time in the step", total=None) if progress else None
-
-        def space_of(nm):
-            w = self.mm[nm].workload
-            return templates_for(w)[0].space(w, self.info)
-
-        def keep_of(nm):
-            w = self.mm[nm].workload
-            return (lambda c: blocks_pair_rows(w, c)) if pairs_rows(EPILOGUE[nm]) else None
-
-        def cand(nm, c):
-            return Candidate(self.mm[nm].choice.template, c, "one knob from the served config")
-
-        def time_config(nm, c):
-            return self._time_candidate(nm, cand(nm, c), builder, steps, reps, progress, task)
-
-        def prepare(nm, configs):
-            list(builder.build_many([self._candidate(nm, cand(nm, c)).spec for c in configs]))
-
-        def serve(nm, c, move):
-            self._serve(nm, descended(self.mm[nm].choice, c, move.change, move.from_us, move.us), weights, builder)
-
-        return descend(names, lambda nm: self.mm[nm].choice.config, space_of, keep_of,
-                       lambda: self._step_us(steps, reps), time_config, serve, prepare)
-
-    def _candidate(self, name: str, choice):
-        return Matmul(name, self.fmt, self.mm[name].n, self.mm[name].k, self.act, self.act, self.info,
-                      pdl=self.pdl, choice=choice, epilogue=EPILOGUE[name], prefetch_budget=self.prefetch_budget)
-
-    def _set_prefetch_budget(self, budget: int, builder) -> None:
-        """Every matmul kernel compiled with L2 prefetch budget `budget` (their weights stay)."""
-        self.prefetch_budget = budget
-        for m in self.mm.values():
-            m.set_prefetch_budget(budget, builder)
-
-    def _time_candidate(self, name: str, choice, builder, steps: int, reps: int, progress, task) -> float:
-        """us a step with `choice` serving matmul `name` (on random weights of its shape: the time
-        does not depend on the values), the others as served."""
-        import torch
-        cur = self.mm[name]
-        try:
-            if choice.config == cur.choice.config:
-                return self._step_us(steps, reps)
-            trial = self._candidate(name, choice)
-            trial.load(builder)
-            trial.add_layer_copies(torch.randn((cur.n, cur.k), device=self.dev) / cur.k ** 0.5, len(cur.layers))
-            self.mm[name] = trial
-            try:
-                return self._step_us(steps, reps)
-            finally:
-                self.mm[name] = cur
-                trial.layers.clear()
-                torch.cuda.empty_cache()
-        finally:
-            if task is not None:
-                progress.advance(task)
-
-    def _serve(self, name: str, choice, weights, builder) -> None:
-        """Serve `choice` for matmul `name`: the one in place keeps its weights, another is loaded
-        and the model's weights packed for it."""
-        import torch
-        cur = self.mm[name]
-        if choice.config == cur.choice.config:
-            cur.choice = choice
-            return
-        m = self._candidate(name, choice)
-        m.load(builder)
-        self.mm[name] = m
-        del cur
-        torch.cuda.empty_cache()
-        self._pack(weights, [name])
-
-    def _step_us(self, steps: int, reps: int) -> float:
-        """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""
-        from autosched.measure.protocol import time_runs
-        self._graph = None
-        self.reset()
-        self.step(1)
-        self.decode(4)                  # captures the graph and warms it
-        return time_runs(lambda: self.decode(steps), reps, steps)
 
     def _alloc(self) -> None:
         import torch
@@ -677,54 +451,6 @@ class Engine:
         """The prompt, then up to `max_tokens` tokens (see extend)."""
         return list(prompt) + self.extend(self.prefill(prompt), max_tokens, choose, on_token, stop_token)
 
-    # -- the dataflow step or the per-kernel one ----------------------------------------------
-    def _flow_key(self) -> str:
-        """Where the step choice is stored: the per-kernel verification's key (its configs) and the
-        dataflow step's choices."""
-        from autosched.templates.dataflow import choices
-        base = json.loads(self._verification_key())
-        base["what"] = "decode step choice"
-        base["dataflow"] = [k.label() for k in choices(self.cfg, self.fmt)]
-        base["step"] = self.step_mode
-        return json.dumps(base, sort_keys=True)
-
-    def _choose_step(self, weights, builder, progress=None, db=None) -> None:
-        """Build the dataflow step, time each of its knobs (and, for step="auto", the per-kernel
-        step as verified) in this engine's own step, and serve the fastest.  The times go to `db`;
-        an engine that finds them there serves the stored winner without timing."""
-        from autosched.engine.dataflow import DataflowStep
-        self.flow = DataflowStep(self, weights, builder)
-        timing = self._step_timing()
-        stored = db.verification(self._flow_key()) if db is not None and timing is not None else None
-        if stored is not None:
-            self.flow_times = dict(stored[0])
-        elif timing is not None and self.graphs_enabled:
-            steps, reps = timing
-            opts = [*(["kernels"] if self.step_mode == "auto" else []), *self.flow.choices]
-            task = progress.add_task("timing the dataflow step's knobs in the step", total=len(opts)) if progress else None
-            for o in opts:
-                self.flow_served = o != "kernels"
-                if self.flow_served:
-                    self.flow.serve(o)
-                self.flow_times[o if o == "kernels" else o.label()] = self._step_us(steps, reps)
-                if task is not None:
-                    progress.advance(task)
-            if db is not None:
-                db.add_verification(self._flow_key(), self.flow_times)
-        by_label = {k.label(): k for k in self.flow.choices}
-        timed = {k: us for k, us in self.flow_times.items() if k == "kernels" or k in by_label}
-        best = min(timed, key=timed.get) if timed else self.flow.choices[0].label()
-        self.flow_served = best != "kernels"
-        if self.flow_served:
-            self.flow.serve(by_label[best])
-        self._graph = None
-        self.reset()
-
-    def _times_note(self) -> str:
-        if not self.flow_times:
-            return ""
-        return "; timed in the step: " + ", ".join(f"{k} {us:.0f} us" for k, us in self.flow_times.items())
-
     # -- accounting -------------------------------------------------------------------------
     def weight_bytes_per_token(self) -> int:
         """Bytes of weights one step reads: every matmul weight and one embedding row (the norm
@@ -755,16 +481,6 @@ class Engine:
                   else [f"prefill: stepwise (no batched prefill for {self.fmt})"])
         note = untuned_note(self.untuned(), model, self.fmt)
         return lines + ([note] if note else [])
-
-
-def descended(prior, config: dict, change: str, from_us: float, us: float, when: str = ""):
-    """The Candidate a step descent moved to from `prior` (engine/descent.py), its source saying so
-    (and when it was stored, for one read back from the database)."""
-    from autosched.selection import Candidate
-    stored = f", stored {when}" if when else ""
-    return Candidate(prior.template, config, f"{prior.source}; then one knob at a time in the decode step: "
-                                             f"{change} ({us:.0f} us a step against {from_us:.0f}{stored})",
-                     origin=prior.origin)
 
 
 def untuned_matmuls(choices: dict, shapes: dict) -> list[str]:
