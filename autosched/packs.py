@@ -8,6 +8,10 @@ and provenance.
     merge_packs(["a.pack.json", "b.pack.json"], "ab.pack.json")     # the faster measured config wins
     dump(db, "rows.csv")                                  # every row, for analysis (CSV or JSON)
 
+Packs also serve without an import: every pack in the folder `packs/` beside the default database
+(and any shipped in the package, `autosched/data/packs/`) is a source of selection.rank, after the
+database and before the recordings (`from_packs`), for its own device key and current builds only.
+
 An imported entry is a measurement row like any other, its source saying which pack it came from:
 the database's own rules decide what it serves, so a pack of another GPU model or of another build
 of a kernel is kept but ranks nothing there (as the database's stale rows), and where a database
@@ -20,12 +24,17 @@ import csv
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 
 from autosched.atomic import replacing
+from autosched.database import default_db_path
 from autosched.errors import AutoschedError
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
+
+SHIPPED_PACKS = Path(__file__).parent / "data" / "packs"
+_READ: dict = {}       # (path, mtime, size) -> entries: a pack file read once per process
 
 FORMAT = "autosched-pack"
 VERSION = 1
@@ -163,3 +172,41 @@ def dump(db, path, fmt: str | None = None) -> int:
                 w.writeheader()
                 w.writerows(rows)
     return len(rows)
+
+
+def pack_files() -> list[Path]:
+    """The packs that serve without an import: the folder `packs/` beside the default database, then
+    those shipped in the package."""
+    out = []
+    for d in (default_db_path().parent / "packs", SHIPPED_PACKS):
+        if d.is_dir():
+            out += sorted(p for p in d.iterdir() if p.suffix == ".json")
+    return out
+
+
+def _entries_of(path: Path) -> list[dict]:
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _READ:
+        try:
+            _READ[key] = read_pack(path)
+        except PackError as e:           # one bad pack hides only itself, and says why
+            warnings.warn(f"skipped a pack that does not read: {e}", RuntimeWarning, stacklevel=3)
+            _READ[key] = []
+    return _READ[key]
+
+
+def from_packs(workload_key: str, device_key: str, template: str, builds, k: int = 1,
+               files=None) -> list[tuple[dict, float, str]]:
+    """Up to k (config, median us, pack name) of the packs (`files`, default pack_files()) for this
+    workload, device key and template, measured with one of `builds`, fastest first (a config in
+    several packs: its fastest time)."""
+    best: dict = {}
+    for path in (pack_files() if files is None else files):
+        for e in _entries_of(Path(path)):
+            if (e["workload"], e["device_key"], e["template"]) == (workload_key, device_key, template) \
+                    and e["build"] in builds:
+                h = config_hash(e["config"])
+                if h not in best or e["median_us"] < best[h][1]:
+                    best[h] = (e["config"], e["median_us"], Path(path).name)
+    return sorted(best.values(), key=lambda t: t[1])[:k]

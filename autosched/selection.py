@@ -4,7 +4,9 @@
     best, timed = fastest(cands, time_one, what="in a CUDA graph")
 
 `rank` reads what is known, in a fixed chain of sources: the tuning database for this exact device
-key, then a shipped recording taken on the same device key, then a recording of the same shape taken
+key, then the tuning packs that serve without an import (autosched/packs.py: the folder `packs/` beside
+the database, and the package's), then a shipped recording taken on the same device key, then a
+recording of the same shape taken
 on a sibling GPU (`kinship`: the same GPU model under another driver, or another model of the same
 architecture and SM count, such as an H200 beside an H100: the same chip with other memory), then the
 config a cost model trained on every other shape measured on this device key predicts fastest
@@ -33,6 +35,7 @@ from autosched import registry
 from autosched.identity import current_builds
 from autosched.build_filter import ANY, CURRENT, rows_build
 from autosched.measure.recording import find_recording
+from autosched.packs import from_packs
 from autosched.search.transfer import predicted
 
 
@@ -65,6 +68,14 @@ def from_database(workload, template, device, db, k: int = 1, *, build=CURRENT) 
             for r in _db_fastest(db, workload.key, device.key, template, k, build)]
 
 
+def from_pack(workload, template, device, k: int = 1, files=None) -> list[Candidate]:
+    """Up to k configs of `template`, fastest first, from the tuning packs that serve without an
+    import (packs.pack_files), measured on this exact device key with its current build."""
+    names = current_builds(template, device.key).names
+    return [Candidate(template.family, c, f"pack {name}", us, Origin.PACK)
+            for c, us, name in from_packs(workload.key, device.key, template.family, names, k, files)]
+
+
 def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
     """Up to k configs of `template`, fastest first, from a recording taken on this exact device key."""
     rec = find_recording(workload.key, template.family, recordings)
@@ -80,6 +91,7 @@ def from_recording(workload, template, device, recordings=None, k: int = 1) -> l
 class Origin:
     """Where a candidate came from, as data: rank's sources, a caller's own config, the defaults."""
     DATABASE = "database"             # measured on this device key
+    PACK = "pack"                     # a tuning pack of this device key (autosched/packs.py)
     RECORDING = "recording"           # a shipped recording of this device key
     SIBLING = "sibling"               # a recording of a sibling GPU (kinship 1 or 2)
     PREDICTED = "predicted"           # the cost model of this device key's measurements
@@ -191,6 +203,7 @@ def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURREN
     templates = _templates(workload)
     spaces = {t.family: t.space(workload, device) for t in templates}
     sources = (lambda t: from_database(workload, t, device, db, k, build=build),
+               lambda t: from_pack(workload, t, device, k),
                lambda t: from_recording(workload, t, device, recordings, k),
                lambda t: from_sibling_recording(workload, t, device, recordings, k),
                lambda t: from_prediction(workload, t, device, db, recordings, k, build=build),

@@ -101,3 +101,26 @@ def test_dump_and_the_cli(synthetic, tmp_path):   # noqa: F811
     assert main(["pack", "export", str(tmp_path / "p.json"), "--db", str(d)]) == 0
     assert main(["pack", "import", str(tmp_path / "p.json"), "--db", str(tmp_path / "e.db")]) == 0
     assert main(["pack", "dump", str(tmp_path / "rows.txt"), "--db", str(d)]) == 2
+
+
+def test_packs_beside_the_database_serve_without_an_import(synthetic, tmp_path, monkeypatch):   # noqa: F811
+    """A pack in the folder packs/ beside the default database answers rank (after the database,
+    before the recordings) for its device key and current build; one of another build does not."""
+    from autosched import knobs
+    from autosched.selection import Origin, rank
+    w, dev = synthetic.workload, synthetic.device
+    t = GemvQ4F16Template()
+    space = list(t.space(w, dev))
+    build = current_builds(t, dev.key)
+    src = _tuned_db(tmp_path / "src.db", w, dev, [(space[6], 0.25)], build)
+    home = tmp_path / "home"
+    with Database(src, readonly=True) as db:
+        packs.export_pack(db, home / "packs" / "team.json")
+    monkeypatch.setenv("AUTOSCHED_RECORDINGS", str(synthetic.dir))
+    with knobs.scope(HOME=str(home)):
+        [c] = rank(w, dev)
+        assert (c.config, c.median_us, c.origin) == (space[6], 0.25, Origin.PACK) and c.source == "pack team.json"
+        (home / "packs" / "team.json").write_text((home / "packs" / "team.json").read_text()
+                                                  .replace(str(build), "an-old-build"))
+        [c] = rank(w, dev)
+        assert c.origin == Origin.RECORDING
