@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from autosched import knobs
 from autosched.device import nvrtc_version
 from autosched.templates.base import KernelSpec
 
@@ -118,7 +119,7 @@ def compile_spec(spec: KernelSpec) -> Binary:
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("AUTOSCHED_CACHE") or os.path.join(
+    root = knobs.CACHE.get() or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "autosched")
     return Path(root) / "build"
 
