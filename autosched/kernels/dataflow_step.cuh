@@ -95,9 +95,6 @@ struct Shape {
   int dim, hidden, q_dim, kv_dim, vocab, n_layers;
 };
 
-template <int W>
-__device__ __forceinline__ int row_bytes(int k) { return W == FP16 ? 2 * k : k / 2 + k / 16; }
-
 struct Mat {
   int kind;     // QKV, O, GATE_UP, DOWN, or 4: the classifier
   int layer;
@@ -106,16 +103,18 @@ struct Mat {
   int chunks;   // ceil(n / R)
 };
 
+__host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
+
 // rows a chunk of each kind takes (the host computes them: templates/dataflow.py chunk_rows)
 template <int QKV_R, int O_R, int GU_R, int DOWN_R, int CLS_R>
 struct Rows {
-  static constexpr int MAX = QKV_R > O_R ? (QKV_R > GU_R ? (QKV_R > DOWN_R ? (QKV_R > CLS_R ? QKV_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R)) : (GU_R > DOWN_R ? (GU_R > CLS_R ? GU_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R))) : (O_R > GU_R ? (O_R > DOWN_R ? (O_R > CLS_R ? O_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R)) : (GU_R > DOWN_R ? (GU_R > CLS_R ? GU_R : CLS_R) : (DOWN_R > CLS_R ? DOWN_R : CLS_R)));
+  static constexpr int MAX = cmax(cmax(cmax(QKV_R, O_R), cmax(GU_R, DOWN_R)), CLS_R);
   __device__ __forceinline__ static int of(int kind) {
     return kind == 0 ? QKV_R : kind == 1 ? O_R : kind == 2 ? GU_R : kind == 3 ? DOWN_R : CLS_R;
   }
 };
 
-template <int W, int STAGE_BYTES, typename RS>
+template <typename RS>
 __device__ __forceinline__ Mat mat_of(const Shape& s, int m) {
   Mat a;
   a.layer = m / 4;
@@ -139,13 +138,13 @@ struct Cursor {
   int g, m, base;
 };
 
-template <int W, int STAGE_BYTES, typename RS>
+template <typename RS>
 __device__ __forceinline__ void settle(const Shape& s, Cursor& c, Mat& a) {
   const int nm = 4 * s.n_layers + 1;
   while (c.m < nm && c.g >= c.base + a.chunks) {
     c.base += a.chunks;
     ++c.m;
-    if (c.m < nm) a = mat_of<W, STAGE_BYTES, RS>(s, c.m);
+    if (c.m < nm) a = mat_of<RS>(s, c.m);
   }
 }
 
@@ -161,7 +160,7 @@ struct Ring {
   u64 policy;
 
   __device__ __forceinline__ void issue_next(const Shape& s, const void* const* wt, int G) {
-    settle<W, STAGE_BYTES, RS>(s, c, a);
+    settle<RS>(s, c, a);
     if (c.m < 4 * s.n_layers + 1) {
       char* dst = slots + (long long)(seq % STAGES) * STAGE_BYTES;
       const int row0 = (c.g - c.base) * a.rows;
@@ -345,7 +344,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
   const int n_ss = 2 * n_layers + 1, kv_mul = n_heads / (kv_dim / head_size);
 
   // the ring, and its first STAGES loads, before anything waits
-  Ring<W, THREADS, STAGES, STAGE_BYTES, RS> ring{smem, Cursor{b, 0, 0}, mat_of<W, STAGE_BYTES, RS>(s, 0), 0u,
+  Ring<W, THREADS, STAGES, STAGE_BYTES, RS> ring{smem, Cursor{b, 0, 0}, mat_of<RS>(s, 0), 0u,
                                                    evict_first()};
   for (int i = 0; i < STAGES; ++i) ring.issue_next(s, wt, G);
 
@@ -382,7 +381,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
   };
 
   Cursor cc{b, 0, 0};                       // the next chunk to compute
-  Mat a = mat_of<W, STAGE_BYTES, RS>(s, 0);
+  Mat a = mat_of<RS>(s, 0);
   u32 seq = 0;                              // chunks computed so far
   float best = neg_inf();
   int best_at = 0x7fffffff;
@@ -402,7 +401,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
         __half* vc = v_cache + (long long)l * seq_len * kv_dim;
         // the first item to get past its early return waits (one past the context's slices never reads qkv)
         bool waited = false;
-        const u32 target = (u32)mat_of<W, STAGE_BYTES, RS>(s, 4 * l).chunks;
+        const u32 target = (u32)mat_of<RS>(s, 4 * l).chunks;
         auto wait = [&]() {
           if (!waited) {
             wait_for(pa - 1, target);
@@ -425,14 +424,14 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
         AUTOSCHED_TL(pa, 2, AUTOSCHED_NOW());
       }
     }
-    settle<W, STAGE_BYTES, RS>(s, cc, a);  // a: the matrix of cc's chunk
+    settle<RS>(s, cc, a);  // a: the matrix of cc's chunk
     if (cc.m != m) continue;                 // no chunk of this matmul is ours
     // -- the matmul's input: its predecessor done, then this thread's activations ----------------
     const int pred = kind == QKV ? (l == 0 ? 0 : ph - 1) : kind == 4 ? 5 * n_layers : ph - 1;
     const int kp = pred == 0 ? 0 : (pred - 1) % 5;                 // the predecessor's kind
     const u32 target = pred == 0 ? 1u
                        : kp == 1 ? (u32)(n_heads * nsplit)
-                                 : (u32)mat_of<W, STAGE_BYTES, RS>(s, 4 * ((pred - 1) / 5) + (kp == 0 ? 0 : kp - 1)).chunks;
+                                 : (u32)mat_of<RS>(s, 4 * ((pred - 1) / 5) + (kp == 0 ? 0 : kp - 1)).chunks;
     AUTOSCHED_TL(ph, 0, AUTOSCHED_NOW());
     wait_for(pred, target);
     AUTOSCHED_TL(ph, 1, AUTOSCHED_NOW());
@@ -516,7 +515,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
       ++seq;
       ++mine;
       cc.g += G;
-      settle<W, STAGE_BYTES, RS>(s, cc, a);
+      settle<RS>(s, cc, a);
     }
     __syncthreads();        // the last chunk is read and reduced
     ring.issue_next(s, wt, G);
