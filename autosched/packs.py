@@ -155,14 +155,10 @@ def dump(db, path, fmt: str | None = None) -> int:
     fmt = fmt or path.suffix.lstrip(".").lower()
     if fmt not in ("csv", "json"):
         raise AutoschedError(f"dump writes csv or json; {path} names neither (pass --format csv or json)")
-    rows = []
-    for wk, dk, tpl, _ in db.workloads():
-        for rec in db.measured(wk, dk, tpl).values():
-            m = rec.measurement
-            rows.append({"device_key": dk, "workload": wk, "template": tpl, "build": rec.build,
-                         "config": json.dumps(rec.config, sort_keys=True), "status": m.status.value,
-                         "median_us": m.median_us, "min_us": m.min_us, "spread_us": m.spread_us,
-                         "runs": m.runs, "source": m.source, "measured_at": rec.timestamp})
+    rows = [{**_entry(rec), "status": rec.measurement.status.value}
+            for wk, dk, tpl, _ in db.workloads() for rec in db.measured(wk, dk, tpl).values()]
+    if fmt == "csv":
+        rows = [{**r, "config": json.dumps(r["config"], sort_keys=True)} for r in rows]
     with replacing(path) as tmp:
         if fmt == "json":
             tmp.write_text(json.dumps(rows, indent=1))

@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 from autosched import registry
 from autosched.identity import current_builds
 from autosched.build_filter import ANY, CURRENT, rows_build
-from autosched.measure.recording import find_recording
+from autosched.measure.recording import find_recording, recording_devices
 from autosched.packs import from_packs
 from autosched.search.transfer import predicted
 
@@ -46,6 +46,52 @@ class Candidate:
     source: str                   # what a user is shown: "database", "recording <name>", "predicted ...", "default", ...; then how it was re-timed
     median_us: float | None = None    # the source's own time (tuning protocol), None for a default
     origin: str = "given"         # the source as data (Origin): what code asks, never the text above
+
+
+class Origin:
+    """Where a candidate came from, as data: rank's sources, a caller's own config, the defaults."""
+    DATABASE = "database"             # measured on this device key
+    PACK = "pack"                     # a tuning pack of this device key (autosched/packs.py)
+    RECORDING = "recording"           # a shipped recording of this device key
+    SIBLING = "sibling"               # a recording of a sibling GPU (kinship 1 or 2)
+    PREDICTED = "predicted"           # the cost model of this device key's measurements
+    SIBLING_PREDICTED = "sibling predicted"   # ... of a sibling GPU's
+    DEFAULT = "default"               # the template's rule-based default
+    GIVEN = "given"                   # a config a caller named
+    UNTUNED = frozenset({SIBLING, PREDICTED, SIBLING_PREDICTED, DEFAULT})   # never measured on this GPU
+
+
+PREDICTED = "predicted"
+SIBLING = "a sibling GPU"   # in the source of a config measured on a sibling, not this GPU
+
+
+def untuned(candidate: Candidate) -> bool:
+    """Whether a candidate was never measured on this GPU (a prediction, a default, a sibling's
+    measurement)."""
+    return candidate.origin in Origin.UNTUNED
+
+
+def kinship(here, there) -> int | None:
+    """How near measurements taken on GPU `there` (a DeviceInfo) are to GPU `here`: 0 the same
+    device key, 1 the same GPU model and architecture under another driver or CUDA, 2 another model
+    of the same architecture and SM count (the same chip: an H200 runs an H100's kernels at the same
+    occupancy, only its memory is faster); None for anything else, whose numbers are not served."""
+    if there.key == here.key:
+        return 0
+    if there.cc != here.cc or there.sm_count != here.sm_count:
+        return None
+    return 1 if there.name == here.name else 2
+
+
+def siblings(device, recordings=None) -> list:
+    """The DeviceInfos of the recordings' GPUs that are siblings of `device` (kinship 1 or 2),
+    nearest first."""
+    found = {}
+    for d in recording_devices(recordings):
+        k = kinship(device, d)
+        if k in (1, 2) and d.key not in found:
+            found[d.key] = (k, d)
+    return [d for _, d in sorted(found.values(), key=lambda kd: (kd[0], kd[1].key))]
 
 
 # -- what is known -----------------------------------------------------------------------------
@@ -76,79 +122,37 @@ def from_pack(workload, template, device, k: int = 1, files=None) -> list[Candid
             for c, us, name in from_packs(workload.key, device.key, template.family, names, k, files)]
 
 
-def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
-    """Up to k configs of `template`, fastest first, from a recording taken on this exact device key."""
+def _recording(workload, template, device, recordings, near):
+    """The recording of this shape and template whose GPU's kinship to `device` is in `near`, if it
+    is of the program that GPU runs (a recording that names its build: of other code, it says
+    nothing); else None."""
     rec = find_recording(workload.key, template.family, recordings)
-    if rec is None or rec.device.key != device.key:
-        return []                 # numbers from another GPU or driver say nothing about this one
-    if rec.build:                 # a recording that names its build: of other code, it says nothing
-        if rec.build not in current_builds(template, device.key).names:
-            return []
+    if rec is None or kinship(device, rec.device) not in near:
+        return None
+    if rec.build and rec.build not in current_builds(template, rec.device.key).names:
+        return None
+    return rec
+
+
+def from_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
+    """Up to k configs of `template`, fastest first, from a recording taken on this exact device key
+    (numbers from another GPU or driver are a sibling's at best: from_sibling_recording)."""
+    rec = _recording(workload, template, device, recordings, (0,))
+    if rec is None:
+        return []
     return [Candidate(template.family, c, f"recording {rec.name}", m.median_us, Origin.RECORDING)
             for c, m in rec.fastest(k)]
 
 
-class Origin:
-    """Where a candidate came from, as data: rank's sources, a caller's own config, the defaults."""
-    DATABASE = "database"             # measured on this device key
-    PACK = "pack"                     # a tuning pack of this device key (autosched/packs.py)
-    RECORDING = "recording"           # a shipped recording of this device key
-    SIBLING = "sibling"               # a recording of a sibling GPU (kinship 1 or 2)
-    PREDICTED = "predicted"           # the cost model of this device key's measurements
-    SIBLING_PREDICTED = "sibling predicted"   # ... of a sibling GPU's
-    DEFAULT = "default"               # the template's rule-based default
-    GIVEN = "given"                   # a config a caller named
-    UNTUNED = frozenset({SIBLING, PREDICTED, SIBLING_PREDICTED, DEFAULT})   # never measured on this GPU
-
-
-PREDICTED = "predicted"
-SIBLING = "a sibling GPU"   # in the source of a config measured on a sibling, not this GPU
-
-
-def untuned(candidate: "Candidate") -> bool:
-    """Whether a candidate was never measured on this GPU (a prediction, a default, a sibling's
-    measurement)."""
-    return candidate.origin in Origin.UNTUNED
-
-
-def kinship(here, there) -> int | None:
-    """How near measurements taken on GPU `there` (a DeviceInfo) are to GPU `here`: 0 the same
-    device key, 1 the same GPU model and architecture under another driver or CUDA, 2 another model
-    of the same architecture and SM count (the same chip: an H200 runs an H100's kernels at the same
-    occupancy, only its memory is faster); None for anything else, whose numbers are not served."""
-    if there.key == here.key:
-        return 0
-    if there.cc != here.cc or there.sm_count != here.sm_count:
-        return None
-    return 1 if there.name == here.name else 2
-
-
-def siblings(device, recordings=None) -> list:
-    """The DeviceInfos of the recordings' GPUs that are siblings of `device` (kinship 1 or 2),
-    nearest first."""
-    from autosched.measure.recording import recording_devices
-    found = {}
-    for d in recording_devices(recordings):
-        k = kinship(device, d)
-        if k in (1, 2) and d.key not in found:
-            found[d.key] = (k, d)
-    return [d for _, d in sorted(found.values(), key=lambda kd: (kd[0], kd[1].key))]
-
-
 def from_sibling_recording(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
     """Up to k configs of `template`, fastest first, from a recording of this shape taken on a
-    sibling GPU (`kinship` 1 or 2), the nearest that has one; its times are that GPU's."""
-    rec = find_recording(workload.key, template.family, recordings)
-    if rec is None or kinship(device, rec.device) not in (1, 2):
+    sibling GPU (`kinship` 1 or 2); its times are that GPU's."""
+    rec = _recording(workload, template, device, recordings, (1, 2))
+    if rec is None:
         return []
-    if rec.build:
-        if rec.build not in current_builds(template, rec.device.key).names:
-            return []
     return [Candidate(template.family, c, f"recording {rec.name} of {SIBLING} ({rec.device.name}: "
                       f"{rec.device.arch}, {rec.device.sm_count} SMs; untuned on {device.name})", m.median_us,
                       Origin.SIBLING) for c, m in rec.fastest(k)]
-
-
 
 
 def from_prediction(workload, template, device, db=None, recordings=None, k: int = 1, *,
@@ -164,7 +168,6 @@ def from_prediction(workload, template, device, db=None, recordings=None, k: int
 def from_sibling_prediction(workload, template, device, db=None, recordings=None, k: int = 1, *,
                             build=CURRENT) -> list[Candidate]:
     """from_prediction with the nearest sibling GPU's measurements, where this GPU has too few."""
-    from autosched.search.transfer import predicted
     for sib in siblings(device, recordings):
         found = predicted(workload, template, sib, db, recordings, k, build=build)
         if found:
@@ -194,9 +197,9 @@ def default_candidate(workload, device, source: str = "default") -> Candidate:
 
 def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURRENT) -> list[Candidate]:
     """Up to k candidates, fastest first, from the first source that has any config in its
-    template's space: the database (this device key), then a same-device recording, then a sibling
-    GPU's recording of the shape, then the cost model's prediction from the other shapes measured on
-    this device key, then from a sibling's; the default when
+    template's space: the database (this device key), then the packs beside it, then a same-device
+    recording, then a sibling GPU's recording of the shape, then the cost model's prediction from the
+    other shapes measured on this device key, then from a sibling's; the default when
     none has one.  Every template of the workload is asked, and their candidates merged by
     the source's time.  Database rows count only if measured with `build` (default: the current
     build of each template's kernel)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.engine.weights import as_torch, classifier, fused, quantize_q4f16_1
+from autosched.engine.weights import quantize_q4f16_1, step_matrices
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
 from autosched.templates import dataflow as df
@@ -32,7 +32,7 @@ class DataflowStep:
         problem = df.refusal(c, fmt)
         if problem:
             raise ValueError(problem)
-        self.eng, self.timeline = eng, timeline
+        self.eng = eng
         self.choices = knobs or df.choices(c, fmt)
         specs = [df.dataflow_step_spec(c, fmt, eng.info.arch, k, timeline) for k in self.choices]
         list(builder.build_many(specs))
@@ -79,31 +79,24 @@ class DataflowStep:
                                            for n in (*MATS, "cls"))
         self.tensors, table = [], []
 
-        def add(name, layer, w):
-            if shared:
-                t = (mm[name].layers[layer]["w"],)
-            elif eng.fmt == "fp16":
-                t = (w.half().contiguous(),)
+        def add(w):
+            if eng.fmt == "fp16":
+                t = (w.half().contiguous(),)      # the per-kernel step's own tensor where it is one already
             else:
                 q, s = quantize_q4f16_1(w)
                 t = (q.contiguous(), s.contiguous())
             self.tensors.append(t)
             table.extend([t[0].data_ptr(), t[1].data_ptr() if len(t) > 1 else 0])
 
-        if not shared:
-            rms_att, rms_ffn = as_torch(weights["rms_att"], eng.dev), as_torch(weights["rms_ffn"], eng.dev)
-        for layer in range(c.n_layers):
-            if shared:
+        if shared:
+            for layer in range(c.n_layers):
                 for name in MATS:
-                    add(name, layer, None)
-                continue
-            get = lambda n: as_torch(weights[n][layer], eng.dev)  # noqa: E731
-            f = fused(get, rms_att[layer], rms_ffn[layer])
-            for name in MATS:
-                add(name, layer, f[name])
-            del f
-        add("cls", 0, None if shared else
-            as_torch(classifier(weights), eng.dev) * as_torch(weights["rms_final"], eng.dev)[None, :])
+                    add(mm[name].layers[layer]["w"])
+            add(mm["cls"].layers[0]["w"])
+        else:
+            for _, mats in step_matrices(weights, c, eng.dev):
+                for w in mats.values():       # qkv, o, gate_up, down; then the classifier
+                    add(w)
         self.wt = torch.tensor(table, dtype=torch.int64, device=eng.dev)
         torch.cuda.synchronize(eng.dev)
 
@@ -112,9 +105,6 @@ class DataflowStep:
             raise ValueError(f"dataflow knobs {knobs.label()} were not built; built: "
                              f"{', '.join(k.label() for k in self.kernels)}")
         self.knobs = knobs
-
-    def weight_bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for ts in self.tensors for t in ts)
 
     def launch(self, stream) -> None:
         e, c = self.eng, self.eng.cfg

@@ -55,7 +55,7 @@ from autosched.engine.step_tuning import StepTuning
 from autosched.selection import untuned
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
-from autosched.engine.weights import as_torch, check_format, classifier, fused
+from autosched.engine.weights import as_torch, check_format, step_matrices
 from autosched.models.llama2c import LlamaConfig
 from autosched.templates import decode as dk
 
@@ -254,20 +254,13 @@ class Engine(StepTuning):
     def _pack(self, weights, names: list[str], progress=None) -> None:
         """Quantize and pack the weights of the matmuls `names` (every layer) into their kernels'
         layouts, one layer at a time: a 7B model never sits on the GPU in float32 all at once."""
-        c = self.cfg
-        task = progress.add_task("packing weights", total=c.n_layers + 1) if progress else None
-        rms_att, rms_ffn = as_torch(weights["rms_att"], self.dev), as_torch(weights["rms_ffn"], self.dev)
-        for layer in range(c.n_layers):
-            if set(names) - {"cls"}:
-                get = lambda n: as_torch(weights[n][layer], self.dev)  # noqa: E731
-                for name, w in fused(get, rms_att[layer], rms_ffn[layer]).items():
-                    if name in names:
-                        self.mm[name].add_layer(w)
+        task = progress.add_task("packing weights", total=self.cfg.n_layers + 1) if progress else None
+        for _, mats in step_matrices(weights, self.cfg, self.dev, names):
+            for name, w in mats.items():
+                self.mm[name].add_layer(w)
             if progress:
                 progress.advance(task)
-        if "cls" in names:
-            self.mm["cls"].add_layer(as_torch(classifier(weights), self.dev) * as_torch(weights["rms_final"], self.dev)[None, :])
-        if progress:
+        if progress and "cls" not in names:
             progress.advance(task)
 
     def _alloc(self) -> None:

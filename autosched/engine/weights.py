@@ -68,6 +68,22 @@ def fused(get, rms_att=None, rms_ffn=None) -> dict:
             "down": get("w2")}
 
 
+def step_matrices(weights, cfg: LlamaConfig, device, names=("qkv", "o", "gate_up", "down", "cls")):
+    """(layer, {name: float32 (N, K) matrix}) of the step's matmuls `names` in the engine's layout
+    (`fused`, the classifier times the final norm's weight), a layer at a time, on `device`: a 7B
+    model never sits on the GPU in float32 all at once.  The classifier comes last, as layer None."""
+    mats = set(names) - {"cls"}
+    rms_att, rms_ffn = as_torch(weights["rms_att"], device), as_torch(weights["rms_ffn"], device)
+    for layer in range(cfg.n_layers):
+        if not mats:
+            yield layer, {}
+            continue
+        get = lambda n: as_torch(weights[n][layer], device)  # noqa: E731
+        yield layer, {name: w for name, w in fused(get, rms_att[layer], rms_ffn[layer]).items() if name in mats}
+    if "cls" in names:
+        yield None, {"cls": as_torch(classifier(weights), device) * as_torch(weights["rms_final"], device)[None, :]}
+
+
 def classifier(weights) -> object:
     return weights["wcls"] if "wcls" in weights else weights["token_embedding"]
 

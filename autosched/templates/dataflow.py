@@ -17,7 +17,7 @@ import dataclasses
 import math
 
 from autosched.templates.base import KernelSpec, kernel_source
-from autosched.templates.decode import attention_pairs
+from autosched.templates.decode import attention_pairs, matmul_shapes
 
 HEADER = "dataflow_step.cuh"
 THREADS = 256          # attention_item's buffers take at most 256
@@ -56,13 +56,6 @@ def row_bytes(fmt: str, k: int) -> int:
     return 2 * k if fmt == "fp16" else k // 2 + k // 16
 
 
-def matrices(cfg) -> dict[str, tuple[int, int]]:
-    """(N, K) of each kind of matmul of the step."""
-    q_dim = cfg.n_heads * cfg.head_size
-    return {"qkv": (q_dim + 2 * cfg.kv_dim, cfg.dim), "o": (cfg.dim, q_dim), "gate_up": (2 * cfg.hidden_dim, cfg.dim),
-            "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
-
-
 def chunk_rows(fmt: str, kind: str, k: int, knobs: Knobs) -> int:
     """Rows a chunk of a (kind, K) matmul takes: as many as fill a slot, at most max_rows, an even
     number for gate_up (rows pair gate and up) -- mat_of in the kernel."""
@@ -73,7 +66,7 @@ def chunk_rows(fmt: str, kind: str, k: int, knobs: Knobs) -> int:
 def chunk_plan(cfg, fmt: str, knobs: Knobs) -> list[dict]:
     """The step's matmuls in order (per layer qkv, o, gate_up, down; then cls), each with its rows
     a chunk, its chunks and the global number of its first chunk."""
-    shapes = matrices(cfg)
+    shapes = matmul_shapes(cfg)
     out, base = [], 0
     for m in range(4 * cfg.n_layers + 1):
         kind = "cls" if m == 4 * cfg.n_layers else KINDS[m % 4]
@@ -97,7 +90,7 @@ def block_rows(cfg, fmt: str, knobs: Knobs, grid: int) -> list[dict[int, list[ra
 
 def acts_per_thread(cfg) -> int:
     """16-byte units of activations each thread keeps (XV): the widest K over THREADS."""
-    k = max(matrices(cfg)[kind][1] for kind in KINDS)
+    k = max(matmul_shapes(cfg)[kind][1] for kind in KINDS)
     return max(1, math.ceil(k / 8 / THREADS))
 
 
@@ -126,7 +119,7 @@ def refusal(cfg, fmt: str, knobs: Knobs | None = None) -> str | None:
     if cfg.n_heads % cfg.n_kv_heads:
         return f"{cfg.n_heads} heads do not group over {cfg.n_kv_heads} kv heads"
     unit = 8 if fmt == "fp16" else 256      # 16-byte rows; q4: whole 16-byte runs of scales too
-    for kind, (n, k) in matrices(cfg).items():
+    for kind, (n, k) in matmul_shapes(cfg).items():
         if k % unit:
             return f"{kind}: K = {k} is not a multiple of {unit} ({fmt} chunks are copied in 16-byte units)"
         need = 2 if kind == "gate_up" else 1
@@ -138,12 +131,12 @@ def refusal(cfg, fmt: str, knobs: Knobs | None = None) -> str | None:
     if smem_bytes(knobs) + STATIC_SMEM > SMEM_LIMIT:
         return f"{knobs.label()}: {smem_bytes(knobs) + STATIC_SMEM} bytes of shared memory a block, over {SMEM_LIMIT}"
     xv = acts_per_thread(cfg)
-    widest = max(xv * chunk_rows(fmt, kind, k, knobs) for kind, (_, k) in matrices(cfg).items())
+    widest = max(xv * chunk_rows(fmt, kind, k, knobs) for kind, (_, k) in matmul_shapes(cfg).items())
     if widest > UNROLLED_DOTS:
         return (f"{knobs.label()}: {widest} unrolled row x unit products a thread, over the {UNROLLED_DOTS} run "
                 f"on a GPU")
     if xv > 8:
-        return f"K up to {max(k for _, k in matrices(cfg).values())}: more activations a thread than its registers hold"
+        return f"K up to {max(k for _, k in matmul_shapes(cfg).values())}: more activations a thread than its registers hold"
     return None
 
 
@@ -159,7 +152,7 @@ def dataflow_step_spec(cfg, fmt: str, arch: str, knobs: Knobs, timeline: bool = 
     problem = refusal(cfg, fmt, knobs)
     if problem:
         raise ValueError(problem)
-    shapes = matrices(cfg)
+    shapes = matmul_shapes(cfg)
     rows = ", ".join(str(chunk_rows(fmt, kind, shapes[kind][1], knobs)) for kind in KINDS)
     expr = (f"dataflow_step<{FORMATS[fmt]}, {THREADS}, {knobs.stages}, {knobs.stage_bytes}, {rows}, "
             f"{acts_per_thread(cfg)}, {KPRE}, {attention_pairs(cfg.head_size)}>")

@@ -11,6 +11,13 @@ from __future__ import annotations
 from autosched.templates.base import KernelSpec, kernel_source
 from autosched.templates.epilogue import epilogue_id, pairs_rows
 
+
+def matmul_shapes(cfg) -> dict[str, tuple[int, int]]:
+    """(N, K) of each matmul a decode step launches (Q, K, V fused; gate and up fused), in step order."""
+    q_dim = cfg.n_heads * cfg.head_size
+    return {"qkv": (q_dim + 2 * cfg.kv_dim, cfg.dim), "o": (cfg.dim, q_dim), "gate_up": (2 * cfg.hidden_dim, cfg.dim),
+            "down": (cfg.dim, cfg.hidden_dim), "cls": (cfg.vocab_size, cfg.dim)}
+
 HEADER = "decode.cuh"
 ACT_TYPES = {"float": "float", "half": "__half"}
 WEIGHT_TYPES = {"fp32": "float", "fp16": "__half", "int8": "signed char"}

@@ -61,3 +61,22 @@ def test_add_layer_copies_packs_once_and_clones(h100):
     for layer in m.layers:
         assert torch.equal(layer["w"], w.to(torch.float16))
     assert len({layer["w"].data_ptr() for layer in m.layers}) == 3
+
+
+def test_step_matrices_walk_the_layers_in_the_engines_layout():
+    """The one walk over a model's matmuls the per-kernel step and the dataflow step both pack from:
+    fused per layer, the classifier (times the final norm) last, only the names asked for."""
+    from autosched.engine.weights import as_torch, classifier, fused, step_matrices
+    from autosched.models.llama2c import LlamaConfig, random_weights
+    cfg = LlamaConfig(64, 128, 3, 4, 2, 50, 16, shared_classifier=False)
+    w = random_weights(cfg, 1)
+    got = list(step_matrices(w, cfg, "cpu"))
+    assert [layer for layer, _ in got] == [0, 1, 2, None]
+    for layer, mats in got[:3]:
+        ref = fused(lambda n: as_torch(w[n][layer], "cpu"), as_torch(w["rms_att"], "cpu")[layer],
+                    as_torch(w["rms_ffn"], "cpu")[layer])
+        assert list(mats) == ["qkv", "o", "gate_up", "down"] and all(torch.equal(mats[k], ref[k]) for k in mats)
+    assert torch.equal(got[3][1]["cls"], as_torch(classifier(w), "cpu") * as_torch(w["rms_final"], "cpu")[None, :])
+    assert [list(m) for _, m in step_matrices(w, cfg, "cpu", ["o"])] == [["o"]] * 3
+    only_cls = list(step_matrices(w, cfg, "cpu", ["cls"]))
+    assert [m for _, m in only_cls[:3]] == [{}, {}, {}] and list(only_cls[3][1]) == ["cls"]
