@@ -9,10 +9,10 @@
 // layer l is items (head, slice); block b owns items b, b + G, ...
 //
 // Weights ahead of data.  Weights do not depend on the step's activations, so a block streams its
-// next chunks into a ring of STAGES slots (cp.async, 16 bytes a thread in turn, a group a chunk)
-// STAGES chunks ahead of the one being computed, across matmul and layer boundaries: while a block
-// waits for a matmul's input, the next matmul's weights are already arriving.  A slot is refilled as
-// soon as the block has read it.
+// next chunks into a ring of STAGES slots (one bulk copy a chunk, on the slot's mbarrier) STAGES
+// chunks ahead of the one being computed, across matmul and layer boundaries: while a block waits
+// for a matmul's input, the next matmul's weights are already arriving.  (Prefetching further
+// chunks into the L2 as well lost 10-35%: bench/results/dataflow-ring-NVIDIA_H200-2026-11-28.json.)  A slot is refilled as soon as the block has read it.
 //
 // Dependencies are counters, never a barrier: done[p] counts the finished chunks (items) of phase p
 // (0 embed; 1 + 5 l + (0 qkv, 1 attention, 2 o, 3 gate_up, 4 down)); a block adds its count once it
@@ -59,27 +59,35 @@ __device__ __forceinline__ void add_release(u32* p, u32 v) {
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
-// 16 bytes global -> shared, through the L2 only (weights are read once a step: evicted first)
-__device__ __forceinline__ void cp16(void* dst, const void* src, u64 policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;"
-               ::"r"(smem_u32(dst)), "l"(src), "l"(policy) : "memory");
-}
-
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-template <int N>
-__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 __device__ __forceinline__ u64 evict_first() {
   u64 p;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
 
-// a contiguous run of `bytes` (a multiple of 16) copied by the block's threads, 16 bytes each in turn
-template <int THREADS>
-__device__ __forceinline__ void copy_run(char* dst, const char* src, u32 bytes, u64 policy) {
-  for (u32 o = threadIdx.x * 16; o < bytes; o += THREADS * 16) cp16(dst + o, src + o, policy);
+// The ring's copies are bulk copies (the async proxy), one instruction a chunk issued by thread 0
+// and landing on the slot's mbarrier: a fence or release of the phase counters (generic proxy) does
+// not wait for them.  Per-thread cp.async copies made every release wait until the ring's next
+// chunks had landed, a few microseconds a phase (H200, 2026-11-28: 1100 -> 1243 tok/s for the 1B
+// fp16 step, bench/results/dataflow-ring-NVIDIA_H200-2026-11-28.json).
+__device__ __forceinline__ void mbar_init(u64* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(bar)) : "memory");
+}
+// one bulk copy (async proxy) of `bytes` into shared memory, completing on `bar`
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, u32 bytes, u64* bar, u64 policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+      ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(u64* bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
+  u32 ok;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(ok) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+  } while (!ok);
 }
 
 #if defined(AUTOSCHED_TIMELINE)
@@ -148,37 +156,51 @@ __device__ __forceinline__ void settle(const Shape& s, Cursor& c, Mat& a) {
   }
 }
 
-// The ring: every thread issues its share of the block's chunk loads, in step order, into slot
-// (seq % STAGES), one cp.async group a call (an empty one past the last chunk, so that the groups
-// committed count the calls).
-template <int W, int THREADS, int STAGES, int STAGE_BYTES, typename RS>
+// The ring: thread 0 issues the block's chunk loads in step order, chunk i into slot i % STAGES,
+// completing on that slot's mbarrier (phase i / STAGES).
+template <int W, int STAGES, int STAGE_BYTES, typename RS>
 struct Ring {
   char* slots;
-  Cursor c;      // the next chunk to issue
+  u64* bars;     // a barrier a slot
+  Cursor c;      // the next chunk to load
   Mat a;         // its matrix
   u32 seq;       // loads issued so far
   u64 policy;
 
+  // the rows and scales of chunk (cur, m) and their bytes
+  __device__ __forceinline__ static void where(const Cursor& cur, const Mat& m, const void* const* wt,
+                                               const char*& rows_at, u32& rows_bytes, const char*& sc_at,
+                                               u32& sc_bytes) {
+    const int row0 = (cur.g - cur.base) * m.rows, rows = min(m.rows, m.n - row0);
+    if constexpr (W == FP16) {
+      rows_at = reinterpret_cast<const char*>(static_cast<const __half*>(wt[2 * cur.m]) + (long long)row0 * m.k);
+      rows_bytes = (u32)rows * m.k * 2;
+      sc_at = nullptr;
+      sc_bytes = 0;
+    } else {
+      rows_at = reinterpret_cast<const char*>(static_cast<const u32*>(wt[2 * cur.m]) + (long long)row0 * (m.k / 8));
+      rows_bytes = (u32)rows * (m.k / 2);
+      sc_at = reinterpret_cast<const char*>(static_cast<const __half*>(wt[2 * cur.m + 1]) + (long long)row0 * (m.k / 32));
+      sc_bytes = (u32)rows * (m.k / 16);
+    }
+  }
+
   __device__ __forceinline__ void issue_next(const Shape& s, const void* const* wt, int G) {
     settle<RS>(s, c, a);
     if (c.m < 4 * s.n_layers + 1) {
-      char* dst = slots + (long long)(seq % STAGES) * STAGE_BYTES;
-      const int row0 = (c.g - c.base) * a.rows;
-      const int rows = min(a.rows, a.n - row0);
-      if constexpr (W == FP16) {
-        copy_run<THREADS>(dst, reinterpret_cast<const char*>(static_cast<const __half*>(wt[2 * c.m]) + (long long)row0 * a.k),
-                          (u32)rows * a.k * 2, policy);
-      } else {
-        copy_run<THREADS>(dst, reinterpret_cast<const char*>(static_cast<const u32*>(wt[2 * c.m]) + (long long)row0 * (a.k / 8)),
-                          (u32)rows * (a.k / 2), policy);
-        copy_run<THREADS>(dst + a.rows * (a.k / 2),
-                          reinterpret_cast<const char*>(static_cast<const __half*>(wt[2 * c.m + 1]) + (long long)row0 * (a.k / 32)),
-                          (u32)rows * (a.k / 16), policy);
+      const u32 slot = seq % STAGES;
+      if (threadIdx.x == 0) {
+        const char *rows_at, *sc_at;
+        u32 rb, sb;
+        where(c, a, wt, rows_at, rb, sc_at, sb);
+        char* dst = slots + (long long)slot * STAGE_BYTES;
+        mbar_expect(bars + slot, rb + sb);
+        bulk_load(dst, rows_at, rb, bars + slot, policy);
+        if constexpr (W == Q4) bulk_load(dst + a.rows * (a.k / 2), sc_at, sb, bars + slot, policy);
       }
       ++seq;
       c.g += G;
     }
-    cp_commit();
   }
 };
 
@@ -344,8 +366,14 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
   const int n_ss = 2 * n_layers + 1, kv_mul = n_heads / (kv_dim / head_size);
 
   // the ring, and its first STAGES loads, before anything waits
-  Ring<W, THREADS, STAGES, STAGE_BYTES, RS> ring{smem, Cursor{b, 0, 0}, mat_of<RS>(s, 0), 0u,
-                                                   evict_first()};
+  __shared__ __align__(8) u64 bars[STAGES];
+  if (tid == 0) {
+    for (int i = 0; i < STAGES; ++i) mbar_init(bars + i);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  // the ring's first STAGES loads, before anything waits
+  Ring<W, STAGES, STAGE_BYTES, RS> ring{smem, bars, Cursor{b, 0, 0}, mat_of<RS>(s, 0), 0u, evict_first()};
   for (int i = 0; i < STAGES; ++i) ring.issue_next(s, wt, G);
 
   // -- embed (block 0): x = table[token], x16, ss[0] = sum x^2, ss[1 ..] = 0 -------------------------
@@ -365,7 +393,6 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
     for (int i = 1 + tid; i < n_ss; i += THREADS) ss[i] = 0.0;
     __syncthreads();
     if (tid == 0) {
-      __threadfence();
       add_release(done, 1u);
     }
     AUTOSCHED_TL(0, 2, AUTOSCHED_NOW());
@@ -375,7 +402,6 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
   auto wait_for = [&](int p, u32 target) {
     if (tid == 0) {
       while (ld_acquire(done + p) < target) __nanosleep(64);
-      __threadfence();
     }
     __syncthreads();
   };
@@ -418,7 +444,6 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
         }
         __syncthreads();
         if (tid == 0) {
-          __threadfence();
           add_release(done + pa, mine);
         }
         AUTOSCHED_TL(pa, 2, AUTOSCHED_NOW());
@@ -490,9 +515,8 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
 #if defined(AUTOSCHED_TIMELINE)
       const u64 t0 = now_ns();
 #endif
-      // the slot of the chunk before is refilled only after this barrier, so a group fewer is in
-      // flight than slots: waiting until STAGES - 2 remain is when this chunk's group has landed
-      cp_wait<STAGES - 2>();
+      // this chunk's slot landed; the slot of the chunk before is refilled only after the barrier
+      mbar_wait(bars + seq % STAGES, (seq / STAGES) & 1);
       __syncthreads();      // this chunk landed; the one before is read (its slot free) and reduced
 #if defined(AUTOSCHED_TIMELINE)
       ring_ns += now_ns() - t0;
@@ -525,7 +549,6 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
     if (kind != 4) {
       __syncthreads();                        // the block's outputs, before thread 0's release
       if (tid == 0) {
-        __threadfence();
         add_release(done + ph, mine);
       }
     }
