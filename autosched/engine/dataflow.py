@@ -24,7 +24,8 @@ class DataflowStep:
     def __init__(self, eng, weights, builder, knobs: list | None = None, grid: int | None = None,
                  timeline: bool = False, share: "DataflowStep | None" = None):
         """knobs: the choices to build (default: every one of CHOICES that fits the model); grid:
-        blocks (default one an SM; fewer is allowed, more is refused: the grid must be co-resident);
+        blocks (default each choice's per_sm an SM; fewer is allowed, more is refused: the grid must
+        be co-resident);
         timeline: the instrumented build (engine/dataflow_timeline.py); share: another step of the
         same engine whose packed weights this one reads (weights may then be None)."""
         import torch
@@ -44,21 +45,24 @@ class DataflowStep:
                 raise RuntimeError(f"dataflow step {k.label()} spills ({res.spill_stores} B stores, "
                                    f"{res.spill_loads} B loads)")
             per_sm = lk.kernel.occupancy.max_active_blocks_per_multiprocessor(df.THREADS, spec.smem_bytes)
-            if per_sm < 1:
-                raise RuntimeError(f"dataflow step {k.label()}: one block does not fit an SM "
+            if per_sm < k.per_sm:
+                raise RuntimeError(f"dataflow step {k.label()}: {per_sm} block(s) fit an SM, not {k.per_sm} "
                                    f"({res.registers} registers, {spec.smem_bytes + res.smem_static} B shared)")
             self.kernels[k] = (lk, res)
         sms = eng.info.sm_count
-        if grid is not None and not 1 <= grid <= sms:
-            raise ValueError(f"a dataflow grid of {grid} blocks: between 1 and {sms} (one block an SM, all "
-                             "co-resident) on this GPU")
-        self.grid = grid or sms
-        self.nsplit = df.splits(c, self.grid)
+        fewest = min(k.per_sm for k in self.choices) * sms
+        if grid is not None and not 1 <= grid <= fewest:
+            raise ValueError(f"a dataflow grid of {grid} blocks: between 1 and {fewest} (the knobs' blocks an SM "
+                             f"x {sms} SMs, all co-resident) on this GPU")
+        # blocks and attention slices a head, per choice
+        self.grids = {k: grid or k.per_sm * sms for k in self.choices}
+        self.nsplits = {k: df.splits(c, g) for k, g in self.grids.items()}
         dev = eng.dev
         z = lambda n, dt: torch.zeros(n, dtype=dt, device=dev)  # noqa: E731
-        self.part = z(c.n_heads * self.nsplit * (c.head_size + 2), torch.float32)
+        most = max(self.grids.values())
+        self.part = z(c.n_heads * max(self.nsplits.values()) * (c.head_size + 2), torch.float32)
         self.count = z(c.n_heads, torch.int32)
-        self.best_v, self.best_i = z(self.grid, torch.float32), z(self.grid, torch.int32)
+        self.best_v, self.best_i = z(most, torch.float32), z(most, torch.int32)
         self.best_count = z(1, torch.int32)
         self.done = z(5 * c.n_layers + 1, torch.int32)
         if share is not None:
@@ -99,6 +103,14 @@ class DataflowStep:
                     add(w)
         self.wt = torch.tensor(table, dtype=torch.int64, device=eng.dev)
         torch.cuda.synchronize(eng.dev)
+
+    @property
+    def grid(self) -> int:
+        return self.grids[self.knobs]
+
+    @property
+    def nsplit(self) -> int:
+        return self.nsplits[self.knobs]
 
     def serve(self, knobs) -> None:
         if knobs not in self.kernels:

@@ -337,9 +337,9 @@ __device__ __forceinline__ void chunk_partials(const char* slot, int k, const ui
 // it: templates/dataflow.py smem_bytes).
 // part: (n_heads, nsplit, head_size + 2) floats; count: n_heads tickets; best_v, best_i: gridDim.x
 // each; best_count: 1 ticket; done: 5 L + 1 counters, 0 between steps.
-template <int W, int THREADS, int STAGES, int STAGE_BYTES, int QKV_R, int O_R, int GU_R, int DOWN_R, int CLS_R,
+template <int W, int THREADS, int PER_SM, int STAGES, int STAGE_BYTES, int QKV_R, int O_R, int GU_R, int DOWN_R, int CLS_R,
           int XV, int KPRE, int PAIRS>
-__global__ void __launch_bounds__(THREADS, 1)
+__global__ void __launch_bounds__(THREADS, PER_SM)
 dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __half* hb, __half* logits,
               float* logits_f, float* part, unsigned* count, float* best_v, int* best_i, unsigned* best_count,
               unsigned* done, int* token, int* pos, const float* __restrict__ table,
@@ -406,6 +406,13 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
     __syncthreads();
   };
 
+  // what phase p's counter reaches when it is done: its chunks, or attention's items
+  auto phase_total = [&](int p) -> u32 {
+    if (p == 0) return 1u;
+    const int k = (p - 1) % 5;
+    return k == 1 ? (u32)(n_heads * nsplit) : (u32)mat_of<RS>(s, 4 * ((p - 1) / 5) + (k == 0 ? 0 : k - 1)).chunks;
+  };
+
   Cursor cc{b, 0, 0};                       // the next chunk to compute
   Mat a = mat_of<RS>(s, 0);
   u32 seq = 0;                              // chunks computed so far
@@ -427,7 +434,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
         __half* vc = v_cache + (long long)l * seq_len * kv_dim;
         // the first item to get past its early return waits (one past the context's slices never reads qkv)
         bool waited = false;
-        const u32 target = (u32)mat_of<RS>(s, 4 * l).chunks;
+        const u32 target = phase_total(pa - 1);
         auto wait = [&]() {
           if (!waited) {
             wait_for(pa - 1, target);
@@ -453,12 +460,22 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
     if (cc.m != m) continue;                 // no chunk of this matmul is ours
     // -- the matmul's input: its predecessor done, then this thread's activations ----------------
     const int pred = kind == QKV ? (l == 0 ? 0 : ph - 1) : kind == 4 ? 5 * n_layers : ph - 1;
-    const int kp = pred == 0 ? 0 : (pred - 1) % 5;                 // the predecessor's kind
-    const u32 target = pred == 0 ? 1u
-                       : kp == 1 ? (u32)(n_heads * nsplit)
-                                 : (u32)mat_of<RS>(s, 4 * ((pred - 1) / 5) + (kp == 0 ? 0 : kp - 1)).chunks;
+    // the residual rows this thread adds to (O, DOWN), of the chunk being computed and the one
+    // before: the first chunk's are read before the wait for the matmul's input, once the phase
+    // that wrote them (long finished) is seen done, so that their round trip is off the chain
+    const bool resid = kind == O || kind == DOWN;
+    auto x_of = [&](const Cursor& c) {
+      const int r0 = (c.g - c.base) * a.rows;
+      return resid && tid < min(a.rows, a.n - r0) ? __ldcg(x + r0 + tid) : 0.f;
+    };
+    float x_cur = 0.f, x_prev = 0.f;
+    if (resid) {
+      const int wrote = kind == DOWN ? ph - 2 : l == 0 ? 0 : ph - 3;     // o of layer l; down of l - 1
+      wait_for(wrote, phase_total(wrote));
+      x_cur = x_of(cc);
+    }
     AUTOSCHED_TL(ph, 0, AUTOSCHED_NOW());
-    wait_for(pred, target);
+    wait_for(pred, phase_total(pred));
     AUTOSCHED_TL(ph, 1, AUTOSCHED_NOW());
     const __half* xin = kind == O ? att : kind == DOWN ? hb : x16;
     load_acts<W, THREADS, XV>(xin, a.k, xf);
@@ -487,7 +504,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
         float sq = 0.f;
         if (tid < prows) {
           const int r = prow0 + tid;
-          const float v = x[r] + row_sum(tid);
+          const float v = x_prev + row_sum(tid);
           x[r] = v;
           x16[r] = __float2half_rn(v);
           sq = v * v;
@@ -522,6 +539,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
       ring_ns += now_ns() - t0;
 #endif
       if (prow0 >= 0) {
+        x_cur = x_of(cc);      // used after the next chunk's barrier
         ring.issue_next(s, wt, G);
         finish_prev();
       }
@@ -535,6 +553,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
       }
       prow0 = row0;
       prows = rows;
+      x_prev = x_cur;
       pbuf = seq & 1;
       ++seq;
       ++mine;

@@ -25,30 +25,31 @@ KPRE = 4               # positions each warp of attention_item has in flight
 FORMATS = {"fp16": 0, "q4f16_1": 1}
 KINDS = ("qkv", "o", "gate_up", "down", "cls")
 SMEM_LIMIT = 227 * 1024           # sm_90's opt-in shared memory a block
+SMEM_SM = 228 * 1024              # an SM's shared memory, of which the driver keeps 1 KB a block
 STATIC_SMEM = THREADS * 8 * 4 + 4 + 2 * 4 * (THREADS // 32)     # the kernel's static buffers
 TIMELINE_MACRO = "-DAUTOSCHED_TIMELINE"
-# rows a chunk x activation units a thread, the products a thread's chunk loop unrolls: 128 is the
-# most run on a GPU (llama3.2-1b q4f16_1 at 3x64K); the Llama-2-7B shape's q4f16_1 at 3x64K (168)
-# stopped with an illegal instruction, not yet explained (H200, 2026-11-28,
-# bench/results/dataflow-ab-NVIDIA_H200-2026-11-28.log)
-UNROLLED_DOTS = 128
 
 
 @dataclasses.dataclass(frozen=True)
 class Knobs:
     """The step's schedule: the ring's depth and slot size (a chunk's weights fill at most a slot),
-    the most rows a chunk takes (a thread keeps a sum a row) and blocks an SM is 1."""
+    the most rows a chunk takes (a thread keeps a sum a row), and blocks an SM (per_sm: more blocks
+    hide more latency, each with a smaller ring and fewer registers)."""
     stages: int = 6
     stage_bytes: int = 32 * 1024
     max_rows: int = 32
+    per_sm: int = 1
 
     def label(self) -> str:
-        return f"{self.stages}x{self.stage_bytes // 1024}K r{self.max_rows}"
+        return f"{self.stages}x{self.stage_bytes // 1024}K r{self.max_rows}" + (f" {self.per_sm}/SM" if self.per_sm > 1 else "")
 
 
 # what the engine times in its step (engine/dataflow.py), the default first; choices() keeps those
-# that fit a model
-CHOICES = (Knobs(4, 48 * 1024, 32), Knobs(3, 64 * 1024, 32), Knobs(6, 32 * 1024, 32), Knobs(8, 24 * 1024, 16))
+# that fit a model.  Two blocks an SM first: it led for the 1B shape in both formats, one block an
+# SM with deeper rings follow (H200, 2026-11-28, bench/results/dataflow-ring-NVIDIA_H200-2026-11-28.json;
+# 6x32K and 8x24K r16 lost 7-35% there and are not timed)
+CHOICES = (Knobs(3, 32 * 1024, 16, per_sm=2), Knobs(4, 24 * 1024, 32, per_sm=2), Knobs(4, 48 * 1024, 32),
+           Knobs(3, 64 * 1024, 32))
 
 
 def row_bytes(fmt: str, k: int) -> int:
@@ -130,11 +131,10 @@ def refusal(cfg, fmt: str, knobs: Knobs | None = None) -> str | None:
         return f"{knobs.label()}: the ring needs 3 slots at least (one in flight beside the two in use)"
     if smem_bytes(knobs) + STATIC_SMEM > SMEM_LIMIT:
         return f"{knobs.label()}: {smem_bytes(knobs) + STATIC_SMEM} bytes of shared memory a block, over {SMEM_LIMIT}"
+    if knobs.per_sm < 1 or knobs.per_sm * (smem_bytes(knobs) + STATIC_SMEM + 1024) > SMEM_SM:
+        return (f"{knobs.label()}: {knobs.per_sm} blocks of {smem_bytes(knobs) + STATIC_SMEM} bytes of shared memory "
+                f"do not fit an SM's {SMEM_SM}")
     xv = acts_per_thread(cfg)
-    widest = max(xv * chunk_rows(fmt, kind, k, knobs) for kind, (_, k) in matmul_shapes(cfg).items())
-    if widest > UNROLLED_DOTS:
-        return (f"{knobs.label()}: {widest} unrolled row x unit products a thread, over the {UNROLLED_DOTS} run "
-                f"on a GPU")
     if xv > 8:
         return f"K up to {max(k for _, k in matmul_shapes(cfg).values())}: more activations a thread than its registers hold"
     return None
@@ -154,7 +154,7 @@ def dataflow_step_spec(cfg, fmt: str, arch: str, knobs: Knobs, timeline: bool = 
         raise ValueError(problem)
     shapes = matmul_shapes(cfg)
     rows = ", ".join(str(chunk_rows(fmt, kind, shapes[kind][1], knobs)) for kind in KINDS)
-    expr = (f"dataflow_step<{FORMATS[fmt]}, {THREADS}, {knobs.stages}, {knobs.stage_bytes}, {rows}, "
+    expr = (f"dataflow_step<{FORMATS[fmt]}, {THREADS}, {knobs.per_sm}, {knobs.stages}, {knobs.stage_bytes}, {rows}, "
             f"{acts_per_thread(cfg)}, {KPRE}, {attention_pairs(cfg.head_size)}>")
     return KernelSpec(family="decode", workload_key="decode:dataflow_step", config=(("kernel", expr),),
                       source=kernel_source(HEADER), name_expression=expr, grid=(1, 1, 1), block=(THREADS, 1, 1),

@@ -58,12 +58,15 @@ def test_refusals_name_the_problem():
         df.dataflow_step_spec(wide, "fp16", "sm_90a", df.Knobs(3, 96 * 1024, 32))
 
 
-def test_refuses_a_chunk_loop_past_what_ran():
+def test_blocks_an_sm_must_share_its_shared_memory():
     seven = SEED_CONFIGS["llama2-7b"]
-    assert "168 unrolled" in df.refusal(seven, "q4f16_1", df.Knobs(3, 64 * 1024, 32))
-    assert df.refusal(seven, "q4f16_1", df.Knobs(4, 48 * 1024, 32)) is None          # 126: ran
-    assert df.refusal(ONE_B, "q4f16_1", df.Knobs(3, 64 * 1024, 32)) is None          # 128: ran
-    assert df.Knobs(3, 64 * 1024, 32) not in df.choices(seven, "q4f16_1")
+    assert df.refusal(seven, "q4f16_1", df.Knobs(3, 64 * 1024, 32)) is None     # ran once bulk copies fed the ring
+    assert df.refusal(ONE_B, "fp16", df.Knobs(3, 32 * 1024, 16, per_sm=2)) is None
+    assert "do not fit an SM" in df.refusal(ONE_B, "fp16", df.Knobs(3, 48 * 1024, 32, per_sm=2))
+    assert "do not fit an SM" in df.refusal(ONE_B, "fp16", df.Knobs(3, 32 * 1024, 32, per_sm=0))
+    two = df.dataflow_step_spec(ONE_B, "fp16", "sm_90a", df.Knobs(3, 32 * 1024, 16, per_sm=2))
+    assert two.name_expression.startswith("dataflow_step<0, 256, 2, 3, 32768,")
+    assert df.Knobs(3, 32 * 1024, 16, per_sm=2).label() == "3x32K r16 2/SM"
 
 
 def test_attention_slices():
