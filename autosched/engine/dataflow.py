@@ -14,6 +14,7 @@ import numpy as np
 
 from autosched.engine.weights import quantize_q4f16_1, step_matrices
 from autosched.launch import LoadedKernel
+from autosched.layouts import interleave_k
 from autosched.runtime import ptr
 from autosched.templates import dataflow as df
 
@@ -88,7 +89,7 @@ class DataflowStep:
                 t = (w.half().contiguous(),)      # the per-kernel step's own tensor where it is one already
             else:
                 q, s = quantize_q4f16_1(w)
-                t = (q.contiguous(), s.contiguous())
+                t = (interleave_k(q).contiguous(), s.contiguous())     # the kernel's nibble order
             self.tensors.append(t)
             table.extend([t[0].data_ptr(), t[1].data_ptr() if len(t) > 1 else 0])
 

@@ -25,7 +25,8 @@
 // host launches it cooperatively (the driver refuses a grid that does not fit).
 //
 //   W     FP16: a chunk is R rows of K halves.  Q4: R rows of K/8 words (eight 4-bit values a
-//         word, value j at bits 4j) then R rows of K/32 fp16 scales (q4f16_1, weight = (q-7) s).
+//         word, value NIBBLE_ORDER_K[p] of layouts.py at bits 4p) then R rows of K/32 fp16 scales
+//         (q4f16_1, weight = (q-7) s).
 //   wt    per matrix m = 4 l + (0 qkv, 1 o, 2 gate_up, 3 down), m = 4 L the classifier: wt[2m]
 //         its rows (halves or words), wt[2m + 1] its scales (Q4; null for FP16).
 //   Thread t computes, for every row of a chunk, the 8 columns of 16-byte unit c = t + j THREADS
@@ -120,6 +121,11 @@ struct Rows {
   __device__ __forceinline__ static int of(int kind) {
     return kind == 0 ? QKV_R : kind == 1 ? O_R : kind == 2 ? GU_R : kind == 3 ? DOWN_R : CLS_R;
   }
+  // ceil(n / rows of kind), each a division by a constant (no integer division a chunk)
+  __device__ __forceinline__ static int chunks(int kind, int n) {
+    return kind == 0 ? (n + QKV_R - 1) / QKV_R : kind == 1 ? (n + O_R - 1) / O_R
+         : kind == 2 ? (n + GU_R - 1) / GU_R : kind == 3 ? (n + DOWN_R - 1) / DOWN_R : (n + CLS_R - 1) / CLS_R;
+  }
 };
 
 template <typename RS>
@@ -134,9 +140,8 @@ __device__ __forceinline__ Mat mat_of(const Shape& s, int m) {
     case DOWN: a.n = s.dim; a.k = s.hidden; break;
     default: a.n = s.vocab; a.k = s.dim; break;
   }
-  const int r = RS::of(a.kind);
-  a.rows = r;
-  a.chunks = (a.n + r - 1) / r;
+  a.rows = RS::of(a.kind);
+  a.chunks = RS::chunks(a.kind, a.n);
   return a;
 }
 
@@ -211,23 +216,21 @@ __device__ __forceinline__ __half2 nibbles(u32 w) {
   return *reinterpret_cast<__half2*>(&out);
 }
 
-// this thread's activations of one matmul: unit j holds columns 8 c .. 8 c + 7, c = t + j THREADS;
-// for Q4 as the pairs (x0, x4), (x1, x5), (x2, x6), (x3, x7) that nibbles() yields of a word
-template <int W, int THREADS, int XV>
+// the nibbles one up (bits 4-7 and 20-23) -> half2 (1024 + 16 q_lo, 1024 + 16 q_hi), still exact
+__device__ __forceinline__ __half2 nibbles_hi(u32 w) {
+  u32 out;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(out) : "r"(w), "r"(0x00F000F0u), "r"(0x64006400u));
+  return *reinterpret_cast<__half2*>(&out);
+}
+
+// this thread's activations of one matmul: unit j holds columns 8 c .. 8 c + 7, c = t + j THREADS,
+// as the half2 pairs (x0, x1), (x2, x3), ... that both formats read
+template <int THREADS, int XV>
 __device__ __forceinline__ void load_acts(const __half* x, int k, uint4 (&xf)[XV]) {
 #pragma unroll
   for (int j = 0; j < XV; ++j) {
     const int c = threadIdx.x + j * THREADS;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (c < k / 8) v = __ldcg(reinterpret_cast<const uint4*>(x) + c);
-    if constexpr (W == Q4) {
-      const __half* h = reinterpret_cast<const __half*>(&v);
-      __half2 p[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) p[i] = __halves2half2(h[i], h[i + 4]);
-      v = *reinterpret_cast<uint4*>(p);
-    }
-    xf[j] = v;
+    xf[j] = c < k / 8 ? __ldcg(reinterpret_cast<const uint4*>(x) + c) : make_uint4(0u, 0u, 0u, 0u);
   }
 }
 
@@ -297,20 +300,24 @@ __device__ __forceinline__ void chunk_partials(const char* slot, int k, const ui
           }
         }
       } else {
+        // a word's nibbles in NIBBLE_ORDER_K: pair p = (x_2p, x_2p+1) sits at nibbles p and p + 4.
+        // Pairs 0 and 2 come out of one LOP3 as 1024 + q, pairs 1 and 3 (unshifted, one nibble up)
+        // as 1024 + 16 q, which one HFMA2 takes to q - 7 exactly: one shift a word instead of three
         const __half2* xp = reinterpret_cast<const __half2*>(&xf[j]);
         const __half2 bias = __half2half2(__ushort_as_half(0x6407));     // 1024 + 7
+        const __half2 sixteenth = __half2half2(__ushort_as_half(0x2C00));  // 1 / 16
+        const __half2 bias16 = __half2half2(__ushort_as_half(0xD470));     // -(64 + 7)
         const u32* words = reinterpret_cast<const u32*>(slot);
         const __half* scales = reinterpret_cast<const __half*>(slot + R * (k / 2));
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-          const u32 w = words[r * units + c];
+          const u32 w = words[r * units + c], w8 = w >> 8;
           const __half sc = scales[r * (k / 32) + c / 4];
           __half2 h = __hmul2(__hsub2(nibbles(w), bias), xp[0]);
-          h = __hfma2(__hsub2(nibbles(w >> 4), bias), xp[1], h);
-          h = __hfma2(__hsub2(nibbles(w >> 8), bias), xp[2], h);
-          h = __hfma2(__hsub2(nibbles(w >> 12), bias), xp[3], h);
-          const float2 f = __half22float2(h);
-          acc[r] = fmaf(__half2float(sc), f.x + f.y, acc[r]);
+          h = __hfma2(__hfma2(nibbles_hi(w), sixteenth, bias16), xp[1], h);
+          h = __hfma2(__hsub2(nibbles(w8), bias), xp[2], h);
+          h = __hfma2(__hfma2(nibbles_hi(w8), sixteenth, bias16), xp[3], h);
+          acc[r] = fmaf(__half2float(sc), __half2float(__hadd(__low2half(h), __high2half(h))), acc[r]);
         }
       }
     }
@@ -478,7 +485,7 @@ dataflow_step(float* x, __half* x16, double* ss, __half* qkv, __half* att, __hal
     wait_for(pred, phase_total(pred));
     AUTOSCHED_TL(ph, 1, AUTOSCHED_NOW());
     const __half* xin = kind == O ? att : kind == DOWN ? hb : x16;
-    load_acts<W, THREADS, XV>(xin, a.k, xf);
+    load_acts<THREADS, XV>(xin, a.k, xf);
     const int ssi = kind == QKV ? 2 * l : kind == GATE_UP ? 2 * l + 1 : 2 * n_layers;
     const float sc = (kind == QKV || kind == GATE_UP || kind == 4)
                          ? epi::norm_scale(epi::Args{nullptr, ss + ssi, nullptr, dim, eps}) : 1.f;

@@ -72,3 +72,20 @@ def test_blocks_an_sm_must_share_its_shared_memory():
 def test_attention_slices():
     assert df.splits(ONE_B, 132) == 4 and df.splits(ONE_B, 16) == 1
     assert df.splits(LlamaConfig(256, 768, 2, 4, 2, 1000, 64), 132) == 2      # slices of >= 32 positions
+
+
+def test_q4_words_give_the_kernels_pairs():
+    """The dataflow step's q4f16_1 words (layouts.interleave_k) hold pair p = (x_2p, x_2p+1) at
+    nibbles p and p + 4: the kernel's LOP3 masks on the word and on the word shifted by 8 take
+    pairs 0 and 2 as (q_lo, q_hi), pairs 1 and 3 as 16 x (q_lo, q_hi) (chunk_partials)."""
+    import numpy as np
+    from autosched.layouts import interleave_k, pack_nibbles
+    rng = np.random.default_rng(0)
+    q = rng.integers(0, 16, size=(64, 8)).astype(np.uint32)
+    w = interleave_k(pack_nibbles(q)).astype(np.uint64)
+    for p in range(4):
+        word = w >> (8 * (p // 2))
+        mask = 0x000F000F << (4 * (p % 2))
+        lo, hi = (word & mask) & 0xFFFF, ((word & mask) >> 16) & 0xFFFF
+        scale = 16 if p % 2 else 1
+        assert (lo == q[:, 2 * p] * scale).all() and (hi == q[:, 2 * p + 1] * scale).all()
