@@ -812,10 +812,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reverify", action="store_true",
                    help="time the candidates in the decode step again, though the database holds their "
                         "times from an engine of the same model, device and candidates")
-    s.add_argument("--step", choices=("kernels", "dataflow", "auto"), default="kernels",
-                   help="the decode step: kernels (default: a kernel per matmul and attention, in a CUDA graph), "
-                        "dataflow (one persistent kernel a step, blocks waiting on counters, weights streamed "
-                        "ahead; fp16 and q4f16_1), or auto (time both in the step, serve the faster)")
+    s.add_argument("--step", choices=("kernels", "dataflow", "auto"), default="auto",
+                   help="the decode step: auto (default: time both below in the step, serve the faster, store "
+                        "the times), kernels (a kernel per matmul and attention, in a CUDA graph), or dataflow "
+                        "(one persistent kernel a step, blocks waiting on counters, weights streamed ahead; fp16 "
+                        "and q4f16_1 on sm_90)")
     s.add_argument("--db", default=None)
     s.set_defaults(fn=cmd_generate)
     return p

@@ -274,7 +274,7 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
 
 
 def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_dir="bench/results", quick=False,
-        tune_trials: int = 64, db_path=None, log=print, step: str = "kernels") -> Path:
+        tune_trials: int = 64, db_path=None, log=print, step: str = "auto") -> Path:
     import torch
 
     from autosched.benchmarks.common import write_results
@@ -326,7 +326,7 @@ def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_d
                     # the same engine without programmatic dependent launch, for the record
                     del eng
                     torch.cuda.empty_cache()
-                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=False, reverify=True)
+                    eng = Engine(cfg, w, fmt, builder=builder, db=db, pdl=False, reverify=True, step="kernels")
                     row["no_pdl_tokens_per_s"] = engine_tokens_per_s(torch, eng, steps)["tokens_per_s"]
                 if fmt == "fp32" and mname == "stories15M":
                     extra["hf_check"] = hf_check(torch, cfg, w, eng)
@@ -409,9 +409,9 @@ def main(argv=None) -> int:
                     help="measured configs to have per q4f16_1 GEMV shape of each model (4x for a 7B; 0: no "
                          "tuning, serve what the database and recordings have)")
     ap.add_argument("--db", default=None, help="tuning database (default: the user's)")
-    ap.add_argument("--step", choices=("kernels", "dataflow", "auto"), default="kernels",
-                    help="the engines' decode step (auto: the faster of the per-kernel and dataflow steps, "
-                         "timed in the step; their times are in each row's matmuls lines)")
+    ap.add_argument("--step", choices=("kernels", "dataflow", "auto"), default="auto",
+                    help="the engines' decode step (auto, the engine's default: the faster of the per-kernel and "
+                         "dataflow steps, timed in the step; their times are in each row's matmuls lines)")
     a = ap.parse_args(argv)
     path = run(tuple(a.models.split(",")), tuple(a.formats.split(",")), a.out, a.quick, a.tune_trials, a.db,
                step=a.step)

@@ -27,13 +27,15 @@ slice 64 positions.
     logits = eng.prefill(prompt)              # the prompt through each layer at once (engine/prefill.py)
     tokens = eng.generate(prompt, 64)         # greedy
 
-Engine(..., step="auto") also builds the dataflow step (engine/dataflow.py,
+Engine(..., step="auto"), the default, also builds the dataflow step (engine/dataflow.py,
 kernels/dataflow_step.cuh: the whole step as one persistent kernel whose blocks wait on per-phase
 counters instead of kernel boundaries, weights streamed into shared memory ahead of the data), times
-its knobs and the per-kernel step in the step itself, and serves the fastest; step="dataflow" serves
-it alone.  The default, step="kernels", builds only the per-kernel step: on the H200 the dataflow step
-ran at 0.99-1.01x of it (bench/results/dataflow-ab-NVIDIA_H200-2026-11-28.json), not enough to
-pay for its second copy of the weights and its timing.  A model or format the dataflow step refuses
+its knobs and the per-kernel step in the step itself, serves the fastest and stores the times (an
+engine that finds them serves the stored winner untimed, and builds nothing more where that is the
+per-kernel step).  On the H200 the dataflow step led for fp16 (1B shape x1.16-1.21, 7B x1.08) and
+the 1B q4f16_1 shape (x1.03), the per-kernel step for 7B q4f16_1 (x0.98)
+(bench/results/dataflow-q4-words-NVIDIA_H200-2026-11-28.json, dataflow-knobs-...).  step="dataflow"
+serves it alone, step="kernels" builds only the per-kernel step.  A model or format the dataflow step refuses
 gets the per-kernel step.
 
 A q4f16_1 or fp16 engine serves, per matmul shape, the fastest of the `verify` (8) best configs the
@@ -143,7 +145,7 @@ class Engine(StepTuning):
     def __init__(self, cfg: LlamaConfig, weights: dict, fmt: str = "q4f16_1", *, device_id: int = 0, db=None,
                  builder=None, graphs: bool = True, pdl: bool = True, splits: int | None = None,
                  verify: int = VERIFY, reverify: bool = False, progress=None, batched_prefill: bool = True,
-                 prefill_backend: str = "auto", step: str = "kernels", descent: bool = True):
+                 prefill_backend: str = "auto", step: str = "auto", descent: bool = True):
         import torch
         from cuda.core import Device
 
@@ -151,10 +153,6 @@ class Engine(StepTuning):
         self.cfg, self.fmt = cfg, check_format(fmt)
         if step not in STEPS:
             raise ValueError(f"step={step!r}: choose from {', '.join(STEPS)}")
-        from autosched.templates.dataflow import refusal
-        self.flow_refusal = refusal(cfg, self.fmt)
-        if step == "dataflow" and self.flow_refusal:
-            raise ValueError(self.flow_refusal)
         self.step_mode = step
         self.flow = None                 # the dataflow step (engine/dataflow.py), where built
         self.flow_served = False         # whether launches go to it
@@ -163,6 +161,10 @@ class Engine(StepTuning):
         self.descent_moves = []          # the moves it made (engine/descent.py Move), when it ran here
         self.dev = torch.device("cuda", device_id)
         self.info = query(device_id)
+        from autosched.templates.dataflow import refusal
+        self.flow_refusal = refusal(cfg, self.fmt, arch=self.info.arch)
+        if step == "dataflow" and self.flow_refusal:
+            raise ValueError(self.flow_refusal)
         Device(device_id).set_current()
         self.act = "float" if fmt == "fp32" else "half"
         self.tdtype = torch.float32 if fmt == "fp32" else torch.float16

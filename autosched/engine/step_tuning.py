@@ -249,10 +249,11 @@ class StepTuning:
     def _flow_key(self) -> str:
         """Where the step choice is stored: the per-kernel verification's key (its configs) and the
         dataflow step's choices."""
-        from autosched.templates.dataflow import choices
+        from autosched.templates.dataflow import choices, source_digest
         base = json.loads(self._verification_key())
         base["what"] = "decode step choice"
         base["dataflow"] = [k.label() for k in choices(self.cfg, self.fmt)]
+        base["dataflow_source"] = source_digest()
         base["step"] = self.step_mode
         return json.dumps(base, sort_keys=True)
 
@@ -261,12 +262,17 @@ class StepTuning:
         step as verified) in this engine's own step, and serve the fastest.  The times go to `db`;
         an engine that finds them there serves the stored winner without timing."""
         from autosched.engine.dataflow import DataflowStep
-        self.flow = DataflowStep(self, weights, builder)
         timing = self._step_timing()
         stored = db.verification(self._flow_key()) if db is not None and timing is not None else None
         if stored is not None:
             self.flow_times = dict(stored[0])
-        elif timing is not None and self.graphs_enabled:
+            if self.step_mode == "auto" and min(self.flow_times, key=self.flow_times.get) == "kernels":
+                return                  # the per-kernel step won here before: no second copy of the weights
+        can_time = timing is not None and self.graphs_enabled
+        if stored is None and not can_time and self.step_mode == "auto":
+            return                      # nothing to choose by (no graphs, or too short a context)
+        self.flow = DataflowStep(self, weights, builder)
+        if stored is None and can_time:
             steps, reps = timing
             opts = [*(["kernels"] if self.step_mode == "auto" else []), *self.flow.choices]
             task = progress.add_task("timing the dataflow step's knobs in the step", total=len(opts)) if progress else None
@@ -285,6 +291,8 @@ class StepTuning:
         self.flow_served = best != "kernels"
         if self.flow_served:
             self.flow.serve(by_label[best])
+        else:
+            self.flow = None            # its packed weights and scratch go back to the allocator
         self._graph = None
         self.reset()
 

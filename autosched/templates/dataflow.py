@@ -106,8 +106,11 @@ def splits(cfg, grid: int) -> int:
     return max(min(grid // cfg.n_heads, cfg.seq_len // 32), 1)
 
 
-def refusal(cfg, fmt: str, knobs: Knobs | None = None) -> str | None:
-    """Why the dataflow step cannot serve `cfg` in `fmt` with `knobs` (None: it can)."""
+def refusal(cfg, fmt: str, knobs: Knobs | None = None, arch: str | None = None) -> str | None:
+    """Why the dataflow step cannot serve `cfg` in `fmt` with `knobs` on `arch` (None: it can)."""
+    if arch is not None and int(arch.removeprefix("sm_").rstrip("a")) < 90:
+        return (f"{arch}: the dataflow step's ring is fed by bulk copies on mbarriers (sm_90 and later); this GPU "
+                "uses the per-kernel step")
     if fmt not in FORMATS:
         return (f"the dataflow decode step serves {', '.join(FORMATS)} weights; a {fmt} engine uses the "
                 "per-kernel step")
@@ -138,6 +141,12 @@ def refusal(cfg, fmt: str, knobs: Knobs | None = None) -> str | None:
     if xv > 8:
         return f"K up to {max(k for _, k in matmul_shapes(cfg).values())}: more activations a thread than its registers hold"
     return None
+
+
+def source_digest() -> str:
+    """A digest of the kernel's source: a step choice stored by another version of it is not reused."""
+    import hashlib
+    return hashlib.sha256(kernel_source(HEADER).encode()).hexdigest()[:16]
 
 
 def choices(cfg, fmt: str) -> list[Knobs]:
