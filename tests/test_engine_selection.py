@@ -230,3 +230,52 @@ def test_gate_up_prefetch_bytes_follow_the_matrix():
     assert engine_mod.gate_up_prefetch_bytes(22016, 4096, "q4f16_1") == 16 << 20
     assert engine_mod.gate_up_prefetch_bytes(16384, 2048, "q4f16_1") == 3 * 16384 * 2048 // 16 // 16 * 16
     assert engine_mod.gate_up_prefetch_bytes(16384, 2048, "fp16") == 16 << 20
+
+
+def test_the_step_keys_differ_only_in_what_they_store(monkeypatch, h100):
+    """The verification, descent and step-choice keys are one set of fields and a 'what' (the
+    choice adds the dataflow step's choices, source digest and mode): built from a dict, never by
+    editing another key's JSON text, and the same strings as the databases of earlier versions hold."""
+    import json
+    from autosched.templates import dataflow as df
+    eng, *_ = fake_engine(monkeypatch, h100, {})
+    eng.step_mode = "auto"
+    v, d, f = (json.loads(k) for k in (eng._verification_key(), eng._descent_key(), eng._flow_key()))
+    assert (v.pop("what"), d.pop("what"), f.pop("what")) == ("decode step", "decode step descent", "decode step choice")
+    assert v == d and {k: f[k] for k in v} == v
+    assert f["dataflow_source"] == df.source_digest() and f["step"] == "auto"
+    assert eng._descent_key() == eng._verification_key().replace('"what": "decode step"',
+                                                                   '"what": "decode step descent"', 1)
+
+
+def test_a_dataflow_choice_that_disagrees_is_never_timed_or_served(monkeypatch, h100):
+    """Before the step choice is timed, every dataflow knob's logits are checked against the
+    per-kernel step's: a wrong one (here the second) is dropped with a warning; the fastest of the
+    rest and the per-kernel step is served."""
+    import autosched.engine.dataflow as dataflow_mod
+    from autosched.templates import dataflow as df
+    good, bad = df.CHOICES[:2]
+
+    class FakeFlow:
+        def __init__(self, eng, weights, builder):
+            self.choices, self.knobs = [good, bad], good
+
+        def serve(self, k):
+            self.knobs = k
+
+    eng, *_ = fake_engine(monkeypatch, h100, {})
+    eng.step_mode, eng.flow, eng.flow_served, eng.flow_times = "auto", None, False, {}
+    monkeypatch.setattr(dataflow_mod, "DataflowStep", FakeFlow)
+    ref = torch.arange(6, dtype=torch.float32)
+    monkeypatch.setattr(Engine, "step", lambda self, t: ref * t + (
+        100.0 if self.flow_served and self.flow.knobs == bad else 0.0))
+    timed = []
+
+    def step_us(self, steps, reps):
+        timed.append(self.flow.knobs if self.flow_served else "kernels")
+        return 10.0 if self.flow_served else 12.0
+    monkeypatch.setattr(Engine, "_step_us", step_us)
+    with pytest.warns(UserWarning, match=f"dataflow step {bad.label()} disagrees"):
+        eng._choose_step({}, None, None, FakeDb())
+    assert timed == ["kernels", good] and eng.flow_served and eng.flow.knobs == good
+    assert set(eng.flow_times) == {"kernels", good.label()}

@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import warnings
 
 import numpy as np
 
@@ -21,6 +22,12 @@ from autosched.engine.shapes import EPILOGUE, matmul_shapes
 
 # how a candidate timed in the step is named in its winner's source
 IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
+
+# the tokens and tolerance the dataflow step's choices are checked with against the per-kernel step
+# before they are timed: both sum in other orders (q4f16_1 in fp16 partials of eight products); the
+# H200 measured 9e-4 (fp16) and 3.3e-3 (q4f16_1), bench/results/dataflow-q4-words-NVIDIA_H200-2026-11-28.json
+FLOW_CHECK_TOKENS = (1, 17, 300)
+FLOW_TOLERANCE = {"fp16": 5e-3, "q4f16_1": 2e-2}
 
 
 class StepTuning:
@@ -38,18 +45,21 @@ class StepTuning:
         order = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
         return [nm for nm in order if len(self.candidates[nm]) > 1]
 
+    def _key(self, what: str, **more) -> str:
+        """A database key of this engine's step: `what` it stores, everything a step verification
+        depends on (device, model, format, launch options, timing and every candidate), and `more`."""
+        fields = {"what": what, "device": self.info.key, "model": dataclasses.asdict(self.cfg), "format": self.fmt,
+                  "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
+                  "attn_prefetch": list(self.prefetch_choices), "prefetch_budget": list(self.budget_choices),
+                  "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}}
+        return json.dumps({**fields, **more}, sort_keys=True)
+
     def _verification_key(self) -> str:
-        """Everything a step verification depends on: device, model, format, launch options, timing
-        and every candidate."""
-        return json.dumps({"what": "decode step", "device": self.info.key, "model": dataclasses.asdict(self.cfg),
-                           "format": self.fmt, "pdl": self.pdl, "splits": self.splits, "timing": self._step_timing(),
-                           "attn_prefetch": list(self.prefetch_choices), "prefetch_budget": list(self.budget_choices),
-                           "candidates": {nm: [c.config for c in self.candidates[nm]] for nm in self._verified()}},
-                          sort_keys=True)
+        return self._key("decode step")
 
     def _descent_key(self) -> str:
         """Where the step descent's moves are stored: everything the verification depended on."""
-        return self._verification_key().replace('"what": "decode step"', '"what": "decode step descent"', 1)
+        return self._key("decode step descent")
 
     def _stored_descent(self, db) -> dict:
         """name -> Candidate of each matmul the stored step descent moved (none where no descent of
@@ -247,15 +257,11 @@ class StepTuning:
 
     # -- the dataflow step or the per-kernel one ----------------------------------------------
     def _flow_key(self) -> str:
-        """Where the step choice is stored: the per-kernel verification's key (its configs) and the
-        dataflow step's choices."""
+        """Where the step choice is stored: the per-kernel verification's fields (its configs), the
+        dataflow step's choices and its source."""
         from autosched.templates.dataflow import choices, source_digest
-        base = json.loads(self._verification_key())
-        base["what"] = "decode step choice"
-        base["dataflow"] = [k.label() for k in choices(self.cfg, self.fmt)]
-        base["dataflow_source"] = source_digest()
-        base["step"] = self.step_mode
-        return json.dumps(base, sort_keys=True)
+        return self._key("decode step choice", dataflow=[k.label() for k in choices(self.cfg, self.fmt)],
+                         dataflow_source=source_digest(), step=self.step_mode)
 
     def _choose_step(self, weights, builder, progress=None, db=None) -> None:
         """Build the dataflow step, time each of its knobs (and, for step="auto", the per-kernel
@@ -273,6 +279,12 @@ class StepTuning:
             return                      # nothing to choose by (no graphs, or too short a context)
         self.flow = DataflowStep(self, weights, builder)
         if stored is None and can_time:
+            self._drop_disagreeing_choices()
+            if not self.flow.choices:
+                self.flow, self.flow_served = None, False
+                self._graph = None
+                self.reset()
+                return
             steps, reps = timing
             opts = [*(["kernels"] if self.step_mode == "auto" else []), *self.flow.choices]
             task = progress.add_task("timing the dataflow step's knobs in the step", total=len(opts)) if progress else None
@@ -295,6 +307,32 @@ class StepTuning:
             self.flow = None            # its packed weights and scratch go back to the allocator
         self._graph = None
         self.reset()
+
+    def _step_logits(self, served: bool, tokens=FLOW_CHECK_TOKENS):
+        """The logits of `tokens` fed from a fresh context by the dataflow step (served) or the
+        per-kernel step, one row a token."""
+        import torch
+        self.flow_served = served
+        self._graph = None
+        self.reset()
+        return torch.stack([self.step(t).float() for t in tokens])
+
+    def _drop_disagreeing_choices(self) -> None:
+        """A wrong kernel never wins: each dataflow choice's logits over a few steps against the
+        per-kernel step's; a choice off by more than FLOW_TOLERANCE (max |diff| / max |logit|), or not
+        finite, is dropped with a warning before anything is timed."""
+        import torch
+        ref = self._step_logits(False)
+        scale = float(ref.abs().max()) or 1.0
+        for k in list(self.flow.choices):
+            self.flow.serve(k)
+            got = self._step_logits(True)
+            err = float((got - ref).abs().max()) / scale if bool(torch.isfinite(got).all()) else float("inf")
+            if not err <= FLOW_TOLERANCE[self.fmt]:
+                warnings.warn(f"the dataflow step {k.label()} disagrees with the per-kernel step (max |diff| / "
+                              f"max |logit| = {err:.2e} over {len(FLOW_CHECK_TOKENS)} steps): not served")
+                self.flow.choices.remove(k)
+        self.flow_served = False
 
     def _times_note(self) -> str:
         if not self.flow_times:
