@@ -59,6 +59,18 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+// two accumulators -> the 32-bit pair of the output type (bf16 or fp16) an epilogue stages
+template <bool BF16>
+__device__ __forceinline__ unsigned pack_pair(float a, float b) {
+  if constexpr (BF16) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<unsigned*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(a, b);
+    return *reinterpret_cast<unsigned*>(&v);
+  }
+}
+
 // ---- mbarriers -----------------------------------------------------------------------------
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -437,15 +449,8 @@ struct HgemmWgmma {
         const int col = 8 * (i / 4) + 2 * (lane % 4);                 // within BN
         const int box = col / 64, unit = (col % 64) / 8;
         const unsigned dst = my_c + (w * (BN / 64) + box) * C_BOX + row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2;
-        unsigned packed;
-        if constexpr (BF16) {
-          __nv_bfloat162 v = __floats2bfloat162_rn(acc[w][i], acc[w][i + 1]);
-          packed = *reinterpret_cast<unsigned*>(&v);
-        } else {
-          __half2 v = __floats2half2_rn(acc[w][i], acc[w][i + 1]);
-          packed = *reinterpret_cast<unsigned*>(&v);
-        }
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(packed) : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(pack_pair<BF16>(acc[w][i], acc[w][i + 1]))
+                     : "memory");
       }
     fence_async_smem();                          // these stores are read next by the copy engine
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");

@@ -135,15 +135,8 @@ struct HgemmWgmmaSched {
             const int col = 8 * (i / 4) + 2 * (lane % 4) - box * CW, unit = col / 8;   // within the box
             const unsigned dst = buf + q * C_BOX +
                                  (CW == 64 ? row * 128 + ((unit ^ (row % 8)) * 16) + (col % 8) * 2 : (row * CW + col) * 2);
-            unsigned packed;
-            if constexpr (BF16) {
-              __nv_bfloat162 v = __floats2bfloat162_rn(acc[w][i], acc[w][i + 1]);
-              packed = *reinterpret_cast<unsigned*>(&v);
-            } else {
-              __half2 v = __floats2half2_rn(acc[w][i], acc[w][i + 1]);
-              packed = *reinterpret_cast<unsigned*>(&v);
-            }
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(packed) : "memory");
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(pack_pair<BF16>(acc[w][i], acc[w][i + 1]))
+                         : "memory");
           }
         }
         fence_async_smem();
