@@ -105,11 +105,6 @@ class PatchReport:
         return "\n".join(lines)
 
 
-def _model_name(model) -> str:
-    cfg = getattr(model, "config", None)
-    return getattr(cfg, "_name_or_path", None) or "<the model's directory>"
-
-
 def patch(model: torch.nn.Module, quant: str = "q4f16_1", *, lm_head: bool = False, db=None) -> PatchReport:
     """Replace `model`'s Llama projection layers (and its lm_head where asked) by AutoschedLinear,
     in place; the report says which shapes run a config never measured on this GPU."""
@@ -135,7 +130,10 @@ def patch(model: torch.nn.Module, quant: str = "q4f16_1", *, lm_head: bool = Fal
             if untuned(new.origin) and key not in report.untuned:
                 report.untuned.append(key)
     if quant == "q4f16_1":
-        report.command = f"autosched tune-model {_model_name(model)} --formats q4f16_1"
+        # the patched layers keep the model's own projections (q, k, v apart; gate and up apart), which
+        # are not the engine's fused shapes that tune-model tunes: each shape is tuned on its own
+        todo = report.untuned or list(report.shapes)
+        report.command = " && ".join(f"autosched tune gemv-q4f16 --shape {n}x{k}" for n, k in todo)
     else:
         report.command = ("the fp16 layers are served by DietCode's dispatcher: autosched tune-dynamic hgemm "
                           "--shape Mx<N>x<K>_bt --range 1:4096 tunes a shape")
