@@ -7,6 +7,8 @@ where torch is installed, the decode engine (`autosched.Engine`), the ops (`auto
 Names are resolved on first use, so `import autosched` stays cheap and needs neither torch nor CUDA.
 """
 
+import importlib
+
 __version__ = "0.1.0"
 
 _API = ("AutoschedError", "Plan", "Tuned", "best_config", "convert", "current_build", "devices", "export",
@@ -22,7 +24,6 @@ __all__ = ["__version__", *_API, *_ELSEWHERE]
 
 
 def __getattr__(name):
-    import importlib
     if name in _API:
         return getattr(importlib.import_module("autosched.api"), name)
     if name in _ELSEWHERE:

@@ -19,8 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from autosched.atomic import replacing
+from autosched.cuda_export import export_cuda
+from autosched.device import query
 from autosched.errors import AutoschedError
-from autosched.registry import family, family_of, templates_for
+from autosched.registry import family, family_of, template_named, templates_for
+from autosched.workloads import WorkloadError, workload_from_key
+
+# ray is imported inside functions: optional / slow to import, a CPU install runs without it.  autosched's
+# measuring, tuning, selection, model-file and database modules are imported inside functions too:
+# `import autosched` and the command line start without them (start-up time); gpu_count, GpuRunner, tune and
+# rank are also looked up at call time, as tests replace them on their modules
 
 GPU_DEFAULT_TRIALS = 500               # a whole space is ~10^4-10^5 configs: hours on one GPU
 RUNNERS = ("auto", "gpu", "replay", "ray")   # ray: a Ray cluster (api.tune(cluster=...), --cluster)
@@ -30,7 +39,6 @@ def workload(op: str, shape: str, **options):
     """The workload of operator family `op` (its CLI name, e.g. "gemv-q4f16", or workload name) at
     `shape` (the family's shape syntax, e.g. "12288x4096"), with the family's options
     (registry Family.options: e.g. hgemm's layout="nt", dtype="bf16"; None: not given)."""
-    from autosched.workloads import WorkloadError
     try:
         return family(op).parse(shape, **options)
     except WorkloadError as e:
@@ -128,7 +136,6 @@ def _recordings_or_refuse(w, templates, why: str) -> list:
     templates this shape has recordings of (where only the named one has none), else the shapes the
     operator's templates have recordings of."""
     from autosched.measure.recording import recorded
-    from autosched.workloads import workload_from_key
     recs = recordings_for(w, templates)
     if recs:
         return recs
@@ -380,7 +387,7 @@ def best_config(w, *, device=None, db=None, k: int = 1):
 def target_device(w=None):
     """The GPU a kernel is for: GPU 0 here, else the GPU of `w`'s recording (or of any shipped
     recording), so that limits (shared memory, registers) are checked against a real GPU."""
-    from autosched.device import gpu_count, query
+    from autosched.device import gpu_count
     from autosched.measure.recording import load_shipped
     if gpu_count() > 0:
         return query(0)
@@ -399,7 +406,6 @@ def export(w, out: str | Path | None = None, *, config: dict | None = None, temp
     shared memory.  The config is `config` (of `template`, default the workload's first), else the
     best known: the database's for `device_key` (or the fastest on any GPU it holds), else the best
     of a shipped recording.  Returns (path, where the config came from)."""
-    from autosched.cuda_export import export_cuda
     from autosched.selection import NothingKnown, best_known
     w = _as_workload(w)
     ts = _templates(w, template)
@@ -474,7 +480,6 @@ def convert(source: str | Path, dest: str | Path, *, force: bool = False):
     llama2.c file, any other a Hugging Face directory.  Never writes over its own input, nor over an
     existing path unless `force`; the output is renamed into place when whole, so a conversion cut
     short leaves nothing at `dest`.  Returns (config, what was written)."""
-    from autosched.atomic import replacing
     from autosched.models.hf import read_hf, write_hf
     from autosched.models.llama2c import read_checkpoint, write_checkpoint
     src, dst = Path(source), Path(dest)
@@ -497,7 +502,7 @@ def convert(source: str | Path, dest: str | Path, *, force: bool = False):
 
 def devices():
     """(DeviceInfo of each GPU here, [(path, Recording)] of every shipped recording)."""
-    from autosched.device import gpu_count, query
+    from autosched.device import gpu_count
     from autosched.measure.recording import load_shipped
     return [query(i) for i in range(gpu_count())], load_shipped()     # a bad file is skipped with a warning
 
@@ -506,7 +511,6 @@ def current_build(template_name: str) -> str | None:
     """The build id (binaries and NVRTC, identity.build_id) a GPU here would measure `template_name`
     under; None for a template this version no longer has."""
     from autosched.identity import build_id
-    from autosched.registry import template_named
     try:
         return build_id(template_named(template_name))
     except ValueError:

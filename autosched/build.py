@@ -24,6 +24,9 @@ from autosched import knobs
 from autosched.device import nvrtc_version
 from autosched.templates.base import KernelSpec
 
+# cuda.core and cuda.pathfinder are imported inside functions: optional / slow to import, a CPU install runs
+# without them
+
 
 @dataclass(frozen=True)
 class Resources:

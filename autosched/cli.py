@@ -6,18 +6,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from autosched import api
 from autosched.api import GPU_DEFAULT_TRIALS, RUNNERS, AutoschedError
+from autosched.engine.sampling import sample
 from autosched.models.quantize import FORMATS
 from autosched.registry import FAMILIES, options as family_options
+from autosched.report import write_report
 from autosched.search import STRATEGY_NAMES
+from autosched.tune_command import command
+
+# the modules of the heavier commands (engine, benchmarks, dynamic and model tuning, database, packs) are
+# imported inside functions: the command line starts without them (start-up time), and gpu_count is also
+# looked up at call time, as tests replace it on its module
 
 
 
@@ -39,7 +50,6 @@ class CliError(AutoschedError):
 
 
 def _workload(args):
-    from autosched import api
     op, shape = args.op, args.shape
     if not isinstance(shape, str) or not shape.strip():      # `--shape=--` reaches here as [] (argparse)
         raise CliError(f"--shape needs a value: {FAMILIES[op].shape_help}")
@@ -162,7 +172,6 @@ def cmd_pack(args) -> int:
 
 
 def cmd_devices(args) -> int:
-    from autosched import api
     gpus, recs = api.devices()
     if not gpus:
         console.print("no CUDA GPU found on this machine: `autosched tune` will use the replay runner")
@@ -188,7 +197,6 @@ def cmd_devices(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from autosched import api
     workload = _workload(args)
     with _progress() as prog:
         bar = _Bar(prog, "tune")
@@ -209,7 +217,6 @@ def _exports_all(dw) -> bool:
 def cmd_tune_dynamic(args) -> int:
     """One tuning run for a whole range of M (DietCode); prints the kernels, the verification and
     the tree's table, and writes the .cu with --export."""
-    from autosched import api
     from autosched.dynamic import front
     from autosched.dynamic.sketch import describe_any
     if not isinstance(args.shape, str) or not args.shape.strip():
@@ -318,7 +325,6 @@ def _print_rates(res) -> None:
 
 
 def cmd_record(args) -> int:
-    from autosched import api
     workload = _workload(args)
     if args.screen:
         console.print(f"screening: a config slower than {args.screen:g}x the best so far in its first "
@@ -364,7 +370,6 @@ def cmd_bench(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from autosched.report import write_report
     outputs = write_report(Path(args.results), readme=Path(args.readme) if args.readme else None,
                            plot_dir=Path(args.plots), console=console)
     for o in outputs:
@@ -373,7 +378,6 @@ def cmd_report(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from autosched import api
     workload = _workload(args)
     config = None
     if args.config is not None:
@@ -395,9 +399,6 @@ def _exit_on_sigterm(signum, frame):
 
 def cmd_convert(args) -> int:
     """llama2.c checkpoint <-> Hugging Face Llama directory (the output's format by the destination)."""
-    import signal
-
-    from autosched import api
     before = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         cfg, kind = api.convert(args.source, args.dest, force=args.force)
@@ -409,13 +410,10 @@ def cmd_convert(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    import time
-
     from autosched.device import gpu_count
     from autosched.models.text import Llama2cText, find_text
     if gpu_count() == 0:
         raise CliError("`autosched generate` runs the decode engine on a CUDA GPU and there is none here")
-    from autosched import api
     cfg, weights, source = api.load_model(args.model)
     text = find_text(source, args.tokenizer)
     if isinstance(text, Llama2cText) and text.vocab_size != cfg.vocab_size:
@@ -454,9 +452,6 @@ def cmd_generate(args) -> int:
 
     if text:
         out.write(text.start(prompt))
-    import numpy as np
-
-    from autosched.engine.sampling import sample
     rng = np.random.default_rng(args.seed)
 
     def choose(logits):
@@ -488,9 +483,7 @@ def _minutes(text: str) -> float:
 
 
 def cmd_tune_model(args) -> int:
-    from autosched import api
     from autosched import model_tuning
-    from autosched.tune_command import command
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     bars: dict = {}
 
@@ -829,7 +822,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def main(argv=None) -> int:
-    import warnings
     warnings.showwarning = _show_warning
     args = build_parser().parse_args(argv)
     try:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autosched.atomic import replacing
 from autosched.device import STATIC_SMEM_LIMIT
+from autosched.runtime import tensormap_request
 from autosched.space import config_hash
 from autosched.templates.base import kernel_source
 
@@ -16,7 +18,6 @@ def encode_map_call(params: dict, out: str, base: str, outer: str | None = None,
     the variable `out` over the buffer `base` (kernels/tensormap_host.cuh), as runtime.encode_tensormap
     does; `outer`: an expression for the outer dimension where it is a run-time M, `box_outer` one
     for the box's outer extent where that follows M."""
-    from autosched.runtime import tensormap_request
     r = tensormap_request(params, 0)        # validated, with the driver's enum names
     fixed = (2, "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
              "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")               # what tensormap_host.cuh passes
@@ -112,7 +113,6 @@ extern "C" cudaError_t autosched_{template.family}_{tag}({params}, cudaStream_t 
 {optin}{zero}{encode}{launch_text(spec, names)}}}
 """
     out = Path(out)
-    from autosched.atomic import replacing
     with replacing(out) as tmp:
         tmp.write_text(text)
     return out

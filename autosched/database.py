@@ -31,6 +31,7 @@ from autosched.errors import AutoschedError
 from autosched import knobs
 from autosched.measure.result import Measurement, Status
 from autosched.space import config_hash
+from autosched.workloads import workload_from_key
 
 # PRAGMA user_version of the files this autosched writes; a higher one is a newer autosched's, whose
 # rows (a NOT NULL column we do not fill, say) we could corrupt.  0: a file from before it was kept
@@ -365,7 +366,6 @@ class Database:
                 build: Builds = None) -> list[tuple[dict, dict, float]]:
         """(config, workload params, median us or inf if failed) of every workload measured with
         this template on this device: training data for a cost model."""
-        from autosched.workloads import workload_from_key
         where, args = build_filter(build)
         out, params = [], {}
         for wk, cfg, st, med in self.conn.execute(

@@ -11,6 +11,9 @@ import platform
 import re
 from dataclasses import asdict, dataclass
 
+# cuda.bindings and cuda.core are imported inside functions: optional / slow to import, a CPU install runs
+# without them; subprocess too, for start-up time (the command line imports this module)
+
 # shared memory a launch gets without opting in (static arrays plus dynamic); beyond it, up to the
 # GPU's opt-in maximum, only dynamic memory of a kernel opted in at load (runtime.allow_dynamic_smem).
 # A device limit, here beside the others, so that templates and the measuring worker read it without

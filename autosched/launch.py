@@ -6,6 +6,8 @@ import dataclasses
 
 from autosched.runtime import allow_dynamic_smem, launch, launch_config, load_kernel
 
+# cuda.core is imported inside functions: optional / slow to import, a CPU install runs without it
+
 
 class LoadedKernel:
     """A built KernelSpec, ready to launch."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
+
 # nibble position p of a packed word takes natural element NIBBLE_ORDER_K[p]: pairs (2p, 2p+1)
 # then come out of one LOP3 as a half2 that lines up with V's natural half2 pairs
 NIBBLE_ORDER_K = (0, 2, 4, 6, 1, 3, 5, 7)

@@ -28,6 +28,8 @@ from autosched.engine.plan import Plan, Shape, step_plan
 from autosched.models.quantize import FORMATS
 from autosched.selection import rank
 
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
+
 
 @dataclass
 class ShapeRun:
@@ -173,8 +175,6 @@ def _verify_in_engines(out: ModelTuned, db, load_weights) -> None:
     """Build the engine of each format with what was stored: its step verification times every
     matmul's best candidates inside the step and stores the winners; a short greedy decode gives
     its tokens/s."""
-    import time as _t
-
     import torch
 
     weights = load_weights()
@@ -185,9 +185,9 @@ def _verify_in_engines(out: ModelTuned, db, load_weights) -> None:
         eng.reset()
         eng.step(1)
         torch.cuda.synchronize()
-        t0 = _t.perf_counter()
+        t0 = time.perf_counter()
         eng.decode(steps)
         torch.cuda.synchronize()
-        out.tokens_per_s[fmt] = steps / (_t.perf_counter() - t0)
+        out.tokens_per_s[fmt] = steps / (time.perf_counter() - t0)
         del eng
         torch.cuda.empty_cache()

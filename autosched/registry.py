@@ -9,12 +9,27 @@ and one entry in FAMILIES below.
 
 from __future__ import annotations
 
+import importlib
 import random
 from dataclasses import dataclass, field
 from typing import Callable
 
+from autosched.device import STATIC_SMEM_LIMIT
 from autosched.templates.base import Template, default_and_random
+from autosched.templates.gemv_dense import GemvDenseTemplate
+from autosched.templates.gemv_q4f16 import GemvQ4F16Template, extreme_configs
+from autosched.templates.hgemm_mma import HgemmMmaTemplate
+from autosched.templates.hgemm_stream import HgemmStreamTemplate
+from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
+from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate, cluster_enabled
+from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedTemplate, sched_enabled
+from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
+from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapTemplate, swap_enabled
+from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
+from autosched.templates.sgemm import SgemmTemplate, dynamic_smem
+from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
 from autosched.workloads.base import Workload, WorkloadError
+from autosched.workloads.hgemm import DTYPES, LAYOUTS
 
 
 @dataclass(frozen=True)
@@ -91,7 +106,6 @@ class Family:
 
 def _resolve(path: str) -> Callable:
     """"module:function" -> the function (imported on use: the registry sits below what it names)."""
-    import importlib
     module, _, fn = path.partition(":")
     return getattr(importlib.import_module(module), fn)
 
@@ -102,34 +116,18 @@ def _template_picks(template, workload, device) -> list[dict]:
 
 
 def _gemv_picks(template, workload, device) -> list[dict]:
-    from autosched.templates.gemv_q4f16 import extreme_configs
     return extreme_configs(template.space(workload, device).enumerate())
 
 
 def _sgemm_picks(template, workload, device, n: int = 4) -> list[dict]:
     """The configs staging the most dynamic shared memory over the 48 KB every launch gets (the
     opt-in path), then two random ones of those."""
-    from autosched.device import STATIC_SMEM_LIMIT
-    from autosched.templates.sgemm import dynamic_smem
     big = sorted((c for c in template.space(workload, device) if dynamic_smem(c) > STATIC_SMEM_LIMIT),
                  key=lambda c: -dynamic_smem(c))
     return big[:n - 2] + random.Random(2).sample(big, min(2, len(big)))
 
 
 def _families() -> dict[str, Family]:
-    from autosched.templates.gemv_dense import GemvDenseTemplate
-    from autosched.templates.gemv_q4f16 import GemvQ4F16Template
-    from autosched.templates.hgemm_mma import HgemmMmaTemplate
-    from autosched.templates.hgemm_wmma import HgemmWmmaTemplate
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
-    from autosched.templates.hgemm_stream import HgemmStreamTemplate
-    from autosched.templates.hgemm_wgmma_cluster import HgemmWgmmaClusterTemplate, cluster_enabled
-    from autosched.templates.hgemm_wgmma_sched import HgemmWgmmaSchedTemplate, sched_enabled
-    from autosched.templates.hgemm_wgmma_splitk import HgemmWgmmaSplitKTemplate, split_k_enabled
-    from autosched.templates.hgemm_wgmma_swap import HgemmWgmmaSwapTemplate, swap_enabled
-    from autosched.templates.sgemm import SgemmTemplate
-    from autosched.workloads import GemvDense, GemvQ4F16, Hgemm, Sgemm
-    from autosched.workloads.hgemm import DTYPES, LAYOUTS
     fams = [
         Family("gemv-q4f16", GemvQ4F16, (GemvQ4F16Template(),),
                "q4f16_1 dequantize-GEMV: y = dequant(W) v, W 4-bit with fp16 group scales",

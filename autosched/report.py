@@ -7,7 +7,10 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import numpy as np
 
 from autosched.registry import FAMILIES
 from autosched.report_decode import decode_plots, decode_tables
@@ -15,6 +18,8 @@ from autosched.report_models import models_block
 from autosched.report_scale import scale_block
 from autosched.report_sgemm import search_table
 from autosched.results_files import all_results, cell, latest_results, replace_block
+
+# matplotlib is imported inside functions: slow to import, and only a few functions need it
 
 def gemv_table(doc: dict, expected: set | None = None) -> str:
     head = ("| N x K | MB | floor (us) | tuned (us) | tuned / floor | default (us) | tuned vs default "
@@ -48,7 +53,6 @@ def gemv_plot(doc: dict, out: Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
     rows = doc["rows"]
     labels = [f"{r['N']}x{r['K']}" for r in rows]
     series = [("same-bytes floor", "floor_us"), ("tuned", "tuned_us"), ("default", "default_us"),
@@ -118,7 +122,6 @@ def gemv_section(results_dir: Path, readme: Path | None, plot_dir: Path, console
     plot = gemv_plot(doc, Path(plot_dir) / f"{name}-bandwidth.png")
     written.append(plot)
     if readme:
-        import os
         rel = Path(os.path.relpath(Path(plot).resolve(), readme.resolve().parent)).as_posix()
         body = table + f"\n\nPlot (from `{Path(doc['_path']).name}`):\n\n![q4f16_1 GEMV bandwidth]({rel})"
         readme.write_text(replace_block(readme.read_text(), name, body))
@@ -128,8 +131,6 @@ def gemv_section(results_dir: Path, readme: Path | None, plot_dir: Path, console
 
 def write_decode_report(results_dir: Path, readme: Path | None, plot_dir: Path, console=None) -> list[Path]:
     """The newest decode results: tables into the README's decode block, plots under plot_dir."""
-    import os
-
     doc = latest_results(results_dir, "decode")
     if doc is None:
         return []

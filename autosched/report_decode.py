@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# matplotlib is imported inside functions: slow to import, and only a few functions need it
+
 
 def _f(x, fmt="{:.1f}") -> str:
     return "–" if x is None or (isinstance(x, float) and x != x) else fmt.format(x)

@@ -8,11 +8,16 @@ imports on a machine without a GPU or a driver; from autosched it imports only a
 
 from __future__ import annotations
 
+import ctypes
+import struct
 import threading
 
 import numpy as np
 
 from autosched.device import STATIC_SMEM_LIMIT
+
+# cuda.bindings and cuda.core are imported inside functions: optional / slow to import, a CPU install runs
+# without them
 
 
 def check(result):
@@ -131,7 +136,6 @@ class TensorMapArg:
     __slots__ = ("blob", "_host", "address")
 
     def __init__(self, blob: bytes):
-        import ctypes
         if len(blob) != TENSORMAP_BYTES:
             raise ValueError(f"a CUtensorMap is {TENSORMAP_BYTES} bytes, got {len(blob)}")
         self.blob = bytes(blob)
@@ -181,8 +185,6 @@ class _ParamPlan:
     buffer (a struct format packs them), maps at their own host copies."""
 
     def __init__(self, args):
-        import ctypes
-        import struct
         codes, self.scalars, self.maps = [], [], []
         for i, a in enumerate(args):
             if type(a) is TensorMapArg:
@@ -322,8 +324,6 @@ def tensormap_request(params: dict, address: int) -> dict:
 def encode_tensormap(params: dict, address: int) -> bytes:
     """The 128 bytes of the CUtensorMap the driver encodes for `params` over the buffer at
     `address` (needs the driver; no context is touched)."""
-    import ctypes
-
     from cuda.bindings import driver
     r = tensormap_request(params, address)
     tmap = check(driver.cuTensorMapEncodeTiled(

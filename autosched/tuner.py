@@ -13,9 +13,13 @@ from typing import Callable
 
 from autosched import __version__
 from autosched.database import Database
+from autosched.device import nvrtc_version
 from autosched.measure.result import Measurement
 from autosched.search import STRATEGIES, make_strategy
+from autosched.search.transfer import recorded_samples, recordings_of, scale_for
 from autosched.space import SpaceUnion, config_hash
+
+# templates_for is imported inside functions: looked up at call time, as tests replace it on its module
 
 
 @dataclass
@@ -55,7 +59,6 @@ class TuneResult:
 
 
 def versions(runner_name: str) -> dict:
-    from autosched.device import nvrtc_version
     return {"autosched": __version__, "nvrtc": nvrtc_version(), "runner": runner_name}
 
 
@@ -177,7 +180,6 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         # and every recording of these templates taken on this GPU model, other shapes included, so
         # a shape never measured starts from a model (search/transfer.py); a replay answers from its
         # own shape's recording, which the model must not have seen beforehand
-        from autosched.search.transfer import recorded_samples, recordings_of, scale_for
         own = (workload.key,) if runner.partial else ()
         prior += [(search.join(t, c), p, us) for t in searched
                   for c, p, us in recorded_samples(recordings_of(device.key, t.family, recordings, own))]

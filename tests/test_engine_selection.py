@@ -252,7 +252,7 @@ def test_a_dataflow_choice_that_disagrees_is_never_timed_or_served(monkeypatch, 
     """Before the step choice is timed, every dataflow knob's logits are checked against the
     per-kernel step's: a wrong one (here the second) is dropped with a warning; the fastest of the
     rest and the per-kernel step is served."""
-    import autosched.engine.dataflow as dataflow_mod
+    import autosched.engine.step_tuning as step_tuning_mod
     from autosched.templates import dataflow as df
     good, bad = df.CHOICES[:2]
 
@@ -265,7 +265,7 @@ def test_a_dataflow_choice_that_disagrees_is_never_timed_or_served(monkeypatch, 
 
     eng, *_ = fake_engine(monkeypatch, h100, {})
     eng.step_mode, eng.flow, eng.flow_served, eng.flow_times = "auto", None, False, {}
-    monkeypatch.setattr(dataflow_mod, "DataflowStep", FakeFlow)
+    monkeypatch.setattr(step_tuning_mod, "DataflowStep", FakeFlow)
     ref = torch.arange(6, dtype=torch.float32)
     monkeypatch.setattr(Engine, "step", lambda self, t: ref * t + (
         100.0 if self.flow_served and self.flow.knobs == bad else 0.0))

@@ -5,14 +5,30 @@ re-rank of the database's fastest configs in the benchmark's own process."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import json
+import re
 import subprocess
+import traceback
 from contextlib import contextmanager
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from autosched import knobs, layouts
-from autosched.runtime import launch, launch_config, load_kernel, ptr, scalar
+from autosched.build import Builder
+from autosched.database import Database
+from autosched.identity import build_id
+from autosched.measure.protocol import Protocol, Timer
+from autosched.runtime import TensorMapArg, encode_tensormap, launch, launch_config, load_kernel, ptr, scalar
+from autosched.selection import Candidate, fastest, from_database
+from autosched.space import config_hash
+from autosched.tuner import measure_configs, versions
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them; GpuRunner and tune are imported inside functions too: looked up at call time, as tests replace them on
+# their modules
 
 
 def git_commit() -> str:
@@ -20,7 +36,6 @@ def git_commit() -> str:
     HEAD, with "+dirty" after it where tracked files differ from it (a copy of a working tree whose
     .git is older than the tree: a device's copy reports its session's first commit for every later
     tree), so a results file never names a commit that is not what ran."""
-    import re
     sha = knobs.COMMIT.get()
     if sha:
         return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else "unknown"
@@ -103,7 +118,6 @@ def _reads_input(arg) -> bool:
 
 def _tensormap_arg(arg, data):
     """The TMA map of a "tensormap" argument over the torch tensor `data`, passed by value."""
-    from autosched.runtime import TensorMapArg, encode_tensormap
     return TensorMapArg(encode_tensormap(arg.params(), int(data.data_ptr())))
 
 
@@ -122,7 +136,6 @@ def checked_launch(launch, w, out, ref, stream, what: str, bound=None):
 
 
 def err_text(e: Exception) -> str:
-    import traceback
     return "".join(traceback.format_exception(e))[-1500:]
 
 
@@ -131,11 +144,6 @@ def write_results(benchmark: str, device, rows: list, summary: dict, out_dir, ex
     """bench/results/<benchmark>-<device>-<date>[-N].json in the format of BENCHMARKS.md (-N for the
     Nth run of a day).  A run that writes its progress as it goes passes back the `path` it got
     first, so each write replaces its own file."""
-    import datetime
-    import json
-    from pathlib import Path
-
-    from autosched.measure.protocol import Protocol
     try:
         import torch
         torch_version = torch.__version__
@@ -166,8 +174,7 @@ def tune_all(workloads, template, runner, db, builder, *, strategy: str, trials:
     """Tune every workload (the benchmark's tuning phase) and return workload key -> TuneResult,
     with total_tuning_s / total_trials over every run the database holds.  The default config is
     measured through the same runner, so the database and any recording made from it hold it."""
-    from autosched.space import config_hash
-    from autosched.tuner import measure_configs, tune, versions
+    from autosched.tuner import tune
     device = runner.device_info
     build = runner.build_id(template)
     tuned = {}
@@ -192,8 +199,6 @@ def rerank_configs(w, template, device, db, first: dict, builder, k: int, time_c
     and the database's fastest configs of `w`, k in all.  `time_config(spec, binary)` checks one
     kernel against the reference and returns its median time (us), raising if it fails.
     Returns (config, [{config, tuner_us, bench_us | error}]); `first` where every one failed."""
-    from autosched.identity import build_id
-    from autosched.selection import Candidate, fastest, from_database
     space = template.space(w, device)
 
     def norm(c):
@@ -234,10 +239,7 @@ def tuned_then_timed(workloads, template, db_path, *, strategy: str, trials: int
     import torch
     from cuda.core import Device, Stream
 
-    from autosched.build import Builder
-    from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
-    from autosched.measure.protocol import Protocol, Timer
     with Database(db_path) as db, Builder() as builder:
         with GpuRunner() as runner:
             device = runner.device_info

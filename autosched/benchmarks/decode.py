@@ -26,9 +26,28 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.benchmarks.common import tune_all, write_results
+from autosched.build import Builder
+from autosched.database import Database
+from autosched.device import query
+from autosched.engine.engine import Engine, matmul_shapes, rope_table
+from autosched.engine.matmul import Matmul
+from autosched.engine.verify import time_graph
+from autosched.engine.weights import as_torch, classifier, fused, random_weights_torch
+from autosched.identity import build_id
+from autosched.launch import LoadedKernel
+from autosched.measure.recording import find_recording
+from autosched.models.hf import hf_config, hf_state_dict
 from autosched.models.llama2c import SEED_CONFIGS, LlamaConfig
-
 from autosched.models.quantize import FORMATS  # noqa: E402  (one list of weight formats)
+from autosched.runtime import ptr
+from autosched.templates import decode as dk
+from autosched.workloads import GemvQ4F16
+
+# torch, cuda.core and transformers are imported inside functions: optional / slow to import, a CPU install
+# runs without them; GpuRunner and templates_for are imported inside functions too: looked up at call time, as
+# tests replace them on their modules
+
 PROMPT = [1, 450, 4996, 17354, 1701, 432, 17204, 975]
 
 
@@ -85,8 +104,6 @@ def teacher_forced_logits(eng, tokens) -> np.ndarray:
 
 def hf_model(torch, cfg: LlamaConfig, weights: dict, dtype, device):
     import transformers
-
-    from autosched.models.hf import hf_config, hf_state_dict
     conf = transformers.LlamaConfig(**{k: v for k, v in hf_config(cfg).items() if k != "torch_dtype"})
     conf._attn_implementation = "eager"
     with torch.device(device):
@@ -144,11 +161,7 @@ def matmul_rows(torch, cfg, w, builder, info, eng, copies: int = 8, count: int =
     candidate's time in the engine's isolated-graph check and in its step."""
     from cuda.core import Stream
 
-    from autosched.engine.matmul import Matmul
-    from autosched.engine.verify import time_graph
-    from autosched.engine.weights import as_torch, classifier, fused
     from autosched.registry import templates_for
-    from autosched.workloads import GemvQ4F16
     rows = []
     names = ("qkv", "o", "gate_up", "down", "cls")
     step_us = {name: {json.dumps(c.config, sort_keys=True): us for c, us in timed}
@@ -196,14 +209,8 @@ def matmul_rows(torch, cfg, w, builder, info, eng, copies: int = 8, count: int =
 def tune_model_gemvs(cfg: LlamaConfig, db, builder, trials: int, log=print) -> dict:
     """Tune the q4f16_1 GEMV of every matmul shape of `cfg` until the database (or a same-device
     recording) holds `trials` measured configs for it (model-guided search; resumes)."""
-    from autosched.benchmarks.common import tune_all
-    from autosched.identity import build_id
-    from autosched.device import query
-    from autosched.engine.engine import matmul_shapes
     from autosched.measure.gpu import GpuRunner
-    from autosched.measure.recording import find_recording
     from autosched.registry import templates_for
-    from autosched.workloads import GemvQ4F16
     info = query(0)
     todo = []
     for n, k in sorted(set(matmul_shapes(cfg).values())):
@@ -232,11 +239,6 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
     timed inside a CUDA graph (the launch cost a step pays, not Python's)."""
     import torch.nn.functional as F
 
-    from autosched.engine.verify import time_graph
-    from autosched.engine.engine import rope_table
-    from autosched.launch import LoadedKernel
-    from autosched.runtime import ptr
-    from autosched.templates import decode as dk
     from cuda.core import Stream
     cfg = SEED_CONFIGS["llama2-7b"]
     H, hs, S = cfg.n_heads, cfg.head_size, cfg.seq_len
@@ -276,13 +278,6 @@ def attention_rows(torch, info, builder, contexts=(128, 512, 1024, 2048, 4096)) 
 def run(models=("llama2-7b", "stories15M", "stories42M"), formats=FORMATS, out_dir="bench/results", quick=False,
         tune_trials: int = 64, db_path=None, log=print, step: str = "auto") -> Path:
     import torch
-
-    from autosched.benchmarks.common import write_results
-    from autosched.build import Builder
-    from autosched.database import Database
-    from autosched.device import query
-    from autosched.engine.engine import Engine
-    from autosched.engine.weights import random_weights_torch
     info = query(0)
     bw = copy_bandwidth_gbps(torch)
     log(f"copy bandwidth {bw:.0f} GB/s")

@@ -35,15 +35,30 @@ synthetic runner and a modelled cuBLAS.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
+from autosched.benchmarks.common import git_commit, write_results
+from autosched.benchmarks.hgemm import _checked, _launchable, cublas_operands, cublas_out, paired_ratio, pool_operands
+from autosched.build import BuildCache, Builder
+from autosched.database import Database
 from autosched.dynamic.workload import BERT_BASE, LLAMA2_7B, DynamicWorkload
+from autosched.measure.protocol import Protocol, Timer
+from autosched.templates.micro_kernels import default_families, dynamic_templates
+
+# torch, cuda.core and sklearn are imported inside functions: optional / slow to import, a CPU install runs
+# without them; tune_dynamic, GpuRunner and tune are imported inside functions too: looked up at call time, as
+# tests replace them on their modules
 
 SAMPLED = 8
 
@@ -182,7 +197,6 @@ def micro_kernel_templates(device, wgmma: bool = True) -> list:
     (templates/micro_kernels.default_families: hgemm_dyn everywhere, wgmma's where `wgmma`, every
     switched family while its switch is on), less those the GPU refuses, as the per-instance tuning
     searches every registry template the GPU runs.  The results' settings record which ran."""
-    from autosched.templates.micro_kernels import default_families, dynamic_templates
     # every workload of the bench is a linear layer's (nt)
     cands = [dynamic_templates()[f]() for f in default_families(wgmma, "nt")]
     return [t for t in cands if getattr(t, "device_refuses", lambda d: None)(device) is None]
@@ -192,10 +206,6 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
     """The GPU's: the dynamic run and per-instance tunings through the GpuRunner (worker processes,
     the tuner's protocol), the dispatched kernel timed through the same runner, and again in this
     process beside cuBLAS through torch, the two in alternation on the same buffers (cublas_pair)."""
-    import tempfile
-
-    from autosched.build import BuildCache, Builder
-    from autosched.database import Database
     from autosched.dynamic.tune import tune_dynamic
     from autosched.measure.gpu import GpuRunner
     from autosched.tuner import tune
@@ -260,12 +270,8 @@ def gpu_harness(db_path=None, rounds: int = 4, per_round: int = 12, wgmma: bool 
         # cuBLAS is compared with the dispatched kernel on the same A, B and C: where buffers lie moves
         # both by 0.5-0.7 us at BERT's 7-13 us (checks/placement-2026-11-27.json, the same offsets fast or
         # slow for both), so a ratio over separately allocated buffers was off by up to 8% either way
-        import numpy as np
         import torch
 
-        from autosched.benchmarks.hgemm import (_checked, _launchable, cublas_operands, cublas_out, paired_ratio,
-                                                pool_operands)
-        from autosched.measure.protocol import Protocol, Timer
         from cuda.core import Device, Stream
         w = dw.at(M)
         spec = res.dispatcher.spec(w, dyn_t, runner.device_info)
@@ -322,7 +328,6 @@ class _Scratch:
         self.path = Path(path)
 
     def close(self) -> None:
-        import shutil
         shutil.rmtree(self.path, ignore_errors=True)
 
 
@@ -347,7 +352,6 @@ def resumable(partial_path, device_key: str, settings: dict) -> tuple[list, list
 def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, console=None, *,
                   rounds: int = 4, per_round: int = 12, sampled: int = SAMPLED, wgmma: bool = True,
                   row_probe: bool = True, resume=None):
-    from autosched.benchmarks.common import git_commit, write_results
     log = console.print if console else print
     h, closers = gpu_harness(db_path, rounds=rounds, per_round=per_round, wgmma=wgmma, row_probe=row_probe)
     settings = {"quick": quick, "rounds": rounds, "per_round": per_round, "sampled": sampled,
@@ -378,7 +382,6 @@ def run_benchmark(quick: bool = False, out_dir="bench/results", db_path=None, co
 
 
 def main(argv=None) -> None:
-    import argparse
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="one Llama and one BERT workload")
     p.add_argument("--out", default="bench/results")

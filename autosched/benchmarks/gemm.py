@@ -19,6 +19,13 @@ import numpy as np
 
 from autosched.benchmarks.common import (Launchable, checked_launch, err_text, pool_tensor, rerank_configs,
                                          tuned_then_timed, write_results)
+from autosched.benchmarks.hgemm import cublas_operands, cublas_out
+from autosched.runtime import allow_dynamic_smem
+from autosched.workloads import WORKLOADS
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them; templates_for is imported inside functions too: looked up at call time, as tests replace it on its
+# module
 
 SHAPES = {
     "sgemm": ["16x16x16", "512x512x512", "1024x1024x1024", "2048x2048x2048", "4096x4096x4096",
@@ -34,8 +41,6 @@ def _launchable(spec, binary, inputs, out, on_device):
     """A built SGEMM launchable on torch's stream over the device tensors `on_device` (A, B), and its
     run (zeroing C first under split-K, which accumulates: the zeroing is part of its cost)."""
     from cuda.core import Device
-
-    from autosched.runtime import allow_dynamic_smem
     k = Launchable(spec, binary, inputs, out, on_device=on_device)
     # a config staging over 48 KB launches with dynamic shared memory, which the kernel opts in to
     allow_dynamic_smem(k.kernel, spec.smem_bytes, Device().device_id)
@@ -60,7 +65,6 @@ def _time_ours(w, template, cfg, device, builder, inputs, ref, bound, out, on_de
 def _operands(w, on_device):
     """A and B as the (M, K) and (K, N) views torch.matmul takes, of the buffers as stored."""
     if w.name == "hgemm":       # every layout and BF16: autosched.benchmarks.hgemm's views
-        from autosched.benchmarks.hgemm import cublas_operands
         return cublas_operands(w, on_device["A"], on_device["B"])
     a, b = on_device["A"], on_device["B"]
     return (a.t() if getattr(w, "trans_a", 0) else a), (b.t() if getattr(w, "b_col", 0) else b)
@@ -91,7 +95,6 @@ def run_benchmark(shapes=None, trials: int = 400, strategy: str = "evolutionary-
     """`op`: "sgemm" (FP32) or "hgemm" (FP16 on tensor cores)."""
     import torch
     from autosched.registry import templates_for
-    from autosched.workloads import WORKLOADS
 
     if op not in SHAPES:
         raise ValueError(f"unknown GEMM benchmark {op!r}; there are {sorted(SHAPES)}")
@@ -188,6 +191,5 @@ def cublas_for_profile(w, inputs: dict, builder=None, info=None):
     shape, dtype = w.output_spec()
     out = torch.empty(shape, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, device="cuda")
     if w.name == "hgemm":
-        from autosched.benchmarks.hgemm import cublas_out
         out = cublas_out(w, out)
     return lambda: torch.matmul(a, b, out=out)

@@ -15,8 +15,15 @@ import numpy as np
 
 from autosched.benchmarks.common import (Launchable, checked_launch, err_text, rerank_configs, tuned_then_timed,
                                          write_results)
+from autosched.benchmarks.stream_read import stream_read_spec
 from autosched.engine.verify import time_graph
 from autosched.runtime import load_kernel, ptr
+from autosched.workloads import GemvQ4F16
+from autosched.workloads.gemv_q4f16 import unpack_q4
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them; templates_for is imported inside functions too: looked up at call time, as tests replace it on its
+# module
 
 # The database's fastest configs of a shape are timed again here, and the fastest of them is the
 # tuned kernel (then timed afresh): a database ranks configs by one flushed run of 100 launches
@@ -32,7 +39,6 @@ def _floor(workload, timer, stream, builder, arch: str) -> dict:
     """Same-bytes floor: min(device copy moving the same total bytes, read-only stream over them)."""
     import torch
     from cuda.core import LaunchConfig, launch
-    from autosched.benchmarks.stream_read import stream_read_spec
     nbytes = workload.bytes_moved()
     half = (nbytes // 2 + 15) // 16 * 16
     src = torch.empty(half, dtype=torch.uint8, device="cuda").random_(0, 255)
@@ -72,7 +78,6 @@ def _baselines(workload, inputs, ref, timer, graph_copies) -> dict:
     ws.clear()           # free the copies before the int4 baseline allocates its own
     try:
         # torch's packing wants uint8 (N, K/2) with the even element in the high nibble
-        from autosched.workloads.gemv_q4f16 import unpack_q4
         vals = torch.from_numpy(unpack_q4(inputs["A_q"]).astype(np.int32))
         q = ((vals[:, ::2] << 4) | vals[:, 1::2]).to(torch.uint8).cuda()
         packed = torch._convert_weight_to_int4pack(q, 8)
@@ -135,7 +140,6 @@ def run_benchmark(shapes=None, trials: int = 600, strategy: str = "random", out_
                   rerank: int = RERANK) -> Path:
     import torch
     from autosched.registry import templates_for
-    from autosched.workloads import GemvQ4F16
 
     log = console.print if console else print
     workloads = [GemvQ4F16.from_shape(s) for s in (shapes or SHAPES)]
@@ -200,8 +204,6 @@ def read_stream_for_profile(w, inputs: dict, builder, info):
     (scripts/ncu_kernel.py) puts beside our kernel."""
     import torch
     from cuda.core import LaunchConfig, Stream, launch
-
-    from autosched.benchmarks.stream_read import stream_read_spec
     spec = stream_read_spec(4, info.arch)
     k = load_kernel(spec, builder.build(spec))
     buf = torch.empty((w.bytes_moved() + 15) // 16 * 16, dtype=torch.uint8, device="cuda").random_(0, 255)

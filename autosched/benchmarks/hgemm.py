@@ -17,11 +17,24 @@ plan() and estimate_run_s(), whose per-config costs are the ones seen on the H10
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from autosched.benchmarks.common import Launchable, err_text, pool_tensor, rerank_configs, write_results
+from autosched.build import Builder
+from autosched.database import Database
+from autosched.measure.protocol import Protocol, Timer
 from autosched.registry import family_of, template_named
+from autosched.runtime import allow_dynamic_smem
+from autosched.space import config_hash
+from autosched.tuner import measure_configs, versions
+from autosched.workloads import Hgemm
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them; GpuRunner and tune are imported inside functions too: looked up at call time, as tests replace them on
+# their modules
 
 SQUARES = (1024, 4096, 8192)
 PREFILL_M = (128, 512, 2048)
@@ -420,8 +433,6 @@ def pool_operands(dev, stream, w, inputs: dict) -> tuple[dict, object]:
     """A and B of `inputs` copied into torch tensors of the memory pool the tuner measures in, and an
     output tensor there: what ours and cuBLAS are both given, so they run on the same buffers."""
     import torch
-
-    from autosched.benchmarks.common import pool_tensor
     on_device = {n: pool_tensor(dev, stream, inputs[n].shape, inputs[n].dtype) for n in ("A", "B")}
     for n, t in on_device.items():
         t.copy_(torch.from_numpy(np.ascontiguousarray(inputs[n])))
@@ -431,9 +442,6 @@ def pool_operands(dev, stream, w, inputs: dict) -> tuple[dict, object]:
 
 def _launchable(spec, binary, inputs, out, on_device):
     from cuda.core import Device
-
-    from autosched.benchmarks.common import Launchable
-    from autosched.runtime import allow_dynamic_smem
     k = Launchable(spec, binary, inputs, out, on_device=on_device)
     allow_dynamic_smem(k.kernel, spec.smem_bytes, Device().device_id)
     zero = getattr(spec, "output_init", None) == "zero"
@@ -451,19 +459,11 @@ def run_benchmark(shapes=None, trials: int | None = None, strategy: str = "model
     """tune_deadline_s: seconds from the start after which no tuning starts or goes on (default: with the
     default plan, TUNE_DEADLINE x TARGET_S; with --time-per-shape, none); shapes left are timed with what
     the database holds and their default."""
-    import time
-
     import torch
     from cuda.core import Device, Stream
 
-    from autosched.benchmarks.common import err_text, rerank_configs, write_results
-    from autosched.build import Builder
-    from autosched.database import Database
     from autosched.measure.gpu import GpuRunner
-    from autosched.measure.protocol import Protocol, Timer
-    from autosched.space import config_hash
-    from autosched.tuner import measure_configs, tune, versions
-    from autosched.workloads import Hgemm
+    from autosched.tuner import tune
 
     log = console.print if console else print
     t_start = time.perf_counter()

@@ -28,6 +28,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from autosched import api, model_tuning
+from autosched.benchmarks.common import write_results
+from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
+from autosched.database import Database
+from autosched.device import query
+from autosched.engine.engine import Engine
+from autosched.engine.weights import random_weights_torch
+from autosched.models.llama2c import SEED_CONFIGS
+
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
+
 MODEL_1B = "random:llama3.2-1b"
 MODEL_7B = "llama2-7b"
 FORMATS_1B = ("fp16", "q4f16_1")
@@ -66,8 +77,6 @@ def median_round(rounds: list[dict]) -> dict:
 
 
 def decode_row(torch, model: str, cfg, weights, fmt: str, db, phase: str, steps: int, rounds: int = ROUNDS) -> dict:
-    from autosched.benchmarks.decode import copy_bandwidth_gbps, engine_tokens_per_s
-    from autosched.engine.engine import Engine
     t0 = time.perf_counter()
     eng = Engine(cfg, weights, fmt, db=db, reverify=True)
     setup_s = time.perf_counter() - t0
@@ -88,13 +97,6 @@ def decode_row(torch, model: str, cfg, weights, fmt: str, db, phase: str, steps:
 
 def run(phases=PHASES, budget_min: float = 5.0, out_dir="bench/results", merge=None, log=print) -> Path:
     import torch
-
-    from autosched import api, model_tuning
-    from autosched.benchmarks.common import write_results
-    from autosched.database import Database
-    from autosched.device import query
-    from autosched.engine.weights import random_weights_torch
-    from autosched.models.llama2c import SEED_CONFIGS
     bad = [p for p in phases if p not in PHASES]
     if bad:
         raise ValueError(f"unknown phase {', '.join(bad)}; choose from {', '.join(PHASES)}")

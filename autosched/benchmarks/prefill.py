@@ -28,6 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.benchmarks.common import write_results
+from autosched.build import Builder
+from autosched.device import query
+from autosched.engine.engine import Engine
+from autosched.engine.weights import random_weights_torch
+from autosched.models.llama2c import SEED_CONFIGS
+
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
+
 PROMPTS = (128, 512, 2048)
 SHORT = (2, 4, 8, 16)
 
@@ -139,12 +148,6 @@ def merge_into_dynamic(out_dir, device_key: str, summary: dict, prefill_path) ->
 
 def run_benchmark(quick: bool = False, out_dir="bench/results", log=print) -> Path:
     import torch
-
-    from autosched.benchmarks.common import write_results
-    from autosched.build import Builder
-    from autosched.engine.engine import Engine
-    from autosched.engine.weights import random_weights_torch
-    from autosched.models.llama2c import SEED_CONFIGS
     cfg = SEED_CONFIGS["llama2-7b"]
     prompts = (128, 2048) if quick else PROMPTS
     rows = []
@@ -176,7 +179,6 @@ def run_benchmark(quick: bool = False, out_dir="bench/results", log=print) -> Pa
             rows += new
             del eng
             torch.cuda.empty_cache()
-        from autosched.device import query
         device = query(0)
     summary = summarize(rows)
     path = write_results("prefill", device, rows, summary, out_dir,

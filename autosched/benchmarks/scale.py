@@ -22,13 +22,21 @@ import time
 import warnings
 from pathlib import Path
 
+from autosched.benchmarks.common import write_results
+from autosched.database import Database
+from autosched.measure.ray_runner import ActorLostWarning, RayRunner, connect
+from autosched.measure.recording import Recording, ReplayRunner, shipped_recordings
+from autosched.registry import template_named
+from autosched.space import config_hash
+from autosched.workloads import workload_from_key
+
+# ray is imported inside functions: optional / slow to import, a CPU install runs without it; tune is imported
+# inside functions too: looked up at call time, as tests replace it on its module
+
 ACTORS = (1, 2, 4)
 
 
 def _counting_db(path):
-    from autosched.database import Database
-    from autosched.space import config_hash
-
     class CountingDb(Database):
         """Counts writes per config (INSERT OR REPLACE would hide a second write in the row count)."""
 
@@ -43,9 +51,7 @@ def _counting_db(path):
 
 
 def _run(rec, runner, configs: int, on_result=None) -> dict:
-    from autosched.registry import template_named
     from autosched.tuner import tune
-    from autosched.workloads import workload_from_key
     w, t = workload_from_key(rec.workload_key), template_named(rec.template)
     stamps = []
 
@@ -69,9 +75,6 @@ def _run(rec, runner, configs: int, on_result=None) -> dict:
 
 def study(rec, configs: int, delay_s: float, log=print) -> tuple[list, dict]:
     import ray
-
-    from autosched.measure.ray_runner import ActorLostWarning, RayRunner
-    from autosched.measure.recording import ReplayRunner
     rows = []
     single = _run(rec, ReplayRunner(rec), configs)
     rows.append({"runner": "replay (one process, no Ray)", "actors": 0, "delay_ms": 0.0, **single})
@@ -93,7 +96,6 @@ def study(rec, configs: int, delay_s: float, log=print) -> tuple[list, dict]:
         victim = run.actors[1]
 
         def on_result(cfg, m, res):
-            from autosched.space import config_hash
             seen[config_hash(cfg)] += 1
             if sum(seen.values()) == configs // 4:
                 ray.kill(victim)
@@ -126,9 +128,6 @@ def study(rec, configs: int, delay_s: float, log=print) -> tuple[list, dict]:
 
 
 def main(argv=None) -> int:
-    from autosched.benchmarks.common import write_results
-    from autosched.measure.ray_runner import connect
-    from autosched.measure.recording import Recording, shipped_recordings
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--recording", default=None, help="default: the shipped gemv_q4f16 4096x4096 recording")
     ap.add_argument("--configs", type=int, default=1500, help="configs each run measures")

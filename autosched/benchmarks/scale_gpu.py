@@ -26,6 +26,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from autosched.benchmarks.common import write_results
+from autosched.build import BuildCache, Builder
+from autosched.database import Database
+from autosched.registry import FAMILIES
+
+# gpu_count, GpuRunner and tune are imported inside functions: looked up at call time, as tests replace them
+# on their modules
+
 
 def sample_configs(template, workload, device, n: int, seed: int = 0) -> list[dict]:
     """n distinct configs of the template's space (all of them where it holds fewer)."""
@@ -58,7 +66,6 @@ def study(make_runner, make_builder, template, workload, device, configs: list[d
           tune_trials: int, log=print) -> tuple[list, dict]:
     """make_runner(ids) -> a runner on those GPUs; make_builder(dir) -> a Builder on a fresh cache
     there; `device` the GPUs' DeviceInfo.  gpu_sets: the GPU lists to compare, one GPU first."""
-    from autosched.database import Database
     from autosched.tuner import tune
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -119,11 +126,8 @@ def study(make_runner, make_builder, template, workload, device, configs: list[d
 
 
 def main(argv=None) -> int:
-    from autosched.benchmarks.common import write_results
-    from autosched.build import BuildCache, Builder
     from autosched.device import gpu_count
     from autosched.measure.gpu import GpuRunner
-    from autosched.registry import FAMILIES
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--family", default="gemv-q4f16", choices=sorted(FAMILIES))
     ap.add_argument("--shape", default="4096x4096")

@@ -14,17 +14,23 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from autosched.benchmarks.common import write_results
+from autosched.database import Database
+from autosched.measure.recording import Recording, ReplayRunner
+from autosched.registry import template_named
+from autosched.workloads import workload_from_key
+
+# matplotlib is imported inside functions: slow to import, and only a few functions need it; tune is imported
+# inside functions too: looked up at call time, as tests replace it on its module
 
 STRATEGIES = ("random", "evolutionary", "evolutionary-model")
 
 
 def curve(recording, strategy: str, seed: int, trials: int) -> list[float]:
     """Best median (us) after each trial."""
-    from autosched.database import Database
-    from autosched.measure.recording import ReplayRunner
-    from autosched.registry import template_named
     from autosched.tuner import tune
-    from autosched.workloads import workload_from_key
     w = workload_from_key(recording.workload_key)
     t = template_named(recording.template)
     best, out = float("inf"), []
@@ -47,7 +53,6 @@ _LOADED: dict = {}
 
 def _curve_of(path: str, strategy: str, seed: int, trials: int) -> list[float]:
     """curve() in a pool process, which loads each recording once."""
-    from autosched.measure.recording import Recording
     if path not in _LOADED:
         _LOADED[path] = Recording.load(path)
     return curve(_LOADED[path], strategy, seed, trials)
@@ -137,7 +142,6 @@ def plot(results: list[dict], out: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    from autosched.measure.recording import Recording
     p = argparse.ArgumentParser(description=__doc__.split("\n\n    python")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("recordings", nargs="+", help="recordings of whole spaces (.json.gz)")
@@ -154,7 +158,6 @@ def main(argv=None) -> int:
     if partial:
         p.error(f"these recordings do not hold their whole space, so their best is not the exhaustive "
                 f"optimum: {partial}")
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
         for r in recs:
@@ -162,7 +165,6 @@ def main(argv=None) -> int:
             results.append(study(r, seeds=tuple(range(args.seeds)), trial_fraction=args.trial_fraction,
                                  jobs=args.jobs,
                                  progress=lambda done, n, task=task: bar.update(task, completed=done, total=n)))
-    from autosched.benchmarks.common import write_results
     fracs = [r["strategies"]["evolutionary-model"]["median_fraction_within_5pct"] for r in results]
     med = float(np.median([f if f is not None else float("inf") for f in fracs]))
     summary = {"trials_fraction_within_5pct": med if np.isfinite(med) else None,

@@ -33,6 +33,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from autosched.benchmarks.common import git_commit
+from autosched.build import Builder
+from autosched.database import Database
+from autosched.measure.recording import ReplayRunner, load_shipped
+from autosched.search.transfer import rank_configs, recorded_samples, recordings_of
+from autosched.templates import GemvQ4F16Template
+from autosched.tuner import measure_configs, versions
+from autosched.workloads import GemvQ4F16, workload_from_key
+
+# fit, tune and GpuRunner are imported inside functions: looked up at call time, as tests replace them on
+# their modules
+
 # (N, K, where the shape comes from): GEMV shapes of public models that no shipped recording holds
 UNSEEN_SHAPES = (
     (6144, 4096, "Mistral-7B / Llama-3-8B qkv (32 heads, 8 kv)"),
@@ -55,7 +67,7 @@ def geomean(xs) -> float | None:
 def zero_trial(w, template, device, samples, configs: list[dict]) -> tuple[dict | None, float | None]:
     """(the config of `configs` the model of `samples` predicts fastest on `w`, its predicted us);
     (None, None) where the samples are too few to fit."""
-    from autosched.search.transfer import fit, rank_configs
+    from autosched.search.transfer import fit
     model = fit(samples, template, device, template.space(w, device))
     if model is None:
         return None, None
@@ -66,7 +78,6 @@ def zero_trial(w, template, device, samples, configs: list[dict]) -> tuple[dict 
 def tuned_best(w, template, runner, recordings, trials: int, seed: int = 0, builder=None) -> tuple[float | None, int]:
     """(best median us, trials run) of a model-guided search of `trials` configs from a fresh
     database (nothing of this shape known), learning from `recordings` of the other shapes."""
-    from autosched.database import Database
     from autosched.tuner import tune
     with tempfile.TemporaryDirectory() as d, Database(Path(d) / "db") as db:
         res = tune(w, template, runner, db, strategy="model", trials=trials, seed=seed, recordings=recordings,
@@ -79,8 +90,6 @@ def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIA
     """One shape's row.  others: Recordings of the other shapes (what is known); configs: where the
     zero-trial pick is chosen (a replay: the recorded ones; a GPU: the whole space); measure(cfg) ->
     us of one config (default: through `runner`)."""
-    from autosched.search.transfer import recorded_samples
-    from autosched.tuner import measure_configs
     device = runner.device_info
 
     def us(cfg):
@@ -115,8 +124,6 @@ def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIA
 
 def leave_one_out(recordings: list, template, trials=TRIALS, seed: int = 0, on_row=None) -> list[dict]:
     """A row per recording: held out, learned about from the others, replayed from its own."""
-    from autosched.measure.recording import ReplayRunner
-    from autosched.workloads import workload_from_key
     rows = []
     for held in recordings:
         w = workload_from_key(held.workload_key)
@@ -148,8 +155,6 @@ def summary(rows: list[dict], trials=TRIALS) -> dict:
 
 
 def _doc(benchmark: str, device, rows, trials, mode: dict) -> dict:
-    from autosched.benchmarks.common import git_commit
-    from autosched.tuner import versions
     return {"benchmark": benchmark, "device": device.name, "device_key": device.key,
             "date": datetime.date.today().isoformat(), "commit": git_commit(),
             "versions": versions(mode["runner"]), **mode, "trials": list(trials), "rows": rows,
@@ -158,8 +163,6 @@ def _doc(benchmark: str, device, rows, trials, mode: dict) -> dict:
 
 def run_replay(out_dir="bench/results", trials=TRIALS, seed: int = 0, on_row=None) -> Path:
     """Leave-one-shape-out over the shipped GEMV recordings on this CPU; writes the results JSON."""
-    from autosched.measure.recording import load_shipped
-    from autosched.templates import GemvQ4F16Template
     t = GemvQ4F16Template()
     recs = [r for _, r in load_shipped() if r.template == t.family]
     keys = {r.device.key for r in recs}
@@ -193,11 +196,7 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
     """The unseen shapes on this GPU: zero-trial, 32 and 512 trials, each over the whole space.
     merge: an earlier results file whose other shapes' rows join these."""
     from autosched.measure.gpu import GpuRunner
-    from autosched.search.transfer import recordings_of
-    from autosched.templates import GemvQ4F16Template
-    from autosched.workloads import GemvQ4F16
     t = GemvQ4F16Template()
-    from autosched.build import Builder
     rows = []
     # the GPU runner launches compiled binaries: without a builder every config fails unmeasured
     with GpuRunner() as runner, Builder() as builder:

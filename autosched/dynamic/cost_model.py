@@ -30,6 +30,8 @@ from autosched.dynamic.measurer import compile_report
 from autosched.dynamic.sketch import tile_of
 from autosched.templates.micro_kernels import micro_kernel
 
+# sklearn is imported inside functions: slow to import, and only a few functions need it
+
 
 def tiles(config: dict, M: int, N: int, family: str = "hgemm_dyn") -> int:
     bm, bn = tile_of(family, config)

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+# sklearn is imported inside functions: slow to import, and only a few functions need it
+
 
 def fit_tree(ms, labels, weights=None, max_leaf_nodes: int = 32, seed: int = 0):
     from sklearn.tree import DecisionTreeClassifier

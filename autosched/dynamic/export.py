@@ -20,6 +20,7 @@ import json
 import re
 from pathlib import Path
 
+from autosched.atomic import replacing
 from autosched.cuda_export import encode_map_call
 from autosched.device import STATIC_SMEM_LIMIT
 from autosched.dynamic.dispatch import c_dispatch_source
@@ -40,7 +41,6 @@ def artifact_path(db_path, key: str, device_key: str) -> Path:
 
 
 def save_result(result, db_path) -> Path:
-    from autosched.atomic import replacing
     p = artifact_path(db_path, result.workload.key, result.device_key)
     with replacing(p) as tmp:
         tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=True))
@@ -132,7 +132,6 @@ extern "C" cudaError_t {name}(const half* A, const half* B, half* C, int M, void
 #endif  // __CUDACC__
 """
     out = Path(out)
-    from autosched.atomic import replacing
     with replacing(out) as tmp:
         tmp.write_text(text)
     return out

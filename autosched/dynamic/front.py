@@ -15,6 +15,20 @@ from pathlib import Path
 
 from autosched import knobs
 from autosched.api import AutoschedError, _database
+from autosched.build import Builder
+from autosched.database import default_db_path
+from autosched.device import DeviceInfo, query
+from autosched.dynamic.export import export_cu, load_result, save_result
+from autosched.dynamic.synthetic import SyntheticRunner
+from autosched.dynamic.workload import DynamicWorkload
+from autosched.measure.gpu import NoGpu
+from autosched.measure.recording import load_shipped
+from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
+from autosched.templates.micro_kernels import default_families, dynamic_templates, refusal, switched_off
+from autosched.workloads.base import WorkloadError
+
+# gpu_count, GpuRunner and tune_dynamic are imported inside functions: looked up at call time, as tests
+# replace them on their modules
 
 DYNAMIC_RUNNERS = ("auto", "gpu", "synthetic")
 
@@ -23,8 +37,6 @@ def dynamic_workload(op: str, shape: str, m_range, instances=None, weights=None,
     """A workload whose M ranges over m_range ((lo, hi) or "lo:hi", in steps of `step`); `shape` is the
     family's with the symbol M first ("Mx4096x4096_bt"); instances (the Ms tuned on, wkl_insts) and
     weights (wkl_inst_weights) default to dynamic.default_instances and uniform."""
-    from autosched.dynamic.workload import DynamicWorkload
-    from autosched.workloads.base import WorkloadError
     try:
         return DynamicWorkload.parse(op, shape, m_range, instances, weights, step,
                                      options.pop("layout", None), options.pop("dtype", None))
@@ -45,18 +57,15 @@ def open_dynamic_runner(kind: str = "auto"):
                                  "dry run on modelled times")
         kind = "gpu"
     if kind == "gpu":
-        from autosched.measure.gpu import GpuRunner, NoGpu
+        from autosched.measure.gpu import GpuRunner
         try:
             return GpuRunner(), "measuring on the GPU"
         except NoGpu as e:
             raise AutoschedError(f"{e}: use runner 'synthetic' for a dry run") from e
-    from autosched.dynamic.synthetic import SyntheticRunner
-    from autosched.measure.recording import load_shipped
     shipped = load_shipped()
     if shipped:
         device = shipped[0][1].device
     else:
-        from autosched.device import DeviceInfo
         device = DeviceInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 1024, 2048, 65536, 65536, 49152, 232448,
                             233472, 52428800, 32, "unknown", "13.0")
     return SyntheticRunner(device), (f"[yellow]SYNTHETIC[/]: no GPU used; times are MODELLED for {device.name}, "
@@ -77,16 +86,12 @@ def tune_dynamic(dw, *, runner: str = "auto", db=None, rounds: int = 4, per_roun
     backend only; the .cu export launches every family for FP16 nt, hgemm_dyn's elsewhere).
     row_probe: also time each micro-kernel on one row of tiles over all of N (on by default: the
     small-M predictions it bounds were 31-39% too fast without it on an H100)."""
-    from autosched.build import Builder
-    from autosched.dynamic.export import save_result
     from autosched.dynamic.tune import tune_dynamic as run
     if not hasattr(dw, "instances"):
         raise AutoschedError(f"tune_dynamic takes a dynamic workload (autosched.dynamic_workload), got {dw!r}")
     for label, v in (("rounds", rounds), ("per_round", per_round), ("max_kernels", max_kernels)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise AutoschedError(f"{label} must be an integer >= 1, got {v!r}")
-    from autosched.templates.hgemm_wgmma import HgemmWgmmaDynTemplate
-    from autosched.templates.micro_kernels import default_families, dynamic_templates, refusal, switched_off
     known = dynamic_templates()
     if templates is not None:
         templates = [templates] if isinstance(templates, str) else list(templates)
@@ -134,7 +139,6 @@ def modelled_db(db) -> Path | str:
     """The database a synthetic run writes to, for the measured database `db` (a path, an open
     Database, or None: the default): synthetic/<its name> in its folder, so that no ranking, export
     or serving query ever meets a modelled time (its artifacts go to synthetic/dynamic/ likewise)."""
-    from autosched.database import default_db_path
     path = Path(getattr(db, "path", None) or db or default_db_path())
     return ":memory:" if str(path) == ":memory:" else path.parent / "synthetic" / path.name
 
@@ -142,9 +146,8 @@ def modelled_db(db) -> Path | str:
 def dynamic_dispatcher(dw, *, db=None, device=None):
     """The saved dispatcher of `dw` on `device` (default: this GPU, else the synthetic H100, whose
     results are the modelled ones of a synthetic run), or None."""
-    from autosched.dynamic.export import load_result
     if device is None:
-        from autosched.device import gpu_count, query
+        from autosched.device import gpu_count
         if not gpu_count():
             device, db = open_dynamic_runner("synthetic")[0].device_info, modelled_db(db)
         else:
@@ -156,10 +159,8 @@ def dynamic_dispatcher(dw, *, db=None, device=None):
 
 def export_dynamic(result, out: str | Path, device=None) -> Path:
     """The result's kernels and decision tree as one standalone .cu (export.export_cu)."""
-    from autosched.dynamic.export import export_cu
     if device is None:
         device = open_dynamic_runner("synthetic")[0].device_info if result.runner == "synthetic" else None
     if device is None:
-        from autosched.device import query
         device = query()
     return export_cu(result, out, device)

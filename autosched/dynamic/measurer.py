@@ -31,6 +31,7 @@ from __future__ import annotations
 from concurrent.futures import as_completed
 
 import dataclasses
+import time
 from dataclasses import dataclass
 
 from autosched.dynamic.sketch import tile_of
@@ -151,7 +152,6 @@ def measure_pairs(pairs, dw, runner, db=None, builder=None, versions=None, row_p
     another's probes instead of each template's stream waiting on its own first builds.
     `timeline` (a dict, optional) gets seconds from the call: first_build_s and last_build_s (the
     kernels' builds done), first_result_s and last_result_s (their probes' measurements back)."""
-    import time
     t0 = time.perf_counter()
     marks: dict = timeline if timeline is not None else {}
 

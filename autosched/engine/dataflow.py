@@ -18,6 +18,8 @@ from autosched.layouts import interleave_k
 from autosched.runtime import ptr
 from autosched.templates import dataflow as df
 
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
+
 MATS = ("qkv", "o", "gate_up", "down")
 
 

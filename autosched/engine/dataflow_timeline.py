@@ -14,7 +14,14 @@ import json
 
 import numpy as np
 
+from autosched.api import load_model
+from autosched.build import Builder
+from autosched.engine.dataflow import DataflowStep
+from autosched.engine.engine import Engine
+from autosched.runtime import ptr
 from autosched.templates.dataflow import phase_names
+
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
 
 KINDS = ("embed", "qkv", "attn", "o", "gate_up", "down", "cls")
 
@@ -45,9 +52,6 @@ def measure(eng, builder, steps: int = 8) -> dict:
     """The engine's dataflow step rebuilt with the timeline, `steps` steps after a short prompt;
     the reduction of each, and their medians.  The engine's own kernel is served again after."""
     import torch
-
-    from autosched.engine.dataflow import DataflowStep
-    from autosched.runtime import ptr
     if eng.flow is None:
         raise ValueError("the engine has no dataflow step (Engine(..., step='dataflow' or 'auto'))")
     flow, served = eng.flow, eng.flow_served
@@ -92,9 +96,6 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--json", default=None, help="also write the table as JSON here")
     args = ap.parse_args(argv)
-    from autosched.api import load_model
-    from autosched.build import Builder
-    from autosched.engine.engine import Engine
     cfg, weights, _ = load_model(args.model)
     with Builder() as b:
         eng = Engine(cfg, weights, args.format, builder=b, step="dataflow", batched_prefill=False, verify=1)

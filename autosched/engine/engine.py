@@ -50,16 +50,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from autosched.engine.matmul import Matmul
+from autosched.build import Builder
+from autosched.database import default_db_path
+from autosched.device import query
+from autosched.engine.matmul import TUNED_FORMATS, Matmul, blocks_pair_rows, tuned_workload
 from autosched.engine.prefill import PREFILL_FORMATS, STEPWISE_UP_TO, BatchedPrefill
 from autosched.engine.shapes import EPILOGUE, matmul_shapes
 from autosched.engine.step_tuning import StepTuning
-from autosched.selection import untuned
+from autosched.engine.verify import fastest_in_graph
+from autosched.selection import default_candidate, untuned
 from autosched.launch import LoadedKernel
 from autosched.runtime import pdl_supported, ptr
 from autosched.engine.weights import as_torch, check_format, step_matrices
 from autosched.models.llama2c import LlamaConfig
+from autosched.models.rope import inv_freq
 from autosched.templates import decode as dk
+from autosched.templates.dataflow import refusal
+from autosched.templates.epilogue import pairs_rows
+from autosched.tune_command import command
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them; rank is imported inside functions too: looked up at call time, as tests replace it on its module
 
 
 
@@ -96,9 +107,7 @@ def gemv_candidates(cfg: LlamaConfig, info, db, verify: int, fmt: str = "q4f16_1
     """name -> [Candidate] of each matmul of a tuned format (q4f16_1, fp16): the `verify` best
     measured configs, ranked (the predicted or default config where none was measured).  gate_up
     takes only configs whose blocks own an even number of rows (its epilogue pairs gate and up)."""
-    from autosched.engine.matmul import blocks_pair_rows, tuned_workload
-    from autosched.selection import default_candidate, rank
-    from autosched.templates.epilogue import pairs_rows
+    from autosched.selection import rank
     out = {}
     for name, (n, k) in matmul_shapes(cfg).items():
         w, want = tuned_workload(fmt, n, k), max(1, verify)
@@ -114,7 +123,6 @@ def served_gemv_choices(cfg: LlamaConfig, info, builder, candidates: dict, pdl: 
                         fmt: str = "q4f16_1") -> dict:
     """name -> (Candidate, [(Candidate, graph us)]) of each tuned matmul: its only candidate, or the
     fastest of its candidates in a CUDA graph (engine/verify.py)."""
-    from autosched.engine.verify import fastest_in_graph
     shapes = matmul_shapes(cfg)
     return {name: (fastest_in_graph(name, *shapes[name], cs, info, builder, pdl=pdl, fmt=fmt) if len(cs) > 1
                    else (cs[0], []))
@@ -131,8 +139,6 @@ def rope_table(cfg: LlamaConfig, device):
     frequencies where the config has rope_scaling: models/rope.py), in float32 the way transformers
     computes them (inverse frequencies first, then one float32 product)."""
     import torch
-
-    from autosched.models.rope import inv_freq
     inv = inv_freq(cfg, torch)
     ang = torch.arange(cfg.seq_len, dtype=torch.int64).float()[:, None] * inv[None, :]
     return torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous().to(device)
@@ -148,8 +154,6 @@ class Engine(StepTuning):
                  prefill_backend: str = "auto", step: str = "auto", descent: bool = True):
         import torch
         from cuda.core import Device
-
-        from autosched.device import query
         self.cfg, self.fmt = cfg, check_format(fmt)
         if step not in STEPS:
             raise ValueError(f"step={step!r}: choose from {', '.join(STEPS)}")
@@ -161,7 +165,6 @@ class Engine(StepTuning):
         self.descent_moves = []          # the moves it made (engine/descent.py Move), when it ran here
         self.dev = torch.device("cuda", device_id)
         self.info = query(device_id)
-        from autosched.templates.dataflow import refusal
         self.flow_refusal = refusal(cfg, self.fmt, arch=self.info.arch)
         if step == "dataflow" and self.flow_refusal:
             raise ValueError(self.flow_refusal)
@@ -180,7 +183,6 @@ class Engine(StepTuning):
         self.budget_choices: tuple[int, ...] = PREFETCH_BUDGETS[:1]
         own_builder = builder is None
         if own_builder:
-            from autosched.build import Builder
             builder = Builder()
         try:
             self._build(weights, builder, db, progress, splits, verify, reverify, batched_prefill)
@@ -208,7 +210,6 @@ class Engine(StepTuning):
         # q4f16_1 and fp16: per shape, the fastest in a graph of the `verify` best measured configs,
         # unless the database holds this engine's step verification: then its winners, timed no
         # more (an engine that serves only the dataflow step launches no matmul kernel: rank's first)
-        from autosched.engine.matmul import TUNED_FORMATS
         only_flow = self.step_mode == "dataflow"
         self.candidates = (gemv_candidates(c, self.info, db, verify if not only_flow else 1, self.fmt)
                            if self.fmt in TUNED_FORMATS else {})
@@ -238,7 +239,6 @@ class Engine(StepTuning):
         # the batched prefill's kernels and GEMM micro-kernels (engine/prefill.py), where the format has it
         self.prefiller = None
         if batched_prefill and self.fmt in PREFILL_FORMATS:
-            from autosched.database import default_db_path
             self.prefiller = BatchedPrefill(c, self.fmt, self.info, db.path if db is not None else default_db_path(),
                                            backend=self.prefill_backend)
         pre = self.prefiller.all_specs() if self.prefiller else []
@@ -488,7 +488,6 @@ def untuned_note(untuned: list[str], model: str | None, fmt: str) -> str:
     """What to tell a user whose engine serves untuned shapes, with the command that tunes them."""
     if not untuned:
         return ""
-    from autosched.tune_command import command
     return (f"untuned on this GPU ({fmt}): {', '.join(untuned)} (a predicted or default config); tune them with "
             f"`{command(model or 'MODEL', [fmt])}`")
 

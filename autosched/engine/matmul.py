@@ -23,10 +23,15 @@ from autosched.engine.weights import quantize_int8, quantize_q4f16_1
 from autosched.launch import LoadedKernel
 from autosched.runtime import ptr
 from autosched.registry import templates_for
+from autosched.selection import Candidate
 from autosched.templates.decode import gemv_dense_spec
 from autosched.templates.epilogue import epilogue_id
-from autosched.templates.gemv_q4f16 import fused_spec
+from autosched.templates.gemv_dense import GemvDenseTemplate, blocks_pair_rows as dense, engine_spec
+from autosched.templates.gemv_q4f16 import blocks_pair_rows as q4, fused_spec
 from autosched.workloads import GemvDense, GemvQ4F16
+
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it; rank is
+# imported inside functions too: looked up at call time, as tests replace it on its module
 
 # the epilogue arguments of a "store" matmul: no residual, no sums
 NO_EPILOGUE = (np.uint64(0), np.uint64(0), np.uint64(0), np.int32(0), np.float32(0))
@@ -44,9 +49,7 @@ def tuned_workload(fmt: str, n: int, k: int):
 def blocks_pair_rows(workload, config: dict) -> bool:
     """Does `config` give every block of `workload`'s GEMV whole (gate, up) row pairs?"""
     if isinstance(workload, GemvDense):
-        from autosched.templates.gemv_dense import blocks_pair_rows as dense
         return dense(workload, config)
-    from autosched.templates.gemv_q4f16 import blocks_pair_rows as q4
     return q4(workload, config)
 
 
@@ -77,13 +80,12 @@ class Matmul:
         if fmt in TUNED_FORMATS:
             if act != "half" or out != "half":
                 raise ValueError(f"the {fmt} GEMV reads and writes fp16")
-            from autosched.selection import Candidate, rank
+            from autosched.selection import rank
             self.workload = tuned_workload(fmt, n, k)
             self.choice = (choice if choice is not None
                            else Candidate(templates_for(self.workload)[0].family, config, "given") if config is not None
                            else rank(self.workload, device_info, db)[0])
             if fmt == "fp16":      # the tuned config is of the plain GEMV; an epilogue takes its warps and unroll
-                from autosched.templates.gemv_dense import GemvDenseTemplate, engine_spec
                 cfg = GemvDenseTemplate().space(self.workload, device_info).validate(self.choice.config)
                 self.spec = engine_spec(n, k, cfg, device_info.arch, epilogue=epilogue)
             elif epilogue == "store":

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from autosched.engine.matmul import tuned_workload
 from autosched.engine.shapes import EPILOGUE, matmul_shapes
 from autosched.models.llama2c import LlamaConfig
 from autosched.models.quantize import FORMATS
+from autosched.search.transfer import scale_for
 
 _BYTES_PER_WEIGHT = {"fp32": 4.0, "fp16": 2.0, "int8": 1.0}
 _BW_B_PER_US, _LAUNCH_US = 3e6, 3.0       # the nominal rates of search/transfer.scale_for
@@ -69,7 +71,6 @@ class Plan:
 
 def matmul_workload(fmt: str, n: int, k: int):
     """(the workload a matmul of this format and shape is tuned as, or None; why not)."""
-    from autosched.engine.matmul import tuned_workload
     w = tuned_workload(fmt, n, k)
     if w is not None:
         return w, ""
@@ -90,7 +91,6 @@ def step_kernels(cfg: LlamaConfig, fmt: str) -> list[Kernel]:
         launches = 1 if name == "cls" else cfg.n_layers
         w, why = matmul_workload(fmt, n, k)
         if w is not None:
-            from autosched.search.transfer import scale_for
             us = scale_for(w.name)(w.params)
         else:
             us = _bytes_us(n * k * _BYTES_PER_WEIGHT[fmt] + act * (n + k))

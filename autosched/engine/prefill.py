@@ -45,7 +45,12 @@ import numpy as np
 
 from autosched.engine.shapes import matmul_shapes
 from autosched.knobs import env_switch
+from autosched.launch import LoadedKernel
+from autosched.ops.hgemm import HgemmDispatch
+from autosched.runtime import ptr
 from autosched.templates import prefill as pk
+
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
 
 PREFILL_FORMATS = ("fp16", "int8", "q4f16_1")
 # Prompts up to this many tokens go stepwise under mode="auto" (estimates for the 7B model on an H100,
@@ -120,7 +125,6 @@ class BatchedPrefill:
     def __init__(self, cfg, fmt: str, device, db_path=None, results: dict | None = None, backend: str = "auto"):
         """results: optional name -> DynamicResult to serve instead of the artifacts found beside
         the database at db_path.  backend: the GEMMs' ("auto", "wgmma", "mma": ops.hgemm)."""
-        from autosched.ops.hgemm import HgemmDispatch
         if fmt not in PREFILL_FORMATS:
             raise ValueError(f"batched prefill serves {', '.join(PREFILL_FORMATS)}, not {fmt}")
         self.cfg, self.fmt, self.device = cfg, fmt, device
@@ -180,14 +184,12 @@ class BatchedPrefill:
 
     # -- device side --------------------------------------------------------------------------
     def load(self, builder) -> None:
-        from autosched.launch import LoadedKernel
         self.k = {name: LoadedKernel(spec, builder) for name, spec in self.specs.items()}
         for g in self.gemm.values():
             g.load(builder)
 
     def _matmul(self, eng, name: str, layer: int, a, out, M: int, w16, stream) -> None:
         """out (M, N) = a (M, K) . W^T for the engine's matrix `name` of `layer` (dequantized first)."""
-        from autosched.runtime import ptr
         mm = eng.mm[name]
         p = mm.layers[layer]
         i32 = np.int32
@@ -209,8 +211,6 @@ class BatchedPrefill:
         """Feed `tokens` at positions pos0.. of engine `eng` (its KV cache, weights, rope table and
         argmax state); returns the fp16 logits, (T or 1, vocab)."""
         import torch
-
-        from autosched.runtime import ptr
         c, k = self.cfg, self.k
         T = len(tokens)
         i32, f32 = np.int32, np.float32

@@ -17,8 +17,17 @@ import warnings
 
 import numpy as np
 
-from autosched.engine.matmul import Matmul, with_prefetch_budget
+from autosched.engine.dataflow import DataflowStep
+from autosched.engine.descent import descend
+from autosched.engine.matmul import Matmul, blocks_pair_rows, with_prefetch_budget
 from autosched.engine.shapes import EPILOGUE, matmul_shapes
+from autosched.measure.protocol import time_runs
+from autosched.selection import Candidate, Timing, fastest, pick
+from autosched.templates.dataflow import choices, source_digest
+from autosched.templates.epilogue import pairs_rows
+
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it; templates_for
+# is imported inside functions too: looked up at call time, as tests replace it on its module
 
 # how a candidate timed in the step is named in its winner's source
 IN_STEP, STEP_US = "in the decode step", "{:.0f} us a step"
@@ -88,7 +97,6 @@ class StepTuning:
     def _step_winner(self, name: str, us: list, stored: float):
         """The fastest of matmul `name`'s candidates by `us` (a step each, as the database stored
         them at `stored`), its source saying so and when."""
-        from autosched.selection import Timing, pick
         when = f", stored {datetime.date.fromtimestamp(stored).isoformat()}"
         return pick([Timing(c, u) for c, u in zip(self.candidates[name], us)], what=IN_STEP,
                     shown=STEP_US + when)
@@ -103,7 +111,6 @@ class StepTuning:
         them there (see _build) serves the stored winners from the start and times nothing.  A
         candidate that fails to build or run is skipped (its time None) and nothing is stored, so
         the next engine times again; where all fail, the one in place stays."""
-        from autosched.selection import fastest
         todo, timing = self._verified(), self._step_timing()
         if not todo or timing is None:
             return {}
@@ -168,11 +175,7 @@ class StepTuning:
     def _descend(self, weights, builder, steps: int, reps: int, progress=None) -> list:
         """engine/descent.py over the tuned matmuls, largest first, from the configs the
         verification served: each move served (its weights packed) with its source saying so."""
-        from autosched.engine.descent import descend
-        from autosched.engine.matmul import blocks_pair_rows
         from autosched.registry import templates_for
-        from autosched.selection import Candidate
-        from autosched.templates.epilogue import pairs_rows
         names = sorted(self.candidates, key=lambda nm: -int(np.prod(matmul_shapes(self.cfg)[nm])))
         task = progress.add_task("walking GEMV configs one knob at a time in the step", total=None) if progress else None
 
@@ -248,7 +251,6 @@ class StepTuning:
 
     def _step_us(self, steps: int, reps: int) -> float:
         """Median microseconds a step of `steps` greedy graph replays, from a fresh context."""
-        from autosched.measure.protocol import time_runs
         self._graph = None
         self.reset()
         self.step(1)
@@ -259,7 +261,6 @@ class StepTuning:
     def _flow_key(self) -> str:
         """Where the step choice is stored: the per-kernel verification's fields (its configs), the
         dataflow step's choices and its source."""
-        from autosched.templates.dataflow import choices, source_digest
         return self._key("decode step choice", dataflow=[k.label() for k in choices(self.cfg, self.fmt)],
                          dataflow_source=source_digest(), step=self.step_mode)
 
@@ -267,7 +268,6 @@ class StepTuning:
         """Build the dataflow step, time each of its knobs (and, for step="auto", the per-kernel
         step as verified) in this engine's own step, and serve the fastest.  The times go to `db`;
         an engine that finds them there serves the stored winner without timing."""
-        from autosched.engine.dataflow import DataflowStep
         timing = self._step_timing()
         stored = db.verification(self._flow_key()) if db is not None and timing is not None else None
         if stored is not None:
@@ -343,7 +343,6 @@ class StepTuning:
 def descended(prior, config: dict, change: str, from_us: float, us: float, when: str = ""):
     """The Candidate a step descent moved to from `prior` (engine/descent.py), its source saying so
     (and when it was stored, for one read back from the database)."""
-    from autosched.selection import Candidate
     stored = f", stored {when}" if when else ""
     return Candidate(prior.template, config, f"{prior.source}; then one knob at a time in the decode step: "
                                              f"{change} ({us:.0f} us a step against {from_us:.0f}{stored})",

@@ -11,8 +11,12 @@ fastest.
 
 from __future__ import annotations
 
+from autosched.engine.matmul import Matmul
 from autosched.measure.protocol import time_graph
 from autosched.selection import fastest
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them
 
 
 def matmul_graph_us(matmul, copies: int, count: int) -> float:
@@ -32,8 +36,6 @@ def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, buil
     packed per config (a config's weight layout is part of it) and copied to more bytes than the L2
     holds."""
     import torch
-
-    from autosched.engine.matmul import Matmul
     g = torch.Generator(device="cuda").manual_seed(seed)
     w = torch.randn((n, k), device="cuda", generator=g)
     cands = [Matmul(name, fmt, n, k, "half", "half", device_info, config=c.config, pdl=pdl) for c in choices]

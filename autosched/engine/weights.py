@@ -17,6 +17,8 @@ from autosched.workloads.gemv_q4f16 import GROUP
 
 from autosched.models.quantize import FORMATS  # noqa: E402  (one list of weight formats)
 
+# torch is imported inside functions: optional / slow to import, a CPU install runs without it
+
 
 def check_format(fmt: str) -> str:
     if fmt not in FORMATS:

@@ -7,16 +7,21 @@ can fork a build pool or die without leaving a context behind.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
 from autosched.device import DeviceInfo
+from autosched.identity import build_id
 from autosched.measure.protocol import Protocol
 from autosched.measure.result import Measurement, Status
 from autosched.measure.runner import Runner
 from autosched.measure.worker import worker_main
+
+# gpu_count is imported inside functions: looked up at call time, as tests replace it on its module
 
 
 class NoGpu(RuntimeError):
@@ -151,7 +156,6 @@ def _start_slots(ids: list[int], protocol: Protocol, start_timeout: float) -> li
     """A worker on each GPU, all starting at once (each spends a second or two importing and making
     its context: on 8 GPUs one after another that was the first quarter minute of every run).  If
     any fails, the others are stopped and the first error is raised."""
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(len(ids)) as ex:
         futures = [ex.submit(_Slot, i, protocol, start_timeout) for i in ids]
     failed = [f.exception() for f in futures if f.exception() is not None]
@@ -199,7 +203,6 @@ class GpuRunner(Runner):
         self.prepare_timeout_s = prepare_timeout_s
         bad = [i for i in ids if not 0 <= i < n_gpus]
         if bad:
-            import os
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             raise ValueError(f"no GPU {', '.join(map(str, bad))} here: this process sees GPUs 0..{n_gpus - 1}"
                              + (f" (CUDA_VISIBLE_DEVICES={visible} shows {n_gpus}, numbered from 0)"
@@ -230,7 +233,6 @@ class GpuRunner(Runner):
 
     def build_id(self, template) -> str:
         """The build every measurement of this runner is of: the local kernel source and NVRTC."""
-        from autosched.identity import build_id
         return build_id(template)
 
     def measure(self, spec, binary) -> Measurement:

@@ -19,6 +19,9 @@ import numpy as np
 from autosched.measure.result import summarize
 from autosched.runtime import check
 
+# torch, cuda.bindings and cuda.core are imported inside functions: optional / slow to import, a CPU install
+# runs without them
+
 
 @dataclass(frozen=True)
 class Protocol:

@@ -39,15 +39,22 @@ import ray; creating a RayRunner without it raises `RayMissing` saying what to i
 from __future__ import annotations
 
 import collections
+import os
+import socket
 import time
 import warnings
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from autosched.device import DeviceInfo
+from autosched.identity import build_id
 from autosched.measure.protocol import Protocol
+from autosched.measure.recording import ReplayRunner
 from autosched.measure.result import Measurement, Status
 from autosched.measure.runner import Runner
+
+# ray is imported inside functions: optional / slow to import, a CPU install runs without it; GpuRunner is
+# imported inside functions too: looked up at call time, as tests replace it on its module
 
 INSTALL_HINT = "pip install 'autosched[cluster]' (or pip install 'ray>=2.9')"
 
@@ -93,7 +100,6 @@ class _Measurer:
                  timeout_s: float = 60.0, screen: float | None = None):
         self.delay_s = delay_s
         if mode == "replay":
-            from autosched.measure.recording import ReplayRunner
             self.runner = ReplayRunner(recordings)
         else:
             from autosched.measure.gpu import GpuRunner
@@ -101,9 +107,6 @@ class _Measurer:
             self.runner = GpuRunner([0], protocol or Protocol(), timeout_s=timeout_s, screen=screen)
 
     def info(self) -> tuple:
-        import os
-        import socket
-
         import ray
         return self.runner.device_info, ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid()
 
@@ -174,7 +177,6 @@ class RayRunner(Runner):
     def _start(self, resources, recordings, actors, measure_delay_s, protocol, timeout_s, start_timeout_s):
         ray, address, screen = self._ray, self.address, self.screen
         if recordings is not None:
-            from autosched.measure.recording import ReplayRunner
             self._local = ReplayRunner(recordings)   # answers covers/build_id without a round trip
             self.mode, self.name = "replay", "ray-replay"
             self.needs_binary, self.partial = False, True
@@ -219,7 +221,6 @@ class RayRunner(Runner):
     def build_id(self, template) -> str:
         if self._local is not None:
             return self._local.build_id(template)
-        from autosched.identity import build_id
         return build_id(template)      # the driver builds, with its own sources and NVRTC
 
     def covers(self, workload_key, template, config) -> bool:

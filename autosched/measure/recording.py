@@ -38,7 +38,9 @@ from pathlib import Path
 from typing import Iterable
 
 from autosched import knobs
+from autosched.atomic import replacing
 from autosched.device import DeviceInfo
+from autosched.identity import build_id
 from autosched.measure.result import Measurement, Status
 from autosched.measure.runner import Runner
 from autosched.space import config_hash
@@ -117,7 +119,6 @@ class Recording:
                "protocol": self.protocol, "versions": self.versions, "date": self.date,
                "space_size": self.space_size, "knobs": self.knobs, "columns": list(COLUMNS),
                "rows": rows, "errors": errors, "build": self.build}
-        from autosched.atomic import replacing
         with replacing(path) as tmp, gzip.open(tmp, "wt") as f:
             json.dump(doc, f, separators=(",", ":"))
 
@@ -239,7 +240,6 @@ def recording_from_db(db, workload, template, device: DeviceInfo, protocol: dict
     that build (configs no longer in the template's space are left out).  `build` defaults to
     the local build, the one the GPU runner measures."""
     if build is None:
-        from autosched.identity import build_id
         build = build_id(template)
     space = template.space(workload, device)
     rec = Recording(workload.key, template.family, device, space.names, protocol, versions, date, space.size(),

@@ -26,7 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from autosched import knobs
+from autosched.build import BuildCache
+from autosched.runtime import check, launch_config, load_kernel, ptr, to_device
 from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
+from autosched.workloads.sgemm import Sgemm
+
+# cuda.bindings and cuda.core are imported inside functions: optional / slow to import, a CPU install runs
+# without them
 
 TILE = 64           # kernels/reference_gemm.cuh: outputs a block along each side
 SIDE = 16           # its threads along each side
@@ -57,8 +63,6 @@ def host_reference_forced() -> bool:
 
 def load_utility(spec):
     """A kernel of this module, built in this process through the default build cache."""
-    from autosched.build import BuildCache
-    from autosched.runtime import load_kernel
     return load_kernel(spec, BuildCache().build(spec))      # a failed build raises, naming the kernel
 
 
@@ -81,8 +85,6 @@ class GpuProducts:
     def __call__(self, a32: np.ndarray, bt32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from cuda.bindings import driver
         from cuda.core import launch
-
-        from autosched.runtime import check, launch_config, ptr, to_device
         (M, K), (N, K2) = a32.shape, bt32.shape
         if K != K2:
             raise ValueError(f"inner dimensions differ: A is {a32.shape}, B^T is {bt32.shape}")
@@ -146,7 +148,6 @@ class GpuChecker:
 
     def upload(self, arr: np.ndarray):
         """A device copy of a float64 array (a strided view is made contiguous first)."""
-        from autosched.runtime import to_device
         return to_device(self.device, self.stream, arr.astype(np.float64, copy=False))
 
     def __call__(self, out_buf, out_dtype, n: int, ref_buf, bound_buf, cols: int | None = None, ld: int | None = None):
@@ -159,9 +160,6 @@ class GpuChecker:
             raise ValueError(f"check of {n} outputs: {cols} columns, row stride {ld}")
         from cuda.bindings import driver
         from cuda.core import launch
-
-        from autosched.runtime import check, launch_config, ptr
-        from autosched.workloads.sgemm import Sgemm
         kind = CHECK_KINDS[np.dtype(out_dtype)]
         spec = check_spec(kind, n, self.sm_count, self.arch)
         if kind not in self._kernels:

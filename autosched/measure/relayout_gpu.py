@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from autosched.measure.reference_gpu import load_utility
+from autosched.runtime import launch_config, ptr
 from autosched.templates.base import ArgSpec, KernelSpec, kernel_source
+
+# cuda.core is imported inside functions: optional / slow to import, a CPU install runs without it
 
 THREADS = 256
 NIBBLES = {"natural": 0, "k": 1, "rows": 2}
@@ -67,9 +71,6 @@ class GpuRelayout:
 
     def __call__(self, layout: str, params: dict, natural_buf, shape: tuple[int, int], itemsize: int):
         from cuda.core import launch
-
-        from autosched.measure.reference_gpu import load_utility
-        from autosched.runtime import launch_config, ptr
         spec = relayout_spec(layout, params, shape, self.sm_count, self.arch)
         kernel = self._kernels.get(spec.name_expression)
         if kernel is None:

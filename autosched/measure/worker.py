@@ -19,6 +19,7 @@ before and after timing.
 
 from __future__ import annotations
 
+import cProfile
 import os
 import secrets
 import time
@@ -28,15 +29,19 @@ import numpy as np
 
 from autosched import layouts
 from autosched import knobs
-from autosched.device import STATIC_SMEM_LIMIT
+from autosched.device import STATIC_SMEM_LIMIT, query
 from autosched.measure.protocol import Protocol, Timer
-from autosched.measure.reference_gpu import CHECK_KINDS
+from autosched.measure.reference_gpu import CHECK_KINDS, GpuChecker, GpuProducts, host_products, host_reference_forced
+from autosched.measure.relayout_gpu import GpuRelayout
 from autosched.measure.result import Measurement, Status, summarize
 from autosched.measure.row_family import RowFamily
 from autosched.runtime import (TensorMapArg, allow_dynamic_smem, check, encode_tensormap, launch,
                                launch_config, load_kernel, ptr, scalar, to_device)
 from autosched.templates.base import ArgSpec
 from autosched.workloads import workload_from_key
+
+# cuda.bindings and cuda.core are imported inside functions: optional / slow to import, a CPU install runs
+# without them
 
 
 class _FamilyMirror:
@@ -182,16 +187,13 @@ class Worker:
         self.timer = Timer(self.device, self.stream, protocol)
         self.states: dict[str, _WorkloadState] = {}
         self.families: dict[str, RowFamily] = {}      # by key, least recently used first
-        from autosched.device import query
         self.info = query(device_id)
         # a row family's float64 products on this GPU (seconds on the host at thousands of rows)
         # and the checks too (tens of milliseconds each on the host at millions of outputs)
-        from autosched.measure.reference_gpu import GpuChecker, GpuProducts, host_products, host_reference_forced
         host = host_reference_forced()
         self.products = host_products if host else GpuProducts(self.device, self.stream, self.info.arch)
         self.checker = None if host else GpuChecker(self.device, self.stream, self.info.sm_count, self.info.arch)
         # the q4 weight layouts too (relayout_gpu.py): every GPU of a host packed each one on the host
-        from autosched.measure.relayout_gpu import GpuRelayout
         self.relayout = None if host else GpuRelayout(self.device, self.stream, self.info.sm_count, self.info.arch)
         self.mirror: _FamilyMirror | None = None       # the row family in use, on the GPU (checked there)
 
@@ -363,7 +365,6 @@ def worker_main(device_id: int, conn, protocol: Protocol) -> None:
     prof_dir = knobs.WORKER_PROFILE.get()
     if not prof_dir:
         return _serve(device_id, conn, protocol)
-    import cProfile
     prof = cProfile.Profile()
     try:
         prof.runcall(_serve, device_id, conn, protocol)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from autosched.models.llama2c import LlamaConfig
+from autosched.models.rope import inv_freq
 
 
 def rmsnorm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
@@ -34,7 +35,6 @@ class ReferenceDecoder:
         self.cfg = cfg
         self.w = {k: np.asarray(v, dtype=dtype) for k, v in weights.items()}
         self.dtype = dtype
-        from autosched.models.rope import inv_freq
         self.freq = inv_freq(cfg)
         self.reset()
 

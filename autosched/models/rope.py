@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class RopeScaling:
@@ -40,7 +42,6 @@ def inv_freq(cfg, xp=None):
     the kernels keep)."""
     hs = cfg.head_size
     if xp is None:
-        import numpy as np
         inv = cfg.rope_theta ** (-np.arange(0, hs, 2, dtype=np.float64) / hs)
         where, pi = np.where, math.pi
     else:

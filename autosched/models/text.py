@@ -13,6 +13,8 @@ from pathlib import Path
 
 from autosched.models.llama2c import Tokenizer
 
+# transformers is imported inside functions: optional / slow to import, a CPU install runs without it
+
 BOS = 1
 
 

@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from autosched import layouts
+from autosched.build import Builder
+from autosched.device import query
+from autosched.launch import LoadedKernel
 from autosched.registry import template_named
+from autosched.runtime import ptr
 from autosched.selection import rank
 from autosched.workloads import GemvQ4F16
+
+# torch and cuda.core are imported inside functions: optional / slow to import, a CPU install runs without
+# them
 
 
 class Q4Linear:
@@ -22,10 +30,6 @@ class Q4Linear:
     def __init__(self, a_q, a_scale, *, db=None, builder=None, device_id: int = 0):
         import torch
         from cuda.core import Device
-
-        from autosched import layouts
-        from autosched.build import Builder
-        from autosched.device import query
         a_q = a_q.cpu().numpy() if hasattr(a_q, "cpu") else np.asarray(a_q)
         a_scale = a_scale.cpu().numpy() if hasattr(a_scale, "cpu") else np.asarray(a_scale)
         self.workload = GemvQ4F16(a_q.shape[0], a_q.shape[1] * 8)
@@ -35,7 +39,6 @@ class Q4Linear:
         Device(device_id).set_current()
         self.choice = rank(self.workload, self.device_info, db)[0]
         self.spec = template_named(self.choice.template).render(self.workload, self.choice.config, self.device_info)
-        from autosched.launch import LoadedKernel
         if builder is None:
             with Builder(workers=1) as b:
                 self._kernel = LoadedKernel(self.spec, b)
@@ -49,8 +52,6 @@ class Q4Linear:
     def __call__(self, v, out=None):
         import torch
         from cuda.core import Stream
-
-        from autosched.runtime import ptr
         K, N = self.workload.K, self.workload.N
         if v.dtype != torch.float16 or v.numel() != K or not v.is_cuda or not v.is_contiguous():
             raise ValueError(f"v must be a contiguous CUDA float16 tensor of {K} elements, got "

@@ -50,18 +50,27 @@ from __future__ import annotations
 
 import bisect
 import json
+import time
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from autosched import knobs
+from autosched.build import Builder
+from autosched.database import default_db_path
+from autosched.device import query
 from autosched.dynamic.export import artifact_path
 from autosched.dynamic.tune import DynamicResult
+from autosched.launch import LoadedKernel
+from autosched.runtime import TensorMapArg, check, encode_tensormap, ptr
 from autosched.templates.hgemm_wgmma import HgemmWgmmaTemplate
 from autosched.templates.hgemm_wgmma_splitk import dynamic_workspace
 from autosched.templates.micro_kernels import counter_region, dynamic_templates, not_served, switched_off
 from autosched.workloads import Hgemm
+
+# torch, cuda.bindings and cuda.core are imported inside functions: optional / slow to import, a CPU install
+# runs without them
 
 BACKENDS = ("auto", "wgmma", "mma")
 BACKEND_FAMILY = {"wgmma": "hgemm_wgmma", "mma": "hgemm_dyn"}      # the template whose ladder each serves
@@ -121,7 +130,6 @@ class TensorMapCache:
     def get(self, key, params, address: int):
         """The map `key`; on a miss, `params()` gives the ArgSpec params of the map over the buffer
         at `address`."""
-        from autosched.runtime import TensorMapArg
         hit = self.maps.get(key)
         if hit is not None:
             return hit
@@ -130,7 +138,7 @@ class TensorMapCache:
                 self.maps.popitem(last=False)
         encode = self._encode
         if encode is None:
-            from autosched.runtime import encode_tensormap as encode
+            encode = encode_tensormap
         arg = self.maps[key] = TensorMapArg(encode(params(), int(address)))
         self.encodes += 1
         return arg
@@ -181,8 +189,6 @@ def _ws_allocate(nbytes: int, stream):
 
 def _ws_zero(address: int, nbytes: int, stream) -> None:
     from cuda.bindings import driver
-
-    from autosched.runtime import check
     check(driver.cuMemsetD8Async(address, 0, nbytes, int(stream.handle)))
 
 
@@ -344,7 +350,6 @@ class HgemmDispatch:
         return dynamic_workspace(M, self.N, bm, bn, self.configs[i]["split_k"], self.counter_region)
 
     def load(self, builder) -> None:
-        from autosched.launch import LoadedKernel
         specs = self.specs()
         # __call__ passes the workspace of split-K and stream kernels (WorkspaceCache); no other kernel may want one
         scratch = [s.name_expression for s, f in zip(specs, self.families)
@@ -359,7 +364,6 @@ class HgemmDispatch:
 
     def __call__(self, stream, x, w, y, M: int) -> None:
         """y (M, N) = x (M, K) . w (N, K)^T: device pointers (or tensors), row-major."""
-        from autosched.runtime import ptr
         if self._kernels is None:
             raise RuntimeError("HgemmDispatch.load(builder) first")
         i = self.index(M)
@@ -392,7 +396,6 @@ class HgemmDispatch:
 def host_overhead_us(g: HgemmDispatch, stream, x, w, y, Ms, reps: int = 200) -> float:
     """Mean host time of one g(...) call over `Ms` (cycled), after one warm call each (the maps
     encoded): what a launch costs the CPU beyond cuda.core's launch itself."""
-    import time
     for M in Ms:
         g(stream, x, w, y, M)
     t0 = time.perf_counter()
@@ -410,8 +413,6 @@ def linear(x, w, out=None, *, db_path=None, backend: str = "auto"):
     on first use, then kept."""
     import torch
     from cuda.core import Device, Stream
-
-    from autosched.device import query
     dtypes = {torch.float16: "fp16", torch.bfloat16: "bf16"}
     if x.dtype not in dtypes or w.dtype != x.dtype or not (x.is_cuda and w.is_cuda):
         raise ValueError("linear takes CUDA float16 (or bfloat16) tensors of one dtype")
@@ -424,8 +425,6 @@ def linear(x, w, out=None, *, db_path=None, backend: str = "auto"):
     key = (dev, N, K, dtypes[x.dtype], backend, str(db_path))
     g = _CACHE.get(key)
     if g is None:
-        from autosched.build import Builder
-        from autosched.database import default_db_path
         Device(dev).set_current()
         g = HgemmDispatch(N, K, query(dev), db_path=db_path or default_db_path(), m_max=max(4096, M),
                           dtype=dtypes[x.dtype], backend=backend)

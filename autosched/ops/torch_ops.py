@@ -14,8 +14,7 @@ result where the database holds one, the rule-based ladder where not).  On CPU t
 float32 reference of the same math (what the tests and opcheck run without a GPU).
 
 This module imports torch at the top: it is only imported where torch is installed (autosched.patch,
-ops/patching.py).  cuda.core and the modules that load or launch kernels are imported inside
-functions: a CPU-only install runs the reference path without them.
+ops/patching.py).
 """
 
 from __future__ import annotations
@@ -30,6 +29,9 @@ from autosched.registry import template_named
 from autosched.selection import rank
 from autosched.workloads import GemvQ4F16
 from autosched.workloads.gemv_q4f16 import GROUP
+
+# cuda (cuda.core) is imported inside functions: a CPU-only install runs the reference path without it;
+# build, launch, runtime and ops.hgemm too, as they load or launch kernels (only on a GPU)
 
 
 def dequantize(words: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:

@@ -12,6 +12,9 @@ import math
 
 import numpy as np
 
+# sklearn and threadpoolctl are imported inside functions: slow to import, and only a few functions need them;
+# the command line imports this module at start-up
+
 
 class Featurizer:
     def __init__(self, space, workload_params: dict, derive=None):

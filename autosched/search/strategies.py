@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 
+from autosched.search.cost_model import CostModel, Featurizer
 from autosched.space import Space, config_hash
 
 
@@ -76,7 +77,6 @@ class ModelGuided(Strategy):
 
     def __init__(self, space, rng, workload_params: dict | None = None, prior=(), explore: float = 0.2,
                  exclude=(), derive=None, scale=None, **context):
-        from autosched.search.cost_model import CostModel, Featurizer
         super().__init__(space, rng)
         self.params = dict(workload_params or {})
         self.prior = list(prior)           # (config, workload params, time us or inf)
@@ -134,7 +134,6 @@ class Evolutionary(Strategy):
         self.scored: list[tuple[float, dict]] = [(t, c) for c, p, t in self.prior if p == self.params]
         self.model = None
         if self.use_model:
-            from autosched.search.cost_model import CostModel, Featurizer
             self.model = CostModel(Featurizer(space, self.params, derive), seed=rng.randrange(1 << 30),
                                    scale=scale)
 

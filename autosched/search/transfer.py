@@ -29,13 +29,18 @@ import os
 import random
 from pathlib import Path
 
+import numpy as np
+
 from autosched.build import default_cache_dir
 from autosched.build_filter import rows_build
+from autosched.database import build_filter
 from autosched.identity import current_builds
 from autosched.measure.recording import Recording, _load_or_skip, shipped_recordings
 from autosched.measure.result import Status
 from autosched.search.cost_model import CostModel, Featurizer
 from autosched.workloads import workload_from_key
+
+# sklearn is imported inside functions: slow to import, and only a few functions need it
 
 MIN_SAMPLES = 64           # configs that passed, across...
 MIN_SHAPES = 2             # ...this many shapes at least, or nothing is predicted
@@ -134,7 +139,6 @@ def fit(samples, template, device, space, seed: int = 0):
 
 def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dict, float]]:
     """The k configs of `configs` the model predicts fastest on `workload`, with their predicted us."""
-    import numpy as np
     if not configs:
         return []
     pred = model.predict(configs, workload.params)
@@ -143,7 +147,6 @@ def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dic
 
 
 def _fingerprint(device, template, recs, db, build) -> str:
-    from autosched.database import build_filter
     h = hashlib.sha256()
     h.update(json.dumps([CACHE_VERSION, device.key, template.family, current_builds(template, device.key).names,
                          sorted((r.name, r.build_id, len(r.entries)) for r in recs)]).encode())

@@ -14,6 +14,7 @@ timed in the engine's own step (engine/dataflow.py), as the GEMV configs of the 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 
 from autosched.templates.base import KernelSpec, kernel_source
@@ -145,7 +146,6 @@ def refusal(cfg, fmt: str, knobs: Knobs | None = None, arch: str | None = None) 
 
 def source_digest() -> str:
     """A digest of the kernel's source: a step choice stored by another version of it is not reused."""
-    import hashlib
     return hashlib.sha256(kernel_source(HEADER).encode()).hexdigest()[:16]
 
 

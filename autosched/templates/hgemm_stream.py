@@ -30,6 +30,7 @@ from autosched.templates.base import (ArgSpec, KernelSpec, MicroKernelTemplate, 
                                       kernel_source)
 from autosched.templates.hgemm_dyn import blocks_per_sm
 from autosched.templates.gemm_tiles import tile_use
+from autosched.workloads.base import WorkloadError
 
 
 
@@ -114,7 +115,6 @@ class HgemmStreamTemplate(Template):
         return None
 
     def space(self, workload, device) -> Space:
-        from autosched.workloads.base import WorkloadError
         why = self.refuses(workload)
         if why is not None:
             raise WorkloadError(f"{self.family} cannot serve {workload.key}: {why}")

@@ -5,9 +5,13 @@ Any M, N, K >= 1: a kernel handles the edges that are not multiples of its tiles
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from autosched.workloads.base import Check, Workload, WorkloadError, as_int, parse_dims
+
+# concurrent.futures is imported inside functions: start-up time (the command line imports this module)
 
 EPS32 = float(np.finfo(np.float32).eps)
 
@@ -121,7 +125,6 @@ class Sgemm(Workload):
 
         if len(blocks) > 1:
             from concurrent.futures import ThreadPoolExecutor
-            import os
             with ThreadPoolExecutor(min(len(blocks), os.cpu_count() or 1)) as ex:
                 parts = list(ex.map(piece, blocks))
         else:
