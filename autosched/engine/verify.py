@@ -52,5 +52,4 @@ def fastest_in_graph(name: str, n: int, k: int, choices: list, device_info, buil
             m.layers.clear()
             torch.cuda.empty_cache()
     best, timed = fastest(choices, time_one, what="in a CUDA graph", strict=True)
-    del w
     return best, [(t.candidate, t.us) for t in timed]

@@ -133,7 +133,7 @@ class HgemmStreamTemplate(Template):
         # the dynamic template's space reads no M: its workspace cap is taken at MAX_M rows
         Mw = MAX_M if self.dynamic_m else M
         rules = [
-            C(f"threads 32 x wn x wk between 64 and 512", ("wn", "wk"), lambda wn, wk: 64 <= threads(wn, wk) <= 512),
+            C("threads 32 x wn x wk between 64 and 512", ("wn", "wk"), lambda wn, wk: 64 <= threads(wn, wk) <= 512),
             C("BN = 16 x rw x wn no larger than the smallest that covers N", ("rw", "wn"),
               lambda rw, wn: bn_of(rw, wn) == 16 or bn_of(rw, wn) // 2 < N),
             C(f"accumulators rw x mt / 2 <= {MAX_ACC} a thread", ("rw", "mt"), lambda rw, mt: rw * mt // 2 <= MAX_ACC),
@@ -160,7 +160,7 @@ class HgemmStreamTemplate(Template):
     def default_config(self, workload, device) -> dict:
         """64 rows of W a CTA (four warps of 16), 32 rows of A, slots of 128 k in a 4-deep ring, and
         enough K slices that the CTAs cover the SMs twice: a GEMV's streaming, before any tuning."""
-        M, N, K = workload.M, workload.N, workload.K
+        M, N = workload.M, workload.N
         mt = min(128, max(8, 1 << max(0, (M - 1).bit_length())))
         t = tiles(M, N, 1, 4, mt)
         sk = next((s for s in SPLIT_K_VALUES if t * s >= 2 * device.sm_count), SPLIT_K_VALUES[-1])
