@@ -22,7 +22,7 @@ def main(model, fmt, steps=10):
     cfg = SEED_CONFIGS[model]
     print("kernels per step:", 1 + 5 * cfg.n_layers + 2, flush=True)
     w = random_weights_torch(cfg, 1234, "cuda")
-    eng = Engine(cfg, w, fmt, graphs=False, pdl=False)
+    eng = Engine(cfg, w, fmt, graphs=False, pdl=False, step="kernels")
     del w
     torch.cuda.synchronize()
     torch.cuda.cudart().cudaProfilerStart()

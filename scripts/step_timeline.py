@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="autosched-timeline-") as tmp:
         with Database(a.db or Path(tmp) / "fresh.db") as db:
             t0 = time.perf_counter()
-            eng = Engine(cfg, w, a.fmt, db=db, reverify=True, pdl=not a.no_pdl)
+            eng = Engine(cfg, w, a.fmt, db=db, reverify=True, pdl=not a.no_pdl, step="kernels")
             setup = time.perf_counter() - t0
     del w
     torch.cuda.empty_cache()

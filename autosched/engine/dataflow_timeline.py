@@ -53,7 +53,7 @@ def measure(eng, builder, steps: int = 8) -> dict:
     the reduction of each, and their medians.  The engine's own kernel is served again after."""
     import torch
     if eng.flow is None:
-        raise ValueError("the engine has no dataflow step (Engine(..., step='dataflow' or 'auto'))")
+        raise ValueError("the engine serves no dataflow step (Engine(..., step='dataflow'), or 'auto' where it won)")
     flow, served = eng.flow, eng.flow_served
     c = eng.cfg
     timed = DataflowStep(eng, None, builder, knobs=[flow.knobs], grid=flow.grid, timeline=True, share=flow)

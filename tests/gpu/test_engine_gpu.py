@@ -117,7 +117,7 @@ def test_stories15m_graph_with_programmatic_launch_matches_the_reference(builder
     cfg = SEED_CONFIGS["stories15M"]
     w = random_weights(cfg, 3)
     ref = ReferenceDecoder(cfg, quantized_model(w, fmt))
-    eng = Engine(cfg, w, fmt, builder=builder, pdl=True)
+    eng = Engine(cfg, w, fmt, builder=builder, pdl=True, step="kernels")
     assert eng.pdl and eng.graphs_enabled
     assert run_both(eng, ref, [1, 450, 4996, 17354, 1701, 432, 17204, 975]) < TOL[fmt]
 
@@ -176,10 +176,11 @@ def test_engine_serves_the_fastest_in_its_step_of_the_ranked_configs(weights, bu
             # under the current build: rank() passes over rows of any other (or an unknown) build
             db.add(w.key, info.key, t.family, c, Measurement(Status.OK, 1.0 + i, 1.0 + i, 0.0, 0.0, runs=100),
                    build=build_id(t))
-        eng = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
+        eng = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4, step="kernels")
         # a second engine of the same model and candidates serves the stored winner without timing
-        again = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4)
-        fresh = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4, reverify=True)
+        again = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4, step="kernels")
+        fresh = Engine(CFG, weights, "q4f16_1", builder=builder, db=db, verify=4, reverify=True,
+                       step="kernels")
     assert again.step_verification["qkv"] == eng.step_verification["qkv"]
     assert again.verification["qkv"][1] == []                  # no isolated-graph check either
     assert again.mm["qkv"].choice.config == eng.mm["qkv"].choice.config
