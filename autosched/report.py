@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from autosched.registry import FAMILIES
+from autosched.report_dataflow import dataflow_block
 from autosched.report_decode import decode_plots, decode_tables
 from autosched.report_models import models_block
 from autosched.report_scale import scale_block
@@ -97,6 +98,9 @@ def write_report(results_dir: Path, readme: Path | None = None, plot_dir: Path =
     block = scale_block(Path(results_dir))
     if block is not None and readme is not None:
         readme.write_text(replace_block(readme.read_text(), "scale", block))
+    block = dataflow_block(Path(results_dir))
+    if block is not None and readme is not None:
+        readme.write_text(replace_block(readme.read_text(), "dataflow", block))
     return written
 
 
