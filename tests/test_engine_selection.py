@@ -279,3 +279,26 @@ def test_a_dataflow_choice_that_disagrees_is_never_timed_or_served(monkeypatch, 
         eng._choose_step({}, None, None, FakeDb())
     assert timed == ["kernels", good] and eng.flow_served and eng.flow.knobs == good
     assert set(eng.flow_times) == {"kernels", good.label()}
+
+
+def test_where_every_dataflow_choice_disagrees_the_per_kernel_step_is_served_untimed(monkeypatch, h100):
+    import autosched.engine.step_tuning as step_tuning_mod
+    from autosched.templates import dataflow as df
+
+    class FakeFlow:
+        def __init__(self, eng, weights, builder):
+            self.choices, self.knobs = list(df.CHOICES[:2]), df.CHOICES[0]
+
+        def serve(self, k):
+            self.knobs = k
+
+    eng, *_ = fake_engine(monkeypatch, h100, {})
+    eng.step_mode, eng.flow, eng.flow_served, eng.flow_times = "auto", None, False, {}
+    monkeypatch.setattr(step_tuning_mod, "DataflowStep", FakeFlow)
+    monkeypatch.setattr(Engine, "step", lambda self, t: torch.arange(6, dtype=torch.float32) * t + (
+        100.0 if self.flow_served else 0.0))
+    monkeypatch.setattr(Engine, "_step_us", lambda self, steps, reps: pytest.fail("nothing is timed"))
+    db = FakeDb()
+    with pytest.warns(UserWarning, match="disagrees"):
+        eng._choose_step({}, None, None, db)
+    assert eng.flow is None and not eng.flow_served and eng.flow_times == {} and db.stored == []

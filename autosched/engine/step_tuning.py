@@ -280,11 +280,7 @@ class StepTuning:
         self.flow = DataflowStep(self, weights, builder)
         if stored is None and can_time:
             self._drop_disagreeing_choices()
-            if not self.flow.choices:
-                self.flow, self.flow_served = None, False
-                self._graph = None
-                self.reset()
-                return
+        if stored is None and can_time and self.flow.choices:
             steps, reps = timing
             opts = [*(["kernels"] if self.step_mode == "auto" else []), *self.flow.choices]
             task = progress.add_task("timing the dataflow step's knobs in the step", total=len(opts)) if progress else None
@@ -299,7 +295,9 @@ class StepTuning:
                 db.add_verification(self._flow_key(), self.flow_times)
         by_label = {k.label(): k for k in self.flow.choices}
         timed = {k: us for k, us in self.flow_times.items() if k == "kernels" or k in by_label}
-        best = min(timed, key=timed.get) if timed else self.flow.choices[0].label()
+        # nothing timed: the default choice, or the per-kernel step where every choice disagreed
+        fallback = self.flow.choices[0].label() if self.flow.choices else "kernels"
+        best = min(timed, key=timed.get) if timed else fallback
         self.flow_served = best != "kernels"
         if self.flow_served:
             self.flow.serve(by_label[best])

@@ -12,7 +12,8 @@
 // next chunks into a ring of STAGES slots (one bulk copy a chunk, on the slot's mbarrier) STAGES
 // chunks ahead of the one being computed, across matmul and layer boundaries: while a block waits
 // for a matmul's input, the next matmul's weights are already arriving.  (Prefetching further
-// chunks into the L2 as well lost 10-35%: bench/results/dataflow-ring-NVIDIA_H200-2026-11-28.json.)  A slot is refilled as soon as the block has read it.
+// chunks into the L2 as well lost 10-35%: bench/results/dataflow-ring-NVIDIA_H200-2026-11-28.json.)
+// A slot is refilled as soon as the block has read it.
 //
 // Dependencies are counters, never a barrier: done[p] counts the finished chunks (items) of phase p
 // (0 embed; 1 + 5 l + (0 qkv, 1 attention, 2 o, 3 gate_up, 4 down)); a block adds its count once it
