@@ -10,8 +10,9 @@ recording of the same shape taken
 on a sibling GPU (`kinship`: the same GPU model under another driver, or another model of the same
 architecture and SM count, such as an H200 beside an H100: the same chip with other memory), then the
 config a cost model trained on every other shape measured on this device key predicts fastest
-("predicted": search/transfer.py), then the same prediction from a sibling's measurements, then the
-rule-based default of the workload's first template.  The first source that holds any config of the workload's space
+("predicted": search/transfer.py), then the same prediction from a sibling's measurements, then a
+model of every other GPU model's recordings that takes the GPU's device-query figures as features
+(for a GPU of another architecture or SM count), then the rule-based default of the workload's first template.  The first source that holds any config of the workload's space
 answers alone, its candidates from every template merged fastest first (the numbers of one source
 were taken by one runner under one protocol, so they compare; numbers of two sources may not).
 
@@ -36,7 +37,7 @@ from autosched.identity import current_builds
 from autosched.build_filter import ANY, CURRENT, rows_build
 from autosched.measure.recording import find_recording, recording_devices
 from autosched.packs import from_packs
-from autosched.search.transfer import predicted
+from autosched.search.transfer import predicted, predicted_across_gpus
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,10 @@ class Origin:
     SIBLING = "sibling"               # a recording of a sibling GPU (kinship 1 or 2)
     PREDICTED = "predicted"           # the cost model of this device key's measurements
     SIBLING_PREDICTED = "sibling predicted"   # ... of a sibling GPU's
+    OTHER_GPUS_PREDICTED = "predicted from other GPUs"   # ... of other GPU models', the GPU as features
     DEFAULT = "default"               # the template's rule-based default
     GIVEN = "given"                   # a config a caller named
-    UNTUNED = frozenset({SIBLING, PREDICTED, SIBLING_PREDICTED, DEFAULT})   # never measured on this GPU
+    UNTUNED = frozenset({SIBLING, PREDICTED, SIBLING_PREDICTED, OTHER_GPUS_PREDICTED, DEFAULT})   # never measured on this GPU
 
 
 PREDICTED = "predicted"
@@ -177,6 +179,16 @@ def from_sibling_prediction(workload, template, device, db=None, recordings=None
     return []
 
 
+def from_other_gpus_prediction(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
+    """Up to k configs of `template`'s space on this GPU, best predicted first, from a cost model of
+    what other GPU models measured (their recordings), with the GPU's device-query figures as
+    features: what a GPU model nobody measured is served before the rule-based default."""
+    top, names = predicted_across_gpus(workload, template, device, recordings, k)
+    return [Candidate(template.family, c, f"{PREDICTED} (cost model of the measurements of other GPU models: "
+                      f"{', '.join(names)}; none on {device.name}; untuned)", us, Origin.OTHER_GPUS_PREDICTED)
+            for c, us in top]
+
+
 def _templates(workload) -> list:
     # looked up at each call, not imported once, so a test can stand a second template beside the real one
     return registry.templates_for(workload)
@@ -199,8 +211,8 @@ def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURREN
     """Up to k candidates, fastest first, from the first source that has any config in its
     template's space: the database (this device key), then the packs beside it, then a same-device
     recording, then a sibling GPU's recording of the shape, then the cost model's prediction from the
-    other shapes measured on this device key, then from a sibling's; the default when
-    none has one.  Every template of the workload is asked, and their candidates merged by
+    other shapes measured on this device key, then from a sibling's, then from every other GPU
+    model's recordings (the GPU as features); the default when none has one.  Every template of the workload is asked, and their candidates merged by
     the source's time.  Database rows count only if measured with `build` (default: the current
     build of each template's kernel)."""
     templates = _templates(workload)
@@ -210,7 +222,8 @@ def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURREN
                lambda t: from_recording(workload, t, device, recordings, k),
                lambda t: from_sibling_recording(workload, t, device, recordings, k),
                lambda t: from_prediction(workload, t, device, db, recordings, k, build=build),
-               lambda t: from_sibling_prediction(workload, t, device, db, recordings, k, build=build))
+               lambda t: from_sibling_prediction(workload, t, device, db, recordings, k, build=build),
+               lambda t: from_other_gpus_prediction(workload, t, device, recordings, k))
     for source in sources:
         found = [c for t in templates for c in source(t) if spaces[t.family].contains(c.config)]
         if found:

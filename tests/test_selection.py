@@ -9,8 +9,8 @@ from autosched import registry
 from autosched.database import Database
 from autosched.measure.recording import Recording
 from autosched.measure.result import Measurement, Status
-from autosched.selection import (SIBLING, Candidate, NothingKnown, Timing, best_known, fastest, kinship, pick, rank,
-                                 untuned)
+from autosched.selection import (SIBLING, Candidate, NothingKnown, Origin, Timing, best_known, fastest, kinship, pick,
+                                 rank, untuned)
 from autosched.templates import GemvQ4F16Template
 from synthetic_recording import synthetic  # noqa: F401  (fixture)
 from autosched.identity import build_id, current_builds
@@ -51,13 +51,19 @@ def test_the_chain_of_sources(synthetic, tmp_path, monkeypatch):   # noqa: F811
         assert c.config == best_rec[1] and c.median_us == best_rec[0]
         assert SIBLING in c.source and untuned(c)
     assert kinship(other, dev) == 2 and kinship(dataclasses.replace(dev, driver_version="999.0"), dev) == 1
-    # another architecture or SM count: nothing of this GPU applies; the default serves
-    for other in (dataclasses.replace(dev, cc=(8, 9)), dataclasses.replace(dev, name="NVIDIA H100 PCIe", sm_count=114)):
+    # another architecture or SM count: nothing of this GPU applies as measured; another GPU model
+    # is served what a model of every other GPU model's recordings predicts (the GPU as features),
+    # one of the same name under another architecture the default
+    pcie = dataclasses.replace(dev, name="NVIDIA H100 PCIe", sm_count=114)
+    for other in (dataclasses.replace(dev, cc=(8, 9)), pcie):
         with Database(tmp_path / "db") as db:
             [c] = rank(w, other, db)
-        assert kinship(other, dev) is None
-        assert c.source == "default" and c.config == t.default_config(w, other)
-        assert c.median_us is None and c.template == t.family
+        assert kinship(other, dev) is None and untuned(c) and c.template == t.family
+        if other is pcie:
+            assert c.origin == Origin.OTHER_GPUS_PREDICTED and dev.name in c.source
+            assert t.space(w, other).contains(c.config)
+        else:
+            assert c.source == "default" and c.config == t.default_config(w, other) and c.median_us is None
 
 
 def test_rank_fastest_first_from_the_first_source_that_has_any(synthetic, tmp_path, monkeypatch):  # noqa: F811
@@ -174,7 +180,7 @@ def test_rank_across_templates_the_default_is_the_first_templates(synthetic, tmp
         db.add(w.key, other.key, alt.family, space[15], ok(9.0), build=build_id(alt))
         assert [(c.template, c.config) for c in rank(w, other, db, k=3)] == [(alt.family, space[15])]
     order.reverse()
-    [c] = rank(w, other)
+    [c] = rank(w, other, recordings=[])      # no GPU measured anything: not even a model of others
     assert (c.template, c.source) == (alt.family, "default")
 
 
@@ -300,7 +306,8 @@ def test_engine_gemv_candidates_rank_and_pair_rows(h100, tmp_path):
     from autosched.templates.gemv_q4f16 import blocks_pair_rows
     from autosched.workloads import GemvQ4F16
     cfg = LlamaConfig(dim=128, hidden_dim=352, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=512, seq_len=64)
-    # a GPU no shipped recording is a sibling of: only its database answers, the default elsewhere
+    # a GPU no shipped recording is a sibling of: only its database answers as measured; elsewhere a
+    # model of other GPU models' recordings (or the default), never measured here
     other = dataclasses.replace(h100, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     t = GemvQ4F16Template()
     n, k = matmul_shapes(cfg)["gate_up"]
@@ -312,10 +319,11 @@ def test_engine_gemv_candidates_rank_and_pair_rows(h100, tmp_path):
         for c, us in zip(odd + even, (1.0, 2.0, 3.0, 4.0)):
             db.add(w.key, other.key, t.family, c, ok(us), build=CUR)
         out = gemv_candidates(cfg, other, db, 3)
-    # gate_up: the paired ones of the database's best, fastest first; the others: the default
+    # gate_up: the paired ones of the database's best, fastest first; the others: untuned
     assert [c.config for c in out["gate_up"]] == even and all(c.source == "database" for c in out["gate_up"])
-    assert all(len(cs) == 1 and cs[0].source == "default" and cs[0].template == t.family
-               for nm, cs in out.items() if nm not in ("gate_up",) and matmul_shapes(cfg)[nm] != (n, k))
+    others = [c for nm, cs in out.items() if nm != "gate_up" and matmul_shapes(cfg)[nm] != (n, k) for c in cs]
+    assert others and all(untuned(c) and c.template == t.family and
+                          c.origin in (Origin.OTHER_GPUS_PREDICTED, Origin.DEFAULT) for c in others)
 
 
 def test_hgemm_default_is_wgmma_where_it_runs_else_mma(h100):
@@ -347,5 +355,7 @@ def test_the_origin_is_data_and_survives_a_re_timing(synthetic, tmp_path, monkey
     [s] = rank(w, h200)
     assert s.origin == Origin.SIBLING and untuned(s)
     other = dataclasses.replace(dev, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
-    [d] = rank(w, other)
+    [p] = rank(w, other)
+    assert p.origin == Origin.OTHER_GPUS_PREDICTED and untuned(p)
+    [d] = rank(w, other, recordings=[])
     assert d.origin == Origin.DEFAULT and untuned(d)

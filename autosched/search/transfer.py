@@ -193,6 +193,92 @@ def predicted(workload, template, device, db=None, recordings=None, k: int = 1, 
     return _answers[key][:k]
 
 
+# -- across GPU models ---------------------------------------------------------------------------
+# What the device query tells of a GPU, as cost-model columns: measurements of every GPU model train
+# one model, which predicts for a GPU model with no measurements of its own.
+GPU_FEATURES = ("gpu.sm_count", "gpu.cc", "gpu.smem_per_sm_kb", "gpu.l2_mb", "gpu.regs_per_sm_k",
+                "gpu.threads_per_sm")
+GPU_ID = "gpu.id"          # which GPU a sample was measured on (not a column: the derived features' device)
+
+
+def gpu_params(info) -> dict[str, float]:
+    """A DeviceInfo's cost-model columns (GPU_FEATURES)."""
+    return {"gpu.sm_count": info.sm_count, "gpu.cc": 10 * info.cc[0] + info.cc[1],
+            "gpu.smem_per_sm_kb": info.smem_per_sm / 1024, "gpu.l2_mb": info.l2_bytes / 2 ** 20,
+            "gpu.regs_per_sm_k": info.regs_per_sm / 1024, "gpu.threads_per_sm": info.max_threads_per_sm}
+
+
+def _shape(params: dict) -> dict:
+    return {k: v for k, v in params.items() if not k.startswith("gpu.")}
+
+
+def across_gpus(template, device, recordings=None, exclude=()) -> tuple[list, list]:
+    """(samples, devices): the rows of every recording of `template` taken on another GPU model than
+    `device`'s (but those of the workload keys in `exclude`), each sample's params carrying its GPU's
+    columns and its index in `devices`."""
+    by_key: dict = {}
+    for r in (shipped_recordings() if recordings is None else recordings):
+        rec = r if isinstance(r, Recording) else _recording(r)
+        if (rec is not None and rec.template == template.family and rec.workload_key not in exclude
+                and rec.device.name != device.name):
+            by_key.setdefault(rec.device.key, (rec.device, []))[1].append(rec)
+    devices, samples = [], []
+    for info, recs in by_key.values():
+        extra = {**gpu_params(info), GPU_ID: len(devices)}
+        devices.append(info)
+        samples += [(c, {**p, **extra}, us) for c, p, us in recorded_samples(recs)]
+    return samples, devices
+
+
+def fit_across(samples, devices: list, template, space, seed: int = 0):
+    """A CostModel with the GPU's columns beside the shape's: each sample's derived features (blocks,
+    waves, occupancy) on the GPU it was measured on.  None where there is too little to learn from."""
+    if not enough([(c, _shape(p), us) for c, p, us in samples]):
+        return None
+
+    def derive(c, p):
+        return template.derived_features(c, _shape(p), devices[int(p[GPU_ID])])
+
+    model = CostModel(Featurizer(space, dict.fromkeys(GPU_FEATURES, 0), derive), seed=seed,
+                      scale=lambda p: scale_for(template.workload_name)(_shape(p)))
+    return model if model.fit(samples) else None
+
+
+def predicted_across_gpus(workload, template, device, recordings=None, k: int = 1) -> tuple[list, list]:
+    """(top, names): up to k configs of `template`'s space on `device` for `workload`, best predicted
+    first with their predicted us, from a model of what other GPU models measured (their recordings),
+    and the names of those GPU models; ([], []) where too little is known or scikit-learn is missing."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        return [], []
+    samples, devices = across_gpus(template, device, recordings, exclude=(workload.key,))
+    if not devices:
+        return [], []
+    h = hashlib.sha256(json.dumps([CACHE_VERSION, "across", device.key, template.family,
+                                   current_builds(template, device.key).names, len(samples),
+                                   sorted(d.key for d in devices), workload.key]).encode()).hexdigest()[:24]
+    names = sorted({d.name for d in devices})
+    if h not in _answers:
+        path = cache_dir() / f"across-{h}.json"
+        got = _read_cache(path, workload.key)
+        if got is None:
+            space = template.space(workload, device)
+            model = fit_across(samples, devices, template, space)
+            here = {**workload.params, **gpu_params(device), GPU_ID: len(devices)}
+            devices.append(device)          # the id the prediction's derived features look up
+            got = [] if model is None else rank_configs(model, _Shape(workload, here), space.enumerate(), CACHE_TOP)
+            _write_cache(path, workload.key, got)
+        _answers[h] = got
+    return _answers[h][:k], names
+
+
+class _Shape:
+    """A workload as rank_configs reads it, its params carrying the GPU's columns."""
+    def __init__(self, workload, params: dict):
+        self.key, self.params = workload.key, params
+
+
 def _read_cache(path: Path, workload_key: str):
     try:
         doc = json.loads(path.read_text())

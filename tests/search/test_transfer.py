@@ -67,15 +67,39 @@ def test_a_recorded_shape_is_still_served_its_recording(h100):
 
 def test_a_sibling_gpu_gets_the_prediction_of_its_siblings_measurements(h100):
     """An H200 (the H100's chip, other memory) with nothing measured on it: the cost model of the
-    H100's measurements predicts, and says whose they are; another architecture gets the default."""
-    from autosched.selection import SIBLING, untuned
+    H100's measurements predicts, and says whose they are; another architecture gets the model of
+    every other GPU model's recordings, the GPU as features, said so."""
+    from autosched.selection import SIBLING, Origin, untuned
     h200 = dataclasses.replace(h100, name="NVIDIA H200", driver_version="999.0")
     [c] = rank(UNRECORDED, h200)
     assert c.source.startswith("predicted") and SIBLING in c.source and h100.name in c.source and untuned(c)
     assert c.config == transfer.predicted(UNRECORDED, T, h100, k=1)[0][0]
     other = dataclasses.replace(h100, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     [c] = rank(UNRECORDED, other)
-    assert c.source == "default" and c.config == T.default_config(UNRECORDED, other)
+    assert c.origin == Origin.OTHER_GPUS_PREDICTED and untuned(c) and "other GPU models" in c.source
+    assert h100.name in c.source and T.space(UNRECORDED, other).contains(c.config)
+
+
+def test_a_gpu_model_nobody_measured_gets_a_model_of_the_others(h100):
+    """Recordings of two GPU models with other SM counts (the synthetic time depends on the waves a
+    config fills, so each GPU has its own best): the model of both, each sample's derived features
+    taken on its own GPU, ranks a third GPU model's unseen shape near its true best, and the GPUs'
+    columns are in its features."""
+    a = dataclasses.replace(h100, name="GPU A", sm_count=132)
+    b = dataclasses.replace(h100, name="GPU B", sm_count=40, cc=(8, 9))
+    shapes = [(288, 288), (864, 288), (288, 768), (1536, 288)]
+    recs = [synthetic_recording(n, k, g, seed=i) for g in (a, b) for i, (n, k) in enumerate(shapes)]
+    c = dataclasses.replace(h100, name="GPU C", sm_count=78, cc=(8, 6))
+    w = GemvQ4F16(576, 288)
+    top, names = transfer.predicted_across_gpus(w, T, c, recordings=recs, k=1)
+    assert names == ["GPU A", "GPU B"] and T.space(w, c).contains(top[0][0])
+    times = sorted(synthetic_time(x, 576, 288, c) for x in T.space(w, c).enumerate())
+    assert synthetic_time(top[0][0], 576, 288, c) <= times[len(times) // 10]
+    samples, devices = transfer.across_gpus(T, c, recs)
+    assert {d.name for d in devices} == {"GPU A", "GPU B"}
+    assert all(set(transfer.GPU_FEATURES) <= set(p) for _, p, _ in samples)
+    # a GPU's own recordings are not "other GPU models'"
+    assert transfer.predicted_across_gpus(w, T, a, recordings=recs[:4]) == ([], [])
 
 
 def test_a_prediction_is_cached_on_disk(h100, monkeypatch):
