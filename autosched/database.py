@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Collection, Mapping, Union
 from urllib.parse import quote
 
+from autosched.device import DeviceInfo
 from autosched.errors import AutoschedError
 from autosched import knobs
 from autosched.measure.result import Measurement, Status
@@ -66,6 +67,10 @@ CREATE TABLE IF NOT EXISTS verifications (
     key       TEXT PRIMARY KEY,
     result    TEXT NOT NULL,
     timestamp REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS devices (
+    device_key TEXT PRIMARY KEY,
+    info       TEXT NOT NULL
 );
 """
 
@@ -218,9 +223,11 @@ class Database:
         if "measurements" not in main:
             self.conn.executescript(SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE"))
             return
-        if "verifications" not in main:
-            self.conn.executescript(SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS verifications"):]
-                                    .replace("CREATE TABLE", "CREATE TEMP TABLE"))
+        for table in ("verifications", "devices"):
+            if table not in main:
+                start = SCHEMA.index(f"CREATE TABLE IF NOT EXISTS {table}")
+                self.conn.executescript(SCHEMA[start:SCHEMA.index(";", start) + 1]
+                                        .replace("CREATE TABLE", "CREATE TEMP TABLE"))
         have = {r[1] for r in self.conn.execute("PRAGMA main.table_info(measurements)")}
         missing = [c for c in COLUMNS if c not in have]
         if missing:
@@ -345,6 +352,26 @@ class Database:
                  _num(m.spread_us), _num(m.max_abs_err), m.error, m.registers, m.smem_bytes, m.spills,
                  m.source, cost_s, json.dumps(versions or {}, sort_keys=True), time.time(), m.runs,
                  None if build is None else str(build)))
+
+    @_guarded
+    def note_device(self, info) -> None:
+        """Keep what the device query told of the GPU behind a device key (DeviceInfo), so that a
+        cost model of several GPU models can read this key's rows with its GPU's figures."""
+        self._writing()
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO devices (device_key, info) VALUES (?, ?)",
+                              (info.key, json.dumps(info.to_json(), sort_keys=True)))
+
+    @_guarded
+    def device_infos(self) -> list:
+        """The DeviceInfo of every device key note_device kept (a file from before it: none)."""
+        out = []
+        for (doc,) in self.conn.execute("SELECT info FROM devices ORDER BY device_key"):
+            try:
+                out.append(DeviceInfo.from_json(json.loads(doc)))
+            except (ValueError, TypeError):
+                continue            # a row another version wrote: its rows are left out, nothing else
+        return out
 
     # The queries below take `build`: a build id, or a mapping template -> build id (for a query
     # over several templates), and return only rows of that build (or of its aliases: the older

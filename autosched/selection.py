@@ -179,11 +179,12 @@ def from_sibling_prediction(workload, template, device, db=None, recordings=None
     return []
 
 
-def from_other_gpus_prediction(workload, template, device, recordings=None, k: int = 1) -> list[Candidate]:
+def from_other_gpus_prediction(workload, template, device, db=None, recordings=None, k: int = 1, *,
+                               build=CURRENT) -> list[Candidate]:
     """Up to k configs of `template`'s space on this GPU, best predicted first, from a cost model of
-    what other GPU models measured (their recordings), with the GPU's device-query figures as
-    features: what a GPU model nobody measured is served before the rule-based default."""
-    top, names = predicted_across_gpus(workload, template, device, recordings, k)
+    what other GPU models measured (their recordings and database rows), with the GPU's device-query
+    figures as features: what a GPU model nobody measured is served before the rule-based default."""
+    top, names = predicted_across_gpus(workload, template, device, recordings, k, db, build=build)
     return [Candidate(template.family, c, f"{PREDICTED} (cost model of the measurements of other GPU models: "
                       f"{', '.join(names)}; none on {device.name}; untuned)", us, Origin.OTHER_GPUS_PREDICTED)
             for c, us in top]
@@ -223,7 +224,7 @@ def rank(workload, device, db=None, recordings=None, k: int = 1, *, build=CURREN
                lambda t: from_sibling_recording(workload, t, device, recordings, k),
                lambda t: from_prediction(workload, t, device, db, recordings, k, build=build),
                lambda t: from_sibling_prediction(workload, t, device, db, recordings, k, build=build),
-               lambda t: from_other_gpus_prediction(workload, t, device, recordings, k))
+               lambda t: from_other_gpus_prediction(workload, t, device, db, recordings, k, build=build))
     for source in sources:
         found = [c for t in templates for c in source(t) if spaces[t.family].contains(c.config)]
         if found:

@@ -16,7 +16,7 @@ from autosched.database import Database
 from autosched.device import nvrtc_version
 from autosched.measure.result import Measurement
 from autosched.search import STRATEGIES, make_strategy
-from autosched.search.transfer import recorded_samples, recordings_of, scale_for
+from autosched.search.transfer import nearest_recordings, recorded_samples, recordings_of, scale_for
 from autosched.space import SpaceUnion, config_hash
 
 # templates_for is imported inside functions: looked up at call time, as tests replace it on its module
@@ -157,6 +157,10 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     t_start = time.perf_counter()
     templates = _templates(workload, templates)
     device = runner.device_info
+    if not runner.partial:
+        # what the device query told of this GPU, kept beside its rows: a cost model of several GPU
+        # models reads them with these figures (search/transfer.py across_gpus); a replay measures nothing
+        db.note_device(device)
     search = search or SearchSpace(workload, templates, device, runner)
     searched = search.searched
     space = search.space
@@ -183,6 +187,10 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
         own = (workload.key,) if runner.partial else ()
         prior += [(search.join(t, c), p, us) for t in searched
                   for c, p, us in recorded_samples(recordings_of(device.key, t.family, recordings, own))]
+        if not prior:
+            # a GPU nothing was measured on: the nearest GPU's recordings start the search instead
+            prior = [(search.join(t, c), p, us) for t in searched
+                     for c, p, us in recorded_samples(nearest_recordings(device, t.family, recordings, own))]
         context = {"workload_params": workload.params, "prior": prior, "exclude": set(done),
                    "derive": search.derived_features, "scale": scale_for(workload.name)}
         # these strategies never propose what is already measured, so the best known so far comes

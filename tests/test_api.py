@@ -80,10 +80,12 @@ def test_best_config_follows_the_chain(replay_only, synthetic, tmp_path):
     other = dataclasses.replace(synthetic.device, driver_version="1.0")
     got = autosched.best_config(w, device=other, db=tmp_path / "db")
     assert got.config == rec.best()[0] and SIBLING in got.source
-    # another architecture: its numbers say nothing here, so the default
+    # another architecture: its numbers are not served as measured; a model of the other GPU models'
+    # recordings predicts, and says so
     other = dataclasses.replace(synthetic.device, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
     got = autosched.best_config(w, device=other, db=tmp_path / "db")
-    assert got.source == "default" and got.config == synthetic.template.default_config(w, other)
+    assert got.source.startswith("predicted") and "other GPU models" in got.source and "untuned" in got.source
+    assert synthetic.template.space(w, other).contains(got.config)
 
 
 def test_load_model(tmp_path):

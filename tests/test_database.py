@@ -487,3 +487,18 @@ def test_cli_prints_a_refused_database_as_an_error(tmp_path, capsys, monkeypatch
     err = " ".join(capsys.readouterr().err.split())
     assert "error:" in err and "not an SQLite database" in err and "Traceback" not in err
     assert path.read_text() == "not a database\n"
+
+
+def test_a_gpus_figures_are_kept_beside_its_rows(tmp_path, h100):
+    """note_device keeps what the device query told of a device key's GPU (read back equal; noted
+    twice, kept once), for a cost model of several GPU models; a read-only open reads them."""
+    import dataclasses
+    other = dataclasses.replace(h100, name="NVIDIA L40S", cc=(8, 9), sm_count=142)
+    with Database(tmp_path / "db") as d:
+        assert d.device_infos() == []
+        d.note_device(h100)
+        d.note_device(other)
+        d.note_device(h100)
+        assert sorted(x.key for x in d.device_infos()) == sorted([h100.key, other.key])
+    with Database(tmp_path / "db", readonly=True) as d:
+        assert h100 in d.device_infos() and other in d.device_infos()

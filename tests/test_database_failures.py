@@ -216,5 +216,6 @@ def test_a_file_from_before_builds_is_read_read_only_as_it_is(tmp_path):
         assert d.stale({"t": "b"}) == {("w", "d", "t"): 1}        # its rows' build is not known
         assert d.measured("w", "d", "t")["h"].measurement.median_us == 1.5
         assert d.verification("k") is None
+        assert d.device_infos() == []                               # no devices table: none kept
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.db"]

@@ -17,7 +17,10 @@ Two modes:
       trials" is every recorded config where a recording holds fewer.  The ratios are therefore
       optimistic next to a GPU run over the whole space; every result says so.
   --gpu: the 8 GEMV shapes of public model families below (no shipped recording holds them),
-      measured on this GPU over the whole space.
+      measured on this GPU over the whole space.  On a GPU model with no recording of its own (an
+      H200 beside the shipped H100 recordings) the transfer is across GPUs: the zero-trial model
+      learns from every other GPU model's recordings with the GPU's device-query figures as columns,
+      and the searches start from the nearest GPU's recordings.
 
     python -m autosched.benchmarks.transfer --replay      # bench/results/transfer-replay-loo-...json
     python -m autosched.benchmarks.transfer --gpu         # bench/results/model-transfer-<device>-...json
@@ -75,6 +78,23 @@ def zero_trial(w, template, device, samples, configs: list[dict]) -> tuple[dict 
     return cfg, us
 
 
+def zero_trial_across(w, template, device, recordings, configs: list[dict]) -> tuple[dict | None, float | None]:
+    """zero_trial for a GPU with no recording of its own: the model of every other GPU model's
+    `recordings`, the GPU's device-query figures as columns (search/transfer.py fit_across)."""
+    from autosched.search.transfer import GPU_ID, across_gpus, fit_across, gpu_params
+    samples, devices = across_gpus(template, device, recordings, exclude=(w.key,))
+    model = fit_across(samples, devices, template, template.space(w, device)) if devices else None
+    if model is None:
+        return None, None
+    here = {**w.params, **gpu_params(device), GPU_ID: len(devices)}
+    devices.append(device)
+
+    class _At:                      # the shape with this GPU's columns, as rank_configs reads it
+        key, params = w.key, here
+    [(cfg, us)] = rank_configs(model, _At, configs, 1)
+    return cfg, us
+
+
 def tuned_best(w, template, runner, recordings, trials: int, seed: int = 0, builder=None) -> tuple[float | None, int]:
     """(best median us, trials run) of a model-guided search of `trials` configs from a fresh
     database (nothing of this shape known), learning from `recordings` of the other shapes."""
@@ -86,10 +106,11 @@ def tuned_best(w, template, runner, recordings, trials: int, seed: int = 0, buil
 
 
 def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIALS, seed: int = 0,
-             measure=None, builder=None) -> dict:
+             measure=None, builder=None, across: bool = False) -> dict:
     """One shape's row.  others: Recordings of the other shapes (what is known); configs: where the
     zero-trial pick is chosen (a replay: the recorded ones; a GPU: the whole space); measure(cfg) ->
-    us of one config (default: through `runner`)."""
+    us of one config (default: through `runner`); across: `others` are other GPU models' (the
+    zero-trial pick from zero_trial_across, the searches warm-started from the nearest GPU's)."""
     device = runner.device_info
 
     def us(cfg):
@@ -104,7 +125,8 @@ def evaluate(w, template, runner, others: list, configs: list[dict], trials=TRIA
 
     t0 = time.perf_counter()
     row = {"N": w.N, "K": w.K, "workload": w.key, "shapes_learned_from": len(others)}
-    cfg, pred = zero_trial(w, template, device, recorded_samples(others), configs)
+    cfg, pred = (zero_trial_across(w, template, device, others, configs) if across
+                 else zero_trial(w, template, device, recorded_samples(others), configs))
     row["zero_trial_config"], row["zero_trial_predicted_us"] = cfg, pred
     row["zero_trial_us"] = us(cfg) if cfg is not None else None
     row["default_us"] = us(template.default_config(w, device))
@@ -202,14 +224,19 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
     with GpuRunner() as runner, Builder() as builder:
         device = runner.device_info
         others = recordings_of(device.key, t.family)
+        # a GPU with no recording of its own: what every other GPU model recorded (cross-GPU transfer)
+        across = not others
+        if across:
+            others = [r for _, r in load_shipped() if r.template == t.family and r.device.name != device.name]
         if not others:
-            raise ValueError(f"no shipped GEMV recording was taken on {device.key}: nothing to transfer from")
+            raise ValueError(f"no shipped GEMV recording of {device.name} or of any other GPU: nothing to transfer from")
         for n, k, source in shapes:
             w = GemvQ4F16(n, k)
             held = {r.workload_key for r in others}
             if w.key in held:
                 raise ValueError(f"{w.key} is recorded: not an unseen shape")
-            row = evaluate(w, t, runner, others, t.space(w, device).enumerate(), trials, seed, builder=builder)
+            row = evaluate(w, t, runner, others, t.space(w, device).enumerate(), trials, seed, builder=builder,
+                           across=across)
             row["model"] = source
             rows.append(row)
             if on_row:
@@ -217,10 +244,14 @@ def run_gpu(out_dir="bench/results", trials=TRIALS, seed: int = 0, shapes=UNSEEN
             # a run cut short keeps the shapes it finished
             _write({"partial": True, "rows": rows}, out_dir, "model-transfer-partial.json")
     rows = merged_rows(rows, json.loads(Path(merge).read_text()) if merge else None, device.key, trials)
+    learned = sorted({r.device.name for r in others})
     doc = _doc("model-transfer", device, rows, trials, {
-        "runner": "gpu", "machine": device.name,
-        "method": "8 GEMV shapes of public model families that no shipped recording holds; the model learned "
-                  "from every shipped recording of this device key; searches from a fresh database"})
+        "runner": "gpu", "machine": device.name, "learned_from_gpus": learned, "across_gpus": across,
+        "method": "8 GEMV shapes of public model families that no shipped recording holds; searches from a fresh "
+                  "database; " + ("no recording of this GPU model: the zero-trial model learned from every other "
+                                  f"GPU model's recordings ({', '.join(learned)}), the GPU's device-query figures "
+                                  "as columns, the searches warm-started from the nearest GPU's" if across else
+                                  "the model learned from every shipped recording of this device key")})
     path = _write(doc, out_dir, f"model-transfer-{device.name.replace(' ', '_')}-{doc['date']}.json")
     (Path(out_dir) / "model-transfer-partial.json").unlink(missing_ok=True)
     return path

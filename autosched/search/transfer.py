@@ -89,6 +89,26 @@ def recorded_samples(recs) -> list[tuple[dict, dict, float]]:
     return out
 
 
+def nearest_recordings(device, family: str, recordings=None, exclude=()) -> list:
+    """Where `device` has no recording of `family`: those of the nearest other GPU that has (the same
+    model under another driver, then the same chip (architecture and SM count), then the GPU model
+    with the most recorded shapes), a warm start for a search on a GPU nobody measured; [] where
+    there is none."""
+    by_key: dict = {}
+    for r in (shipped_recordings() if recordings is None else recordings):
+        rec = r if isinstance(r, Recording) else _recording(r)
+        if rec is not None and rec.template == family and rec.workload_key not in exclude:
+            by_key.setdefault(rec.device.key, []).append(rec)
+    if device.key in by_key or not by_key:
+        return by_key.get(device.key, [])
+
+    def nearness(recs):
+        d = recs[0].device
+        same_chip = d.cc == device.cc and d.sm_count == device.sm_count
+        return (0 if d.name == device.name and same_chip else 1 if same_chip else 2, -len(recs), d.key)
+    return min(by_key.values(), key=nearness)
+
+
 def _db_rows(db, device_key: str, template, build) -> list:
     if db is None or not hasattr(db, "samples"):
         return []
@@ -212,21 +232,30 @@ def _shape(params: dict) -> dict:
     return {k: v for k, v in params.items() if not k.startswith("gpu.")}
 
 
-def across_gpus(template, device, recordings=None, exclude=()) -> tuple[list, list]:
+def across_gpus(template, device, recordings=None, exclude=(), db=None, build="current") -> tuple[list, list]:
     """(samples, devices): the rows of every recording of `template` taken on another GPU model than
-    `device`'s (but those of the workload keys in `exclude`), each sample's params carrying its GPU's
-    columns and its index in `devices`."""
+    `device`'s, and the database's rows of `build` on every other GPU model whose figures it kept
+    (Database.note_device), but those of the workload keys in `exclude`; each sample's params carry
+    its GPU's columns and its index in `devices`."""
     by_key: dict = {}
     for r in (shipped_recordings() if recordings is None else recordings):
         rec = r if isinstance(r, Recording) else _recording(r)
         if (rec is not None and rec.template == template.family and rec.workload_key not in exclude
                 and rec.device.name != device.name):
-            by_key.setdefault(rec.device.key, (rec.device, []))[1].append(rec)
+            by_key.setdefault(rec.device.key, [rec.device, []])[1].extend(recorded_samples([rec]))
+    if db is not None and hasattr(db, "device_infos"):
+        skip = [workload_from_key(k).params for k in exclude]
+        for info in db.device_infos():
+            if info.name != device.name:
+                rows = [s for s in _db_rows(db, info.key, template, build) if s[1] not in skip]
+                by_key.setdefault(info.key, [info, []])[1].extend(rows)
     devices, samples = [], []
-    for info, recs in by_key.values():
+    for info, rows in by_key.values():
+        if not rows:
+            continue
         extra = {**gpu_params(info), GPU_ID: len(devices)}
         devices.append(info)
-        samples += [(c, {**p, **extra}, us) for c, p, us in recorded_samples(recs)]
+        samples += [(c, {**p, **extra}, us) for c, p, us in rows]
     return samples, devices
 
 
@@ -244,19 +273,22 @@ def fit_across(samples, devices: list, template, space, seed: int = 0):
     return model if model.fit(samples) else None
 
 
-def predicted_across_gpus(workload, template, device, recordings=None, k: int = 1) -> tuple[list, list]:
+def predicted_across_gpus(workload, template, device, recordings=None, k: int = 1, db=None, *,
+                          build="current") -> tuple[list, list]:
     """(top, names): up to k configs of `template`'s space on `device` for `workload`, best predicted
-    first with their predicted us, from a model of what other GPU models measured (their recordings),
-    and the names of those GPU models; ([], []) where too little is known or scikit-learn is missing."""
+    first with their predicted us, from a model of what other GPU models measured (their recordings
+    and database rows), and the names of those GPU models; ([], []) where too little is known or
+    scikit-learn is missing."""
     try:
         import sklearn  # noqa: F401
     except ImportError:
         return [], []
-    samples, devices = across_gpus(template, device, recordings, exclude=(workload.key,))
+    samples, devices = across_gpus(template, device, recordings, exclude=(workload.key,), db=db, build=build)
     if not devices:
         return [], []
     h = hashlib.sha256(json.dumps([CACHE_VERSION, "across", device.key, template.family,
                                    current_builds(template, device.key).names, len(samples),
+                                   sum(s[2] for s in samples if math.isfinite(s[2])),
                                    sorted(d.key for d in devices), workload.key]).encode()).hexdigest()[:24]
     names = sorted({d.name for d in devices})
     if h not in _answers:

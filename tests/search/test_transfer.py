@@ -176,3 +176,67 @@ def test_leave_one_out_on_a_synthetic_set(h100):
 def test_geomean_skips_what_is_unknown():
     from autosched.benchmarks.transfer import geomean
     assert geomean([]) is None and geomean([None, 2.0, 8.0]) == pytest.approx(4.0)
+
+
+def test_a_search_on_a_gpu_nobody_measured_starts_from_the_nearest_gpus_recordings(h100, monkeypatch, tmp_path):
+    """No recording of this GPU: the model-guided search's prior is the nearest GPU's recordings (the
+    same chip before another model; among other models, the one with the most shapes)."""
+    from autosched import tuner
+    from autosched.database import Database
+    from autosched.measure.recording import ReplayRunner
+    far = dataclasses.replace(h100, name="GPU far", cc=(8, 0), sm_count=108)
+    chip = dataclasses.replace(h100, name="NVIDIA H200")
+    recs = {"far": [synthetic_recording(864, 288, far, seed=2), synthetic_recording(288, 768, far, seed=3)],
+            "h100": [synthetic_recording(1536, 288, h100, seed=4)]}
+    new = dataclasses.replace(h100, name="NVIDIA H200", driver_version="999.0")
+    assert transfer.nearest_recordings(new, T.family, recs["far"] + recs["h100"]) == recs["h100"]   # the same chip
+    other = dataclasses.replace(h100, name="GPU new", cc=(8, 6), sm_count=84)
+    assert transfer.nearest_recordings(other, T.family, recs["far"] + recs["h100"]) == recs["far"]  # most shapes
+    assert transfer.nearest_recordings(chip, T.family, []) == []
+    held = synthetic_recording(288, 288, new, seed=1)
+    seen = {}
+    real = tuner.make_strategy
+
+    def spy(name, space, seed=0, **context):
+        seen.update(context)
+        return real(name, space, seed, **context)
+    monkeypatch.setattr(tuner, "make_strategy", spy)
+    with Database(tmp_path / "db") as db:
+        res = tuner.tune(GemvQ4F16(288, 288), T, ReplayRunner(held), db, strategy="model", trials=8, batch=8,
+                         recordings=recs["far"] + recs["h100"])
+    assert len(seen["prior"]) == len(recs["h100"][0].entries) and res.trials == 8
+
+
+def test_a_cross_gpu_row_learns_only_from_other_gpu_models(h100):
+    """The transfer benchmark on a GPU with no recording of its own: the zero-trial pick comes from
+    the model of the other GPU models' recordings, the searches from their nearest; a row as usual."""
+    from autosched.benchmarks.transfer import evaluate
+    from autosched.measure.recording import ReplayRunner
+    new = dataclasses.replace(h100, name="GPU new", sm_count=100, cc=(8, 9))
+    others = [synthetic_recording(n, k, h100, count=80, seed=i) for i, (n, k) in
+              enumerate([(288, 288), (864, 288), (288, 768)])]
+    held = synthetic_recording(576, 288, new, count=80, seed=9)
+    configs = [c for c, _ in held.entries.values()]
+    row = evaluate(GemvQ4F16(576, 288), T, ReplayRunner(held), others, configs, trials=(4, 16), across=True)
+    assert row["zero_trial_config"] in configs and row["zero_trial_us"] is not None
+    assert 0 < row["zero_trial_vs_16"] <= 1.0 + 1e-9 and row["trials16_ran"] == 16
+
+
+def test_database_rows_of_another_gpu_model_train_the_model_of_others(h100, tmp_path):
+    """No recording at all: the rows a tuning stored on another GPU model (its figures noted beside
+    them) serve a GPU model nobody measured, the source naming that GPU."""
+    from autosched.database import Database
+    from autosched.identity import build_id
+    from autosched.selection import Origin
+    a = dataclasses.replace(h100, name="GPU A", sm_count=132)
+    c = dataclasses.replace(h100, name="GPU C", sm_count=78, cc=(8, 6))
+    with Database(tmp_path / "db") as db:
+        db.note_device(a)
+        for i, (n, k) in enumerate([(288, 288), (864, 288), (288, 768)]):
+            for cfg, m in synthetic_recording(n, k, a, count=60, seed=i).entries.values():
+                db.add(GemvQ4F16(n, k).key, a.key, T.family, cfg, m, build=build_id(T))
+        samples, devices = transfer.across_gpus(T, c, recordings=[], db=db)
+        assert [d.name for d in devices] == ["GPU A"] and len(samples) == 180
+        [got] = rank(UNRECORDED, c, db, recordings=[])
+    assert got.origin == Origin.OTHER_GPUS_PREDICTED and "GPU A" in got.source
+    assert T.space(UNRECORDED, c).contains(got.config)
