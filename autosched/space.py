@@ -153,10 +153,16 @@ class Space:
         yield from walk(0)
 
     def enumerate(self) -> list[dict]:
-        return list(self)
+        """Every config, in walk order: walked once a Space (a space of tens of thousands takes
+        about a second) and handed out as copies, since callers shuffle and edit what they get."""
+        if getattr(self, "_walked", None) is None:
+            self._walked = list(self)
+        return [dict(c) for c in self._walked]
 
     def size(self) -> int:
-        return sum(1 for _ in self)
+        if getattr(self, "_walked", None) is None:
+            self._walked = list(self)
+        return len(self._walked)
 
     def prune_report(self) -> list[tuple[str, int]]:
         """(constraint, configs it alone removes first) in walk order, for `tune`'s space printout."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -239,24 +240,26 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
     proposed = 0        # configs handed out by the strategy: in flight ones count against the limit
 
     def next_batch():
-        """Propose a batch, answer resumed configs from the database, and start the builds of the
-        rest at once, so they compile while the batch before them is measured."""
+        """Propose a batch and start the builds of its configs the database does not hold, so they
+        compile while the batch before them is measured: (fresh, their proposal numbers, build
+        items, resumed), resumed being the (config, record, number) the database answers, which the
+        caller accounts for (this runs beside the measuring thread, and touches nothing it does);
+        None when there is nothing more to propose."""
         nonlocal proposed
+        resumed = []
         while proposed < limit:
             if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
-                return None
+                break
             proposal = strat.propose(min(batch, limit - proposed))
             if not proposal:
-                return None
+                break
             first = proposed
             proposed += len(proposal)
             fresh, seqs = [], []
             for j, cfg in enumerate(proposal):
                 rec = done.get(config_hash(cfg))
                 if rec is not None:
-                    res.resumed += 1
-                    runner.observe(workload.key, rec.measurement)   # a screening runner learns the best so far
-                    account(cfg, rec.measurement, first + j)
+                    resumed.append((cfg, rec, first + j))
                 else:
                     fresh.append(cfg)
                     seqs.append(first + j)
@@ -268,15 +271,24 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
                     # a builder given to a replay compiles too (tune --build): NVRTC checked on the CPU
                     binary = builder.submit(spec) if builder is not None else None
                     items.append((i, spec, binary))
-                return fresh, seqs, items
-        return None
+                return fresh, seqs, items, resumed
+        return ([], [], [], resumed) if resumed else None
 
-    batch_now = next_batch()
-    while batch_now is not None:
-        fresh, seqs, items = batch_now
-        # the next batch is proposed before this one's results are in (its model is one batch
-        # behind), which keeps NVRTC and the GPU busy at the same time
-        batch_next = next_batch()
+    def take_resumed(got):
+        """Account for the configs a batch found in the database; got itself, None at the end."""
+        if got is not None:
+            for cfg, rec, seq in got[3]:
+                res.resumed += 1
+                runner.observe(workload.key, rec.measurement)   # a screening runner learns the best so far
+                account(cfg, rec.measurement, seq)
+            if not got[0]:
+                return None     # only resumed configs were left: the strategy has nothing more
+        return got
+
+    def _measure_batch(fresh, seqs, items) -> dict:
+        """Measure a batch, storing and accounting each result as it arrives: {index: measurement}.
+        The strategy learns them only afterwards, in proposal order (it is proposing meanwhile), so
+        what it proposes does not depend on the order results arrived in."""
         last = time.perf_counter()
         arrived = {}
         for i, m in runner.measure_stream(items):
@@ -287,15 +299,30 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
             res.measured_now += 1
             arrived[i] = m
             account(fresh[i], m, seqs[i], observe=False)
-        # the strategy learns the batch in proposal order once it is all in (it proposes again only
-        # after that), so what it proposes next does not depend on the order results arrived in
-        for i in sorted(arrived):
-            strat.observe(fresh[i], arrived[i])
-        for _, _, binary in items:
-            _count_build(res, binary)
-        if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
-            break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
-        batch_now = batch_next
+        return arrived
+
+    # The next batch is proposed (its model one batch behind) in a thread while this one is measured:
+    # a model-guided proposal over a space of tens of thousands takes about a second, which the GPU
+    # and NVRTC waited through (bench/results/tuner-overhead-cpu-2026-11-28.json)
+    proposer = ThreadPoolExecutor(1, thread_name_prefix="autosched-propose")
+    try:
+        batch_now = take_resumed(next_batch())
+        while batch_now is not None:
+            fresh, seqs, items, _ = batch_now
+            ahead = proposer.submit(next_batch)
+            try:
+                measured_ok = _measure_batch(fresh, seqs, items)
+            finally:
+                batch_next = ahead.result()      # the strategy is the measuring thread's again
+            for i in sorted(measured_ok):
+                strat.observe(fresh[i], measured_ok[i])
+            for _, _, binary in items:
+                _count_build(res, binary)
+            if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
+                break           # the batch proposed ahead is dropped: a time budget overruns by at most one batch
+            batch_now = take_resumed(batch_next)
+    finally:
+        proposer.shutdown(wait=True)
     now = time.perf_counter()
     res.elapsed_s, res.wall_s = now - t0, now - t_start
     if builder is not None:

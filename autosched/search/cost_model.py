@@ -94,10 +94,15 @@ class CostModel:
     def predict(self, configs: list[dict], params: dict | None = None) -> np.ndarray:
         """Predicted us of each config on the featurizer's shape, or on `params` (another shape of
         the same template: what a model trained on other shapes predicts for one never measured)."""
+        return self.predict_rows(self.f.matrix(configs, params), params)
+
+    def predict_rows(self, X: np.ndarray, params: dict | None = None) -> np.ndarray:
+        """predict for configs already made into feature rows (Featurizer.matrix) on `params`'s shape:
+        a search that ranks the same configs batch after batch makes their rows once."""
         if self.model is None:
             raise RuntimeError("predict before a successful fit")
         with _one_thread():
-            pred = np.exp(self.model.predict(self.f.matrix(configs, params)))
+            pred = np.exp(self.model.predict(X))
         return pred * self.scale(self.f.params if params is None else params) if self.scale is not None else pred
 
 

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,21 @@ _models: dict = {}         # (fingerprint, knob columns) -> fitted CostModel (or
 _answers: dict = {}        # (fingerprint, workload key) -> [(config, us)]
 
 
+# a recording's file name as `autosched record` writes it and the package ships it:
+# <template>-<shape>[-<GPU>].json.gz, the shape starting with a digit
+_NAMED = re.compile(r"^([a-z][a-z0-9_]*)-\d")
+
+
+def may_hold(r, family: str) -> bool:
+    """False where a recording file's name says it holds another template than `family` (it is then
+    not read at all: loading every shipped file took a tuning's first second); True otherwise,
+    names that follow no pattern included."""
+    if isinstance(r, Recording):
+        return r.template == family
+    m = _NAMED.match(Path(r).name)
+    return m is None or m.group(1) == family
+
+
 def _recording(path):
     st = os.stat(path)
     key = (str(path), st.st_mtime_ns, st.st_size)
@@ -66,6 +82,8 @@ def recordings_of(device_key: str, family: str, recordings=None, exclude=()) -> 
     `device_key`, leaving out those of the workload keys in `exclude`."""
     out = []
     for r in (shipped_recordings() if recordings is None else recordings):
+        if not may_hold(r, family):
+            continue
         rec = r if isinstance(r, Recording) else _recording(r)
         if (rec is not None and rec.device.key == device_key and rec.template == family
                 and rec.workload_key not in exclude):
@@ -96,6 +114,8 @@ def nearest_recordings(device, family: str, recordings=None, exclude=()) -> list
     there is none."""
     by_key: dict = {}
     for r in (shipped_recordings() if recordings is None else recordings):
+        if not may_hold(r, family):
+            continue
         rec = r if isinstance(r, Recording) else _recording(r)
         if rec is not None and rec.template == family and rec.workload_key not in exclude:
             by_key.setdefault(rec.device.key, []).append(rec)
@@ -239,6 +259,8 @@ def across_gpus(template, device, recordings=None, exclude=(), db=None, build="c
     its GPU's columns and its index in `devices`."""
     by_key: dict = {}
     for r in (shipped_recordings() if recordings is None else recordings):
+        if not may_hold(r, template.family):
+            continue
         rec = r if isinstance(r, Recording) else _recording(r)
         if (rec is not None and rec.template == template.family and rec.workload_key not in exclude
                 and rec.device.name != device.name):

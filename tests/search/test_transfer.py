@@ -240,3 +240,15 @@ def test_database_rows_of_another_gpu_model_train_the_model_of_others(h100, tmp_
         [got] = rank(UNRECORDED, c, db, recordings=[])
     assert got.origin == Origin.OTHER_GPUS_PREDICTED and "GPU A" in got.source
     assert T.space(UNRECORDED, c).contains(got.config)
+
+
+def test_a_recording_named_for_another_template_is_not_read(tmp_path):
+    """Files named <template>-<shape>... are read only for their own template (each shipped name
+    says what it holds); names of no such pattern are read to find out."""
+    from autosched.measure.recording import load_shipped
+    for path, rec in load_shipped():
+        assert transfer.may_hold(path, rec.template), path.name
+        assert not transfer.may_hold(path, "no_such_template"), path.name
+    assert transfer.may_hold(tmp_path / "mine.json.gz", "gemv_q4f16")
+    assert not transfer.may_hold(tmp_path / "hgemm_wgmma-4096x4096x4096.json.gz", "gemv_q4f16")
+    assert transfer.may_hold(tmp_path / "gemv_q4f16-12288x4096-NVIDIA_H200.json.gz", "gemv_q4f16")
