@@ -22,6 +22,7 @@ from autosched.identity import build_id
 from autosched.measure.recording import load_shipped
 from autosched.measure.result import Measurement, Status
 from autosched.measure.runner import Runner
+from autosched.templates import GemvQ4F16Template
 from autosched.tuner import tune
 from autosched.workloads import GemvQ4F16
 
@@ -52,9 +53,10 @@ class InstantRunner(Runner):
 
 
 def run(rate: float | None = 69.0, trials: int = 500) -> dict:
-    recs = [r for _, r in load_shipped() if r.template == "gemv_q4f16"]
+    family = GemvQ4F16Template().family
+    recs = [r for _, r in load_shipped() if r.template == family]
     if not recs:
-        raise ValueError("no shipped gemv_q4f16 recording: nothing to take the GPU and the prior from")
+        raise ValueError(f"no shipped {family} recording: nothing to take the GPU and the prior from")
     runner = InstantRunner(recs[0].device, rate)
     first: list[float] = []
     with tempfile.TemporaryDirectory() as d, Database(Path(d) / "db") as db:
