@@ -6,23 +6,9 @@ limit and the check against the per-kernel step's logits), and at a long context
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from autosched.results_files import cell
-
-
-def _docs(results_dir: Path, benchmark: str) -> list[dict]:
-    docs = []
-    for p in sorted(Path(results_dir).glob("dataflow-*.json")):
-        try:
-            d = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if d.get("benchmark") == benchmark:
-            d["_path"] = str(p)
-            docs.append(d)
-    return sorted(docs, key=lambda d: (d.get("date", ""), d.get("run", 0)), reverse=True)
+from autosched.results_files import all_results, cell
 
 
 def _range(xs, fmt="{:.0f}") -> str:
@@ -58,7 +44,7 @@ def ctx_table(doc: dict) -> str:
 
 def dataflow_block(results_dir: Path) -> str | None:
     """The block's text, or None where no dataflow results exist."""
-    ab, ctx = _docs(results_dir, "dataflow"), _docs(results_dir, "dataflow-ctx")
+    ab, ctx = all_results(results_dir, "dataflow"), all_results(results_dir, "dataflow-ctx", prefix="dataflow")
     if not ab and not ctx:
         return None
     parts = [ab_table(d) for d in ab] + ([ctx_table(ctx[0])] if ctx else [])

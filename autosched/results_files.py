@@ -17,10 +17,12 @@ def latest_results(results_dir: Path, benchmark: str) -> dict | None:
     return docs[0] if docs else None
 
 
-def all_results(results_dir: Path, benchmark: str) -> list[dict]:
-    """Every results file of a benchmark, newest first (by date, then name)."""
+def all_results(results_dir: Path, benchmark: str, prefix: str | None = None) -> list[dict]:
+    """Every results file of a benchmark, newest first (by date, then the run: the file's "run", else
+    the N of name-DATE-N.json; then name).  prefix: where the files' names start, where it is not the
+    benchmark's name (dataflow-ctx4096-*.json of "dataflow-ctx")."""
     docs = []
-    for p in sorted(Path(results_dir).glob(f"{benchmark}-*.json")):
+    for p in sorted(Path(results_dir).glob(f"{prefix or benchmark}-*.json")):
         try:
             doc = json.loads(p.read_text())
         except (OSError, ValueError):
@@ -28,7 +30,8 @@ def all_results(results_dir: Path, benchmark: str) -> list[dict]:
         if doc.get("benchmark") == benchmark:
             doc["_path"] = str(p)
             docs.append(doc)
-    return sorted(docs, key=lambda d: (d.get("date", ""), _run_number(d["_path"]), d["_path"]), reverse=True)
+    return sorted(docs, key=lambda d: (d.get("date", ""), d.get("run", _run_number(d["_path"])), d["_path"]),
+                  reverse=True)
 
 
 def _run_number(path: str) -> int:

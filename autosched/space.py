@@ -152,17 +152,18 @@ class Space:
 
         yield from walk(0)
 
-    def enumerate(self) -> list[dict]:
-        """Every config, in walk order: walked once a Space (a space of tens of thousands takes
-        about a second) and handed out as copies, since callers shuffle and edit what they get."""
+    def _walk_once(self) -> list[dict]:
+        # a space of tens of thousands takes about a second to walk: once a Space
         if getattr(self, "_walked", None) is None:
             self._walked = list(self)
-        return [dict(c) for c in self._walked]
+        return self._walked
+
+    def enumerate(self) -> list[dict]:
+        """Every config, in walk order, as copies: callers shuffle and edit what they get."""
+        return [dict(c) for c in self._walk_once()]
 
     def size(self) -> int:
-        if getattr(self, "_walked", None) is None:
-            self._walked = list(self)
-        return len(self._walked)
+        return len(self._walk_once())
 
     def prune_report(self) -> list[tuple[str, int]]:
         """(constraint, configs it alone removes first) in walk order, for `tune`'s space printout."""

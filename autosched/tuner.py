@@ -285,7 +285,7 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
                 return None     # only resumed configs were left: the strategy has nothing more
         return got
 
-    def _measure_batch(fresh, seqs, items) -> dict:
+    def measure_batch(fresh, seqs, items) -> dict:
         """Measure a batch, storing and accounting each result as it arrives: {index: measurement}.
         The strategy learns them only afterwards, in proposal order (it is proposing meanwhile), so
         what it proposes does not depend on the order results arrived in."""
@@ -311,11 +311,11 @@ def tune(workload, templates, runner, db: Database, *, strategy: str = "exhausti
             fresh, seqs, items, _ = batch_now
             ahead = proposer.submit(next_batch)
             try:
-                measured_ok = _measure_batch(fresh, seqs, items)
+                arrived = measure_batch(fresh, seqs, items)
             finally:
                 batch_next = ahead.result()      # the strategy is the measuring thread's again
-            for i in sorted(measured_ok):
-                strat.observe(fresh[i], measured_ok[i])
+            for i in sorted(arrived):
+                strat.observe(fresh[i], arrived[i])
             for _, _, binary in items:
                 _count_build(res, binary)
             if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:

@@ -40,7 +40,7 @@ from autosched.benchmarks.common import git_commit
 from autosched.build import Builder
 from autosched.database import Database
 from autosched.measure.recording import ReplayRunner, load_shipped
-from autosched.search.transfer import rank_configs, recorded_samples, recordings_of
+from autosched.search.transfer import across_gpus, rank_across, rank_configs, recorded_samples, recordings_of
 from autosched.templates import GemvQ4F16Template
 from autosched.tuner import measure_configs, versions
 from autosched.workloads import GemvQ4F16, workload_from_key
@@ -80,19 +80,10 @@ def zero_trial(w, template, device, samples, configs: list[dict]) -> tuple[dict 
 
 def zero_trial_across(w, template, device, recordings, configs: list[dict]) -> tuple[dict | None, float | None]:
     """zero_trial for a GPU with no recording of its own: the model of every other GPU model's
-    `recordings`, the GPU's device-query figures as columns (search/transfer.py fit_across)."""
-    from autosched.search.transfer import GPU_ID, across_gpus, fit_across, gpu_params
+    `recordings`, the GPU's device-query figures as columns (search/transfer.py rank_across)."""
     samples, devices = across_gpus(template, device, recordings, exclude=(w.key,))
-    model = fit_across(samples, devices, template, template.space(w, device)) if devices else None
-    if model is None:
-        return None, None
-    here = {**w.params, **gpu_params(device), GPU_ID: len(devices)}
-    devices.append(device)
-
-    class _At:                      # the shape with this GPU's columns, as rank_configs reads it
-        key, params = w.key, here
-    [(cfg, us)] = rank_configs(model, _At, configs, 1)
-    return cfg, us
+    top = rank_across(samples, devices, template, w, device, configs, 1) if devices else []
+    return top[0] if top else (None, None)
 
 
 def tuned_best(w, template, runner, recordings, trials: int, seed: int = 0, builder=None) -> tuple[float | None, int]:

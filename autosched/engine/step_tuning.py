@@ -274,13 +274,14 @@ class StepTuning:
             self.flow_times = dict(stored[0])
             if self.step_mode == "auto" and min(self.flow_times, key=self.flow_times.get) == "kernels":
                 return                  # the per-kernel step won here before: no second copy of the weights
-        can_time = timing is not None and self.graphs_enabled
-        if stored is None and not can_time and self.step_mode == "auto":
+        # time here: nothing stored, and graphs and a context long enough to time in
+        time_now = stored is None and timing is not None and self.graphs_enabled
+        if stored is None and not time_now and self.step_mode == "auto":
             return                      # nothing to choose by (no graphs, or too short a context)
         self.flow = DataflowStep(self, weights, builder)
-        if stored is None and can_time:
+        if time_now:
             self._drop_disagreeing_choices()
-        if stored is None and can_time and self.flow.choices:
+        if time_now and self.flow.choices:
             steps, reps = timing
             opts = [*(["kernels"] if self.step_mode == "auto" else []), *self.flow.choices]
             task = progress.add_task("timing the dataflow step's knobs in the step", total=len(opts)) if progress else None

@@ -77,18 +77,21 @@ def _recording(path):
     return _recordings[key]
 
 
-def recordings_of(device_key: str, family: str, recordings=None, exclude=()) -> list:
-    """The recordings (paths: default the shipped ones; or Recording objects) of `family` taken on
-    `device_key`, leaving out those of the workload keys in `exclude`."""
-    out = []
+def _of_family(family: str, recordings=None, exclude=()):
+    """The Recordings of `family` among `recordings` (paths: default the shipped ones; or Recording
+    objects), but those of the workload keys in `exclude`; files named for another template unread."""
     for r in (shipped_recordings() if recordings is None else recordings):
         if not may_hold(r, family):
             continue
         rec = r if isinstance(r, Recording) else _recording(r)
-        if (rec is not None and rec.device.key == device_key and rec.template == family
-                and rec.workload_key not in exclude):
-            out.append(rec)
-    return out
+        if rec is not None and rec.template == family and rec.workload_key not in exclude:
+            yield rec
+
+
+def recordings_of(device_key: str, family: str, recordings=None, exclude=()) -> list:
+    """The recordings (paths: default the shipped ones; or Recording objects) of `family` taken on
+    `device_key`, leaving out those of the workload keys in `exclude`."""
+    return [rec for rec in _of_family(family, recordings, exclude) if rec.device.key == device_key]
 
 
 def recorded_samples(recs) -> list[tuple[dict, dict, float]]:
@@ -113,12 +116,8 @@ def nearest_recordings(device, family: str, recordings=None, exclude=()) -> list
     with the most recorded shapes), a warm start for a search on a GPU nobody measured; [] where
     there is none."""
     by_key: dict = {}
-    for r in (shipped_recordings() if recordings is None else recordings):
-        if not may_hold(r, family):
-            continue
-        rec = r if isinstance(r, Recording) else _recording(r)
-        if rec is not None and rec.template == family and rec.workload_key not in exclude:
-            by_key.setdefault(rec.device.key, []).append(rec)
+    for rec in _of_family(family, recordings, exclude):
+        by_key.setdefault(rec.device.key, []).append(rec)
     if device.key in by_key or not by_key:
         return by_key.get(device.key, [])
 
@@ -162,6 +161,15 @@ def scale_for(workload_name: str):
     return scale
 
 
+def _can_fit() -> bool:
+    """Whether scikit-learn (the cost model's trees) is installed: without it nothing is predicted."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def enough(samples) -> bool:
     ok = [s for s in samples if math.isfinite(s[2])]
     return len(ok) >= MIN_SAMPLES and len({tuple(sorted(p.items())) for _, p, _ in ok}) >= MIN_SHAPES
@@ -177,11 +185,12 @@ def fit(samples, template, device, space, seed: int = 0):
     return model if model.fit(samples) else None
 
 
-def rank_configs(model, workload, configs: list[dict], k: int) -> list[tuple[dict, float]]:
-    """The k configs of `configs` the model predicts fastest on `workload`, with their predicted us."""
+def rank_configs(model, workload, configs: list[dict], k: int, params: dict | None = None) -> list[tuple[dict, float]]:
+    """The k configs of `configs` the model predicts fastest on `workload` (its params, or `params`:
+    the workload's with more columns), with their predicted us."""
     if not configs:
         return []
-    pred = model.predict(configs, workload.params)
+    pred = model.predict(configs, workload.params if params is None else params)
     order = np.argsort(pred, kind="stable")[:k]
     return [(configs[i], float(pred[i])) for i in order]
 
@@ -207,9 +216,7 @@ def predicted(workload, template, device, db=None, recordings=None, k: int = 1, 
     """Up to k configs of `template`'s space for `workload`, best predicted first, with their
     predicted us, from a model of everything measured on `device`'s key (but `workload` itself);
     [] where too little is known (or scikit-learn is missing)."""
-    try:
-        import sklearn  # noqa: F401
-    except ImportError:
+    if not _can_fit():
         return []
     recs = recordings_of(device.key, template.family, recordings, exclude=(workload.key,))
     fp = _fingerprint(device, template, recs, db, build)
@@ -258,12 +265,8 @@ def across_gpus(template, device, recordings=None, exclude=(), db=None, build="c
     (Database.note_device), but those of the workload keys in `exclude`; each sample's params carry
     its GPU's columns and its index in `devices`."""
     by_key: dict = {}
-    for r in (shipped_recordings() if recordings is None else recordings):
-        if not may_hold(r, template.family):
-            continue
-        rec = r if isinstance(r, Recording) else _recording(r)
-        if (rec is not None and rec.template == template.family and rec.workload_key not in exclude
-                and rec.device.name != device.name):
+    for rec in _of_family(template.family, recordings, exclude):
+        if rec.device.name != device.name:
             by_key.setdefault(rec.device.key, [rec.device, []])[1].extend(recorded_samples([rec]))
     if db is not None and hasattr(db, "device_infos"):
         skip = [workload_from_key(k).params for k in exclude]
@@ -281,18 +284,29 @@ def across_gpus(template, device, recordings=None, exclude=(), db=None, build="c
     return samples, devices
 
 
-def fit_across(samples, devices: list, template, space, seed: int = 0):
+def fit_across(samples, devices: list, template, space, target=None, seed: int = 0):
     """A CostModel with the GPU's columns beside the shape's: each sample's derived features (blocks,
-    waves, occupancy) on the GPU it was measured on.  None where there is too little to learn from."""
+    waves, occupancy) on the GPU it was measured on, and a prediction's on `target` (its rows' GPU_ID
+    len(devices)).  None where there is too little to learn from."""
     if not enough([(c, _shape(p), us) for c, p, us in samples]):
         return None
+    known = [*devices, target]
 
     def derive(c, p):
-        return template.derived_features(c, _shape(p), devices[int(p[GPU_ID])])
+        return template.derived_features(c, _shape(p), known[int(p[GPU_ID])])
 
     model = CostModel(Featurizer(space, dict.fromkeys(GPU_FEATURES, 0), derive), seed=seed,
                       scale=lambda p: scale_for(template.workload_name)(_shape(p)))
     return model if model.fit(samples) else None
+
+
+def rank_across(samples, devices: list, template, workload, device, configs: list[dict], k: int) -> list:
+    """The k configs of `configs` a model of `samples` (across_gpus: other GPU models') predicts
+    fastest on `workload` on `device`, with their predicted us; [] where there is too little to fit."""
+    model = fit_across(samples, devices, template, template.space(workload, device), target=device)
+    if model is None:
+        return []
+    return rank_configs(model, workload, configs, k, {**workload.params, **gpu_params(device), GPU_ID: len(devices)})
 
 
 def predicted_across_gpus(workload, template, device, recordings=None, k: int = 1, db=None, *,
@@ -301,9 +315,7 @@ def predicted_across_gpus(workload, template, device, recordings=None, k: int = 
     first with their predicted us, from a model of what other GPU models measured (their recordings
     and database rows), and the names of those GPU models; ([], []) where too little is known or
     scikit-learn is missing."""
-    try:
-        import sklearn  # noqa: F401
-    except ImportError:
+    if not _can_fit():
         return [], []
     samples, devices = across_gpus(template, device, recordings, exclude=(workload.key,), db=db, build=build)
     if not devices:
@@ -317,20 +329,11 @@ def predicted_across_gpus(workload, template, device, recordings=None, k: int = 
         path = cache_dir() / f"across-{h}.json"
         got = _read_cache(path, workload.key)
         if got is None:
-            space = template.space(workload, device)
-            model = fit_across(samples, devices, template, space)
-            here = {**workload.params, **gpu_params(device), GPU_ID: len(devices)}
-            devices.append(device)          # the id the prediction's derived features look up
-            got = [] if model is None else rank_configs(model, _Shape(workload, here), space.enumerate(), CACHE_TOP)
+            got = rank_across(samples, devices, template, workload, device,
+                              template.space(workload, device).enumerate(), CACHE_TOP)
             _write_cache(path, workload.key, got)
         _answers[h] = got
     return _answers[h][:k], names
-
-
-class _Shape:
-    """A workload as rank_configs reads it, its params carrying the GPU's columns."""
-    def __init__(self, workload, params: dict):
-        self.key, self.params = workload.key, params
 
 
 def _read_cache(path: Path, workload_key: str):

@@ -28,6 +28,20 @@ def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(transfer, "_models", {})
 
 
+@pytest.fixture
+def strategy_context(monkeypatch) -> dict:
+    """The context (prior, scale, ...) the tuner hands its strategy, filled when a tune makes one."""
+    from autosched import tuner
+    seen = {}
+    real = tuner.make_strategy
+
+    def spy(name, space, seed=0, **context):
+        seen.update(context)
+        return real(name, space, seed, **context)
+    monkeypatch.setattr(tuner, "make_strategy", spy)
+    return seen
+
+
 def synthetic_time(cfg: dict, n: int, k: int, device) -> float:
     """A smooth made-up GEMV time: streaming the bytes, slower the further a block is from 128
     threads and the fewer waves fill the GPU, plus a launch."""
@@ -132,7 +146,7 @@ def test_a_model_of_other_shapes_ranks_an_unseen_one(h100):
     assert got <= times[len(times) // 4]
 
 
-def test_the_tuner_learns_from_other_shapes_recordings(h100, monkeypatch, tmp_path):
+def test_the_tuner_learns_from_other_shapes_recordings(h100, strategy_context, tmp_path):
     """A model-guided search of a new shape starts from the recordings of the others (of this GPU
     model), but never from the recording a replay answers from."""
     from autosched import tuner
@@ -140,13 +154,7 @@ def test_the_tuner_learns_from_other_shapes_recordings(h100, monkeypatch, tmp_pa
     from autosched.measure.recording import ReplayRunner
     held = synthetic_recording(288, 288, h100, seed=1)
     others = [synthetic_recording(864, 288, h100, seed=2), synthetic_recording(288, 768, h100, seed=3)]
-    seen = {}
-    real = tuner.make_strategy
-
-    def spy(name, space, seed=0, **context):
-        seen.update(context)
-        return real(name, space, seed, **context)
-    monkeypatch.setattr(tuner, "make_strategy", spy)
+    seen = strategy_context
     with Database(tmp_path / "db") as db:
         res = tuner.tune(GemvQ4F16(288, 288), T, ReplayRunner(held), db, strategy="model", trials=16, batch=16,
                          recordings=[held, *others])
@@ -178,7 +186,7 @@ def test_geomean_skips_what_is_unknown():
     assert geomean([]) is None and geomean([None, 2.0, 8.0]) == pytest.approx(4.0)
 
 
-def test_a_search_on_a_gpu_nobody_measured_starts_from_the_nearest_gpus_recordings(h100, monkeypatch, tmp_path):
+def test_a_search_on_a_gpu_nobody_measured_starts_from_the_nearest_gpus_recordings(h100, strategy_context, tmp_path):
     """No recording of this GPU: the model-guided search's prior is the nearest GPU's recordings (the
     same chip before another model; among other models, the one with the most shapes)."""
     from autosched import tuner
@@ -194,13 +202,7 @@ def test_a_search_on_a_gpu_nobody_measured_starts_from_the_nearest_gpus_recordin
     assert transfer.nearest_recordings(other, T.family, recs["far"] + recs["h100"]) == recs["far"]  # most shapes
     assert transfer.nearest_recordings(chip, T.family, []) == []
     held = synthetic_recording(288, 288, new, seed=1)
-    seen = {}
-    real = tuner.make_strategy
-
-    def spy(name, space, seed=0, **context):
-        seen.update(context)
-        return real(name, space, seed, **context)
-    monkeypatch.setattr(tuner, "make_strategy", spy)
+    seen = strategy_context
     with Database(tmp_path / "db") as db:
         res = tuner.tune(GemvQ4F16(288, 288), T, ReplayRunner(held), db, strategy="model", trials=8, batch=8,
                          recordings=recs["far"] + recs["h100"])
